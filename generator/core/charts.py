@@ -1,0 +1,62 @@
+"""The interface to a Helm engine: what to render, and what comes back.
+
+Domains ask for charts through `ChartRenderer`; the pipeline passes in the embedded engine or the
+`helm` CLI (generator.io.helm), so rendering logic never knows which one ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from generator.core.errors import ChartRenderFailed
+from generator.core.objects import Manifest
+from generator.core.yamlio import load_trusted_document, split_documents
+
+
+@dataclass(frozen=True, slots=True)
+class ChartRequest:
+    chart: Path
+    release: str
+    namespace: str
+    values: dict[str, Any] = field(default_factory=dict)
+    values_files: tuple[Path, ...] = ()
+    requested_by: str = ""  # "file: document n (Kind ns/name)", for error messages
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedChart:
+    """Helm's output, one entry per template file that rendered to something."""
+
+    name: str
+    version: str
+    app_version: str
+    templates: dict[str, str]  # "<chart>/templates/<file>" -> rendered text (may hold several documents)
+    crds: dict[str, str]  # "<chart>/crds/<file>" -> text
+
+
+class ChartRenderer(Protocol):
+    def render_chart(self, request: ChartRequest) -> RenderedChart: ...
+
+
+def manifests_of(rendered: RenderedChart, include_crds: bool = True) -> list[Manifest]:
+    """Parse a chart's output into manifests whose origin is the template they came from."""
+    sources = {**(rendered.crds if include_crds else {}), **rendered.templates}
+    manifests: list[Manifest] = []
+    for origin, text in sources.items():
+        for position, piece in enumerate(split_documents(text), start=1):
+            try:
+                body = load_trusted_document(piece)
+            except Exception as error:  # yaml.YAMLError; any parse failure is the chart's fault
+                raise ChartRenderFailed(
+                    f"{origin}: document {position} is not valid YAML: {error}"
+                ) from error
+            if body is None:
+                continue
+            if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
+                raise ChartRenderFailed(
+                    f"{origin}: document {position} is not a Kubernetes object (no metadata mapping)"
+                )
+            manifests.append(Manifest(body, origin))
+    return manifests

@@ -1,0 +1,129 @@
+"""The exception tree of btp-gitops, and the exit code each branch maps to.
+
+    BtpGitopsError                      exit 1 (never raised directly)
+    +-- UsageError                      exit 2  options that contradict each other
+    +-- InputError                      exit 3  a source document is wrong
+    |   +-- SourceSyntaxError                   not YAML, or not a Kubernetes object
+    |   +-- SchemaViolation                     does not match its schema in schemas/
+    |   +-- InvalidSpec                         valid shape, but a rule of the domain is broken
+    +-- ChartError                      exit 4  a chart cannot be found or rendered
+    |   +-- ChartNotFound
+    |   +-- ChartRenderFailed
+    |   +-- NondeterministicChart               output changes between two renders and cannot be pinned
+    +-- OutputError                     exit 5  the result cannot be written
+        +-- OutputNotWritable
+        +-- GitError
+        +-- CredentialInOutput                  a credential or private key would reach Git
+
+Exit code 1 is reserved for "changes found" (`diff --exit-code`), 70 for a bug in btp-gitops.
+Every input error carries `Problem`s: file, document index, object and field path, so that one
+run reports everything that is wrong, not only the first thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_CHANGES = 1
+EXIT_USAGE = 2
+EXIT_INPUT = 3
+EXIT_CHART = 4
+EXIT_OUTPUT = 5
+EXIT_INTERNAL = 70
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with one input document, located as precisely as we know."""
+
+    file: str
+    message: str
+    document: int | None = None  # 1-based index of the YAML document in the file
+    object_ref: str | None = None  # "Kind namespace/name"
+    field_path: str | None = None  # "spec.modules[2].channel"
+
+    def render(self) -> str:
+        where = self.file
+        if self.document is not None:
+            where += f": document {self.document}"
+        if self.object_ref:
+            where += f" ({self.object_ref})"
+        if self.field_path:
+            where += f": {self.field_path}"
+        return f"{where}: {self.message}"
+
+
+class BtpGitopsError(Exception):
+    """Root of every error btp-gitops raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, problems: Iterable[Problem] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.problems: tuple[Problem, ...] = tuple(problems)
+
+    def lines(self) -> list[str]:
+        """The message followed by one line per problem, as shown to the user."""
+        return [self.message, *(f"  {p.render()}" for p in self.problems)]
+
+
+class UsageError(BtpGitopsError):
+    exit_code = EXIT_USAGE
+
+
+class InputError(BtpGitopsError):
+    exit_code = EXIT_INPUT
+
+
+class SourceSyntaxError(InputError):
+    pass
+
+
+class SchemaViolation(InputError):
+    pass
+
+
+class InvalidSpec(InputError):
+    pass
+
+
+class ChartError(BtpGitopsError):
+    exit_code = EXIT_CHART
+
+
+class ChartNotFound(ChartError):
+    pass
+
+
+class ChartRenderFailed(ChartError):
+    pass
+
+
+class NondeterministicChart(ChartError):
+    pass
+
+
+class OutputError(BtpGitopsError):
+    exit_code = EXIT_OUTPUT
+
+
+class OutputNotWritable(OutputError):
+    pass
+
+
+class GitError(OutputError):
+    pass
+
+
+class CredentialInOutput(OutputError):
+    """Rendering would write a credential into Git: a chart or configuration must be fixed."""
+
+
+def raise_if_problems(error_type: type[InputError], message: str, problems: list[Problem]) -> None:
+    """Raise `error_type` carrying every problem found, sorted for a stable report."""
+    if problems:
+        ordered = sorted(problems, key=lambda p: (p.file, p.document or 0, p.field_path or "", p.message))
+        raise error_type(f"{message} ({len(ordered)} problem{'s' if len(ordered) != 1 else ''})", ordered)

@@ -1,0 +1,94 @@
+"""The rendered repo's layout: `clusters/<cluster>/<app>/<kind>-<name>.yaml` + kustomization.yaml.
+
+One file per object gives the clearest diffs. File names are lower-case `<kind>-<name>.yaml`;
+when two objects of an app would share a name, the namespace and then the API group are added,
+and names too long for a filesystem are shortened with a hash, so every object keeps one stable
+file. Objects are sorted by Helm's install order, namespace and name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Callable
+
+from generator.core.kinds import install_rank
+from generator.core.objects import KubeObject, Manifest, api_group, kind_of, name_of, namespace_of
+from generator.core.yamlio import dump_object
+
+KUSTOMIZATION = "kustomization.yaml"
+_MAX_FILE_NAME = 200  # leaves room for editors' swap files under the usual 255-byte limit
+_UNSAFE = re.compile(r"[^a-z0-9._-]+")
+
+
+def sort_key(obj: KubeObject) -> tuple[int, str, str, str, str]:
+    return (install_rank(kind_of(obj)), kind_of(obj), namespace_of(obj), name_of(obj), api_group(obj))
+
+
+def sort_manifests(manifests: list[Manifest]) -> list[Manifest]:
+    return sorted(manifests, key=lambda m: sort_key(m.body))
+
+
+def _safe(text: str) -> str:
+    return _UNSAFE.sub("_", text.lower()).strip("_") or "_"
+
+
+def _bounded(stem: str) -> str:
+    if len(stem) + len(".yaml") <= _MAX_FILE_NAME:
+        return stem
+    digest = hashlib.sha256(stem.encode()).hexdigest()[:12]
+    return f"{stem[: _MAX_FILE_NAME - len('.yaml') - 13]}-{digest}"
+
+
+_Namer = Callable[[KubeObject], str]
+
+
+def _by_kind_name(obj: KubeObject) -> str:
+    return f"{_safe(kind_of(obj))}-{_safe(name_of(obj))}"
+
+
+def _by_kind_namespace_name(obj: KubeObject) -> str:
+    namespace = namespace_of(obj) or "_cluster"
+    return f"{_safe(kind_of(obj))}-{_safe(namespace)}-{_safe(name_of(obj))}"
+
+
+def _by_group_kind_namespace_name(obj: KubeObject) -> str:
+    group = api_group(obj) or "core"
+    return (
+        f"{_safe(kind_of(obj))}.{_safe(group)}-{_safe(namespace_of(obj) or '_cluster')}-{_safe(name_of(obj))}"
+    )
+
+
+def file_names(objects: list[KubeObject]) -> list[str]:
+    """A unique file name per object, as short as uniqueness allows."""
+    namers: list[_Namer] = [_by_kind_name, _by_kind_namespace_name, _by_group_kind_namespace_name]
+    names = [_by_kind_name(obj) for obj in objects]
+    for namer in namers[1:]:
+        counts = Counter(names)
+        names = [namer(obj) if counts[name] > 1 else name for obj, name in zip(objects, names, strict=True)]
+    counts = Counter(names)
+    duplicates = [name for name, count in counts.items() if count > 1]
+    if duplicates:
+        # Only possible for true duplicates (same group, kind, namespace, name): caught earlier.
+        raise ValueError(f"objects with the same identity: {', '.join(sorted(duplicates))}")
+    return [f"{_bounded(name)}.yaml" for name in names]
+
+
+def kustomization(resources: list[str]) -> str:
+    return dump_object(
+        {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": sorted(resources),
+        }
+    )
+
+
+def app_files(manifests: list[Manifest]) -> dict[str, str]:
+    """File name -> text for one app directory, kustomization.yaml included."""
+    ordered = sort_manifests(manifests)
+    names = file_names([m.body for m in ordered])
+    files = {name: dump_object(m.body) for name, m in zip(names, ordered, strict=True)}
+    files[KUSTOMIZATION] = kustomization(names)
+    return dict(sorted(files.items()))

@@ -1,0 +1,51 @@
+"""What a render did and why: per app, the objects written and notes a reviewer should see."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from generator.core.objects import Manifest
+
+
+class Level(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    level: Level
+    reason: str  # stable, machine-readable (e.g. WrongNamespaceOrName, ExcludedHook, PinnedValue)
+    subject: str  # the object or source the note is about
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "level": str(self.level),
+            "reason": self.reason,
+            "subject": self.subject,
+            "message": self.message,
+        }
+
+
+@dataclass(slots=True)
+class AppRender:
+    """The objects of one app directory (`clusters/<cluster>/<app>/`) and the notes about them."""
+
+    app: str
+    manifests: list[Manifest]
+    notes: list[Note] = field(default_factory=list)
+
+
+def report_dict(cluster: str, apps: list[AppRender], extra_notes: list[Note]) -> dict[str, Any]:
+    return {
+        "cluster": cluster,
+        "apps": [
+            {"app": app.app, "objects": len(app.manifests), "notes": [n.as_dict() for n in app.notes]}
+            for app in sorted(apps, key=lambda a: a.app)
+        ],
+        "notes": [n.as_dict() for n in extra_notes],
+    }

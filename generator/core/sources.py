@@ -1,0 +1,48 @@
+"""Source documents: the custom resources a user keeps in Git, as parsed from their files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.core.objects import KubeObject, describe
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDocument:
+    """One object from a source file, with what is needed to point at it in an error."""
+
+    file: str  # as shown to the user
+    document: int  # 1-based index within the file
+    body: KubeObject
+    directory: Path  # the file's directory: relative paths inside the object resolve from here
+
+    @property
+    def api_version(self) -> str:
+        return str(self.body.get("apiVersion", ""))
+
+    @property
+    def kind(self) -> str:
+        return str(self.body.get("kind", ""))
+
+    @property
+    def ref(self) -> str:
+        return describe(self.body)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSet:
+    """Every validated source document, with lookups by kind."""
+
+    documents: tuple[SourceDocument, ...]
+
+    def of_kind(self, api_version: str, kind: str) -> list[SourceDocument]:
+        return [d for d in self.documents if d.api_version == api_version and d.kind == kind]
+
+    def kinds(self) -> set[tuple[str, str]]:
+        return {(d.api_version, d.kind) for d in self.documents}
+
+    @classmethod
+    def of(cls, documents: Iterable[SourceDocument]) -> SourceSet:
+        return cls(tuple(documents))

@@ -1,0 +1,134 @@
+"""Validation of source documents against the JSON Schemas in schemas/.
+
+Every violation of every document is collected and reported with its file, document index,
+object and field path; nothing stops at the first error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+import referencing
+import referencing.jsonschema
+
+from generator.core.errors import Problem, SchemaViolation, raise_if_problems
+from generator.core.objects import format_field_path
+from generator.core.sources import SourceDocument
+
+GroupVersionKind = tuple[str, str]  # (apiVersion, kind)
+
+
+@dataclass(frozen=True, slots=True)
+class KindSchema:
+    api_version: str
+    kind: str
+    schema: Mapping[str, Any]
+
+
+class SchemaRegistry:
+    """The schemas of every kind btp-gitops reads, keyed by (apiVersion, kind)."""
+
+    def __init__(self, documents: Iterable[Mapping[str, Any]]) -> None:
+        resources = []
+        self._kinds: dict[GroupVersionKind, KindSchema] = {}
+        for document in documents:
+            resources.append(
+                (
+                    document["$id"],
+                    referencing.Resource.from_contents(document, referencing.jsonschema.DRAFT202012),
+                )
+            )
+            gvk = document.get("x-kubernetes-group-version-kind")
+            if gvk:
+                api_version = f"{gvk['group']}/{gvk['version']}" if gvk["group"] else gvk["version"]
+                self._kinds[(api_version, gvk["kind"])] = KindSchema(api_version, gvk["kind"], document)
+        self._registry: referencing.Registry[Any] = referencing.Registry().with_resources(resources)
+        self._validators: dict[GroupVersionKind, jsonschema.protocols.Validator] = {}
+
+    def kinds(self) -> list[KindSchema]:
+        return [self._kinds[key] for key in sorted(self._kinds)]
+
+    def knows(self, api_version: str, kind: str) -> bool:
+        return (api_version, kind) in self._kinds
+
+    def versions_of(self, kind: str) -> list[str]:
+        return sorted(api_version for api_version, known in self._kinds if known == kind)
+
+    def validator(self, api_version: str, kind: str) -> jsonschema.protocols.Validator:
+        key = (api_version, kind)
+        if key not in self._validators:
+            schema = self._kinds[key].schema
+            self._validators[key] = jsonschema.Draft202012Validator(schema, registry=self._registry)
+        return self._validators[key]
+
+
+def _describe_error(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
+    """Turn one jsonschema error into (field path, message) pairs a user can act on."""
+    path = list(error.absolute_path)
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(schema.get("properties", {}))
+        unknown = sorted(str(key) for key in error.instance if key not in allowed)
+        return [(format_field_path([*path, key]), "unknown field") for key in unknown]
+    if error.validator == "required":
+        missing = str(error.message).split("'")[1] if "'" in error.message else ""
+        return [(format_field_path([*path, missing]), "required field is missing")]
+    if error.validator == "type":
+        expected = error.validator_value
+        wanted = " or ".join(expected) if isinstance(expected, list) else str(expected)
+        return [(format_field_path(path), f"must be of type {wanted}, got {type_name(error.instance)}")]
+    if error.validator == "enum":
+        choices = ", ".join(repr(choice) for choice in schema.get("enum", []))
+        return [(format_field_path(path), f"must be one of {choices}, got {error.instance!r}")]
+    if error.validator == "const":
+        return [(format_field_path(path), f"must be {error.validator_value!r}, got {error.instance!r}")]
+    return [(format_field_path(path), error.message)]
+
+
+def type_name(value: Any) -> str:
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def problems_in(document: SourceDocument, registry: SchemaRegistry) -> list[Problem]:
+    """Every schema violation of one document (an unknown kind is one problem)."""
+    body = document.body
+    if not registry.knows(document.api_version, document.kind):
+        versions = registry.versions_of(document.kind)
+        hint = (
+            f"supported apiVersions of {document.kind}: {', '.join(versions)}"
+            if versions
+            else "btp-gitops does not read this kind"
+        )
+        return [
+            Problem(
+                file=document.file,
+                document=document.document,
+                object_ref=document.ref,
+                field_path="apiVersion",
+                message=f"unknown kind {document.api_version}/{document.kind} ({hint})",
+            )
+        ]
+    validator = registry.validator(document.api_version, document.kind)
+    problems = []
+    for error in validator.iter_errors(body):
+        for field_path, message in _describe_error(error):
+            problems.append(
+                Problem(
+                    file=document.file,
+                    document=document.document,
+                    object_ref=document.ref,
+                    field_path=field_path,
+                    message=message,
+                )
+            )
+    return problems
+
+
+def validate_sources(documents: Iterable[SourceDocument], registry: SchemaRegistry) -> None:
+    """Raise SchemaViolation listing every problem in every document, if there is any."""
+    problems = [problem for document in documents for problem in problems_in(document, registry)]
+    raise_if_problems(SchemaViolation, "invalid source documents", problems)

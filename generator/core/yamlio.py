@@ -1,0 +1,164 @@
+"""YAML in and out, with one style everywhere.
+
+Reading: libyaml's C parser, YAML 1.1 scalars as Kubernetes reads them, except timestamps, which
+stay strings (a date in an annotation must not turn into a datetime and back). Source files are
+read strictly: a duplicate key is an error, as it is for `kubectl apply`.
+
+Writing: block style, 2-space indent, no line folding, plain scalars unless quoting is needed,
+multi-line strings as literal blocks, and a fixed key order: apiVersion, kind, metadata, name,
+namespace, spec, data, stringData, then the rest sorted, `status` last. The same object always
+serialises to the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+
+from generator.core.errors import Problem
+
+_LEADING_KEYS = ("apiVersion", "kind", "metadata", "name", "namespace", "spec", "data", "stringData")
+_KEY_RANK = {key: rank for rank, key in enumerate(_LEADING_KEYS)}
+_UNRANKED = len(_LEADING_KEYS)
+_TRAILING_RANK = _UNRANKED + 1  # status goes last
+
+
+def _key_order(item: tuple[Any, Any]) -> tuple[int, str, str]:
+    key = item[0]
+    if key == "status":
+        return (_TRAILING_RANK, "", "")
+    return (_KEY_RANK.get(key, _UNRANKED), type(key).__name__, str(key))
+
+
+class _Loader(yaml.CSafeLoader):
+    """C-accelerated safe loader that keeps timestamps as strings and rejects duplicate keys."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    pass
+
+
+def _construct_mapping_rejecting_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in mapping:
+            raise DuplicateKeyError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r}",
+                key_node.start_mark,
+            )
+        mapping[key] = loader.construct_object(value_node, deep=True)
+    return mapping
+
+
+class _StrictLoader(_Loader):
+    pass
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping_rejecting_duplicates)
+
+
+class _FastLoader(_Loader):
+    """For Helm streams we trust to be machine-written: no duplicate-key pass, for speed."""
+
+
+class _Dumper(yaml.CSafeDumper):
+    pass
+
+
+def _represent_mapping(dumper: _Dumper, data: dict[Any, Any]) -> yaml.MappingNode:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", sorted(data.items(), key=_key_order))
+
+
+def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_Dumper.add_representer(dict, _represent_mapping)
+_Dumper.add_representer(str, _represent_str)
+
+_DUMP_OPTIONS: dict[str, Any] = {
+    "Dumper": _Dumper,
+    "default_flow_style": False,
+    "indent": 2,
+    "width": 1 << 30,  # never fold long lines
+    "allow_unicode": True,
+    "sort_keys": False,  # ordering is done by _represent_mapping
+}
+
+
+def dump_object(obj: Any) -> str:
+    """One object as a YAML document body (no leading `---`)."""
+    return yaml.dump(obj, **_DUMP_OPTIONS)  # type: ignore[no-any-return]
+
+
+def dump_documents(objects: list[Any]) -> str:
+    """Several objects as a multi-document stream, each document starting with `---`."""
+    return "".join(f"---\n{dump_object(obj)}" for obj in objects)
+
+
+def yaml_problem_location(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error)
+    if mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return str(problem)
+
+
+def load_source_documents(text: str, file: str) -> Iterator[tuple[int, Any]]:
+    """Yield (1-based document index, parsed document) of a source file, strictly.
+
+    Raises `SourceSyntaxProblem` carrying a `Problem` that names the file, the document and the
+    line where parsing failed.
+    """
+    loader = _StrictLoader(text)
+    index = 0
+    try:
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            index += 1
+            yield index, loader.get_data()
+    except yaml.YAMLError as error:
+        raise SourceSyntaxProblem(
+            Problem(
+                file=file, document=max(index, 1), message=f"invalid YAML: {yaml_problem_location(error)}"
+            )
+        ) from error
+    finally:
+        loader.dispose()
+
+
+def load_trusted_document(text: str) -> Any:
+    """Parse one machine-written document (e.g. a chart template's output) quickly."""
+    return yaml.load(text, Loader=_FastLoader)
+
+
+class SourceSyntaxProblem(Exception):
+    """Carries the Problem of a YAML syntax error up to the loader, which collects them."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.render())
+        self.problem = problem
+
+
+# Helm splits rendered templates on this pattern (a `---` at the start of a line, glued content
+# included); we split the same way so that a document boundary means what it means to Helm.
+_DOCUMENT_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
+
+
+def split_documents(text: str) -> list[str]:
+    """Split a multi-document YAML text the way Helm does; blank pieces are dropped."""
+    return [piece for piece in _DOCUMENT_SEPARATOR.split(text) if piece.strip()]

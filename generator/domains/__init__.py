@@ -1,0 +1,1 @@
+"""One module per domain, each reading like the operator behaviour it replaces."""

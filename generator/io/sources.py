@@ -1,0 +1,85 @@
+"""Reading source documents from files and directories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from generator.core.sources import SourceDocument
+from generator.core.yamlio import SourceSyntaxProblem, load_source_documents
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def display_path(path: Path) -> str:
+    """The path as the user would type it: relative to the working directory when inside it."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def source_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """Every YAML file named or found under the given paths, in a stable order.
+
+    Hidden files and directories (".git", ".btp-gitops") are skipped.
+    """
+    for path in paths:
+        if path.is_dir():
+            found = [
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and p.suffix in YAML_SUFFIXES
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            ]
+            yield from sorted(found)
+        else:
+            yield path
+
+
+def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocument]:
+    shown = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        problems.append(Problem(file=shown, message="no such file or directory"))
+        return
+    except (OSError, UnicodeDecodeError) as error:
+        problems.append(Problem(file=shown, message=f"cannot read: {error}"))
+        return
+    try:
+        for index, body in load_source_documents(text, shown):
+            if body is None:
+                continue  # an empty document (comments only) is allowed
+            if not isinstance(body, dict):
+                problems.append(
+                    Problem(
+                        file=shown, document=index, message=f"expected a mapping, got {type(body).__name__}"
+                    )
+                )
+                continue
+            missing = [field for field in ("apiVersion", "kind") if not isinstance(body.get(field), str)]
+            if missing:
+                problems.append(
+                    Problem(
+                        file=shown,
+                        document=index,
+                        field_path=missing[0],
+                        message="required field is missing: not a Kubernetes object",
+                    )
+                )
+                continue
+            yield SourceDocument(file=shown, document=index, body=body, directory=path.parent.resolve())
+    except SourceSyntaxProblem as error:
+        problems.append(error.problem)
+
+
+def load_sources(paths: Iterable[Path]) -> list[SourceDocument]:
+    """Parse every document under `paths`; raise SourceSyntaxError listing every unreadable one."""
+    problems: list[Problem] = []
+    documents = [doc for path in source_files(paths) for doc in _documents_of(path, problems)]
+    raise_if_problems(SourceSyntaxError, "cannot read source documents", problems)
+    return documents

@@ -1,0 +1,133 @@
+"""`btp-gitops module-resources`: the artifact BTP Manager users consume, from a module chart.
+
+    render chart (twice, pin volatile values) -> split pre-delete hooks -> blank images
+    -> apply/<template>.yml, excluded/to-exclude.yml, delete/to-delete.yml -> write atomically
+
+`delete/to-delete.yml` lists the documents of the previous `apply/` that the chart no longer
+produces, matched on group, kind, namespace and name. It describes one step (previous -> current),
+as BTP Manager's did; re-running on an unchanged chart keeps the last step's list instead of
+emptying it, so the command is idempotent and the committed artifact never drifts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from generator.core.charts import ChartRenderer, ChartRequest
+from generator.core.kinds import install_rank
+from generator.core.objects import KubeObject, Manifest, ObjectKey, kind_of, object_key
+from generator.core.report import Note
+from generator.core.yamlio import dump_object, load_trusted_document
+from generator.domains.btp_operator import render_chart_deterministically
+from generator.io.repo import TreeChanges, read_tree, write_subtree
+from generator.transforms.hooks import split_hooks
+from generator.transforms.workloads import blank_deployment_images
+
+APPLY = "apply"
+DELETE_FILE = "delete/to-delete.yml"
+EXCLUDE_FILE = "excluded/to-exclude.yml"
+EXCLUDED_HOOKS = frozenset({"pre-delete"})
+_SOURCE = re.compile(r"^# Source: (.+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class SourcedDocument:
+    source: str  # "<chart>/templates/<file>"
+    body: KubeObject
+
+    def text(self) -> str:
+        return f"---\n# Source: {self.source}\n{dump_object(self.body)}"
+
+
+@dataclass(slots=True)
+class ModuleResources:
+    files: dict[str, str]
+    notes: list[Note] = field(default_factory=list)
+    changes: TreeChanges = field(default_factory=TreeChanges)
+
+
+def apply_file_name(source: str) -> str:
+    """`sap-btp-operator/templates/service_account.yaml` -> `apply/service_account.yml`."""
+    parts = PurePosixPath(source).parts
+    inside = parts[2:] if len(parts) > 2 and parts[1] in {"templates", "crds"} else parts[1:]
+    stem = "_".join(inside).removesuffix(".yaml").removesuffix(".yml")
+    prefix = "crds_" if len(parts) > 1 and parts[1] == "crds" else ""
+    return f"{APPLY}/{prefix}{stem}.yml"
+
+
+def _install_order(documents: list[SourcedDocument]) -> list[SourcedDocument]:
+    return sorted(documents, key=lambda d: install_rank(kind_of(d.body)))  # stable: keeps template order
+
+
+def parse_sourced_documents(text: str) -> list[SourcedDocument]:
+    """Read back a file we wrote: documents separated by `---`, each with its `# Source:` line."""
+    documents = []
+    for piece in re.split(r"^---\s*$", text, flags=re.MULTILINE):
+        if not piece.strip():
+            continue
+        match = _SOURCE.search(piece)
+        body = load_trusted_document(piece)
+        if isinstance(body, dict):
+            documents.append(SourcedDocument(match.group(1).strip() if match else "", body))
+    return documents
+
+
+def previous_apply_documents(previous: dict[str, bytes]) -> list[SourcedDocument]:
+    return [
+        document
+        for path, data in sorted(previous.items())
+        if path.startswith(f"{APPLY}/")
+        for document in parse_sourced_documents(data.decode("utf-8"))
+    ]
+
+
+def removed_documents(previous: dict[str, bytes], current_keys: set[ObjectKey]) -> list[SourcedDocument]:
+    """The delete list: previous apply/ documents whose identity the chart no longer produces."""
+    before = previous_apply_documents(previous)
+    before_keys = {object_key(d.body) for d in before}
+    if before_keys == current_keys and DELETE_FILE in previous:
+        # Same objects as last time: keep the last step's list (idempotent regeneration).
+        kept = parse_sourced_documents(previous[DELETE_FILE].decode("utf-8"))
+        return [d for d in kept if object_key(d.body) not in current_keys]
+    return [d for d in before if object_key(d.body) not in current_keys]
+
+
+def build_module_resources(manifests: list[Manifest], previous: dict[str, bytes]) -> dict[str, str]:
+    """Lay out apply/, delete/ and excluded/ from the chart's manifests and the previous artifact."""
+    kept, excluded = split_hooks(manifests, EXCLUDED_HOOKS)
+    kept = blank_deployment_images(kept)
+    by_file: dict[str, list[SourcedDocument]] = {}
+    for manifest in kept:
+        by_file.setdefault(apply_file_name(manifest.origin), []).append(
+            SourcedDocument(manifest.origin, manifest.body)
+        )
+    files = {name: "".join(d.text() for d in _install_order(docs)) for name, docs in by_file.items()}
+    current_keys = {object_key(m.body) for m in kept}
+    files[DELETE_FILE] = "".join(d.text() for d in removed_documents(previous, current_keys))
+    files[EXCLUDE_FILE] = "".join(
+        SourcedDocument(m.origin, m.body).text() for m in _install_order_manifests(excluded)
+    )
+    return dict(sorted(files.items()))
+
+
+def _install_order_manifests(manifests: list[Manifest]) -> list[Manifest]:
+    return sorted(manifests, key=lambda m: install_rank(kind_of(m.body)))
+
+
+def generate_module_resources(
+    *,
+    chart: Path,
+    values_files: tuple[Path, ...],
+    release: str,
+    namespace: str,
+    out: Path,
+    engine: ChartRenderer,
+) -> ModuleResources:
+    request = ChartRequest(chart=chart, release=release, namespace=namespace, values_files=values_files)
+    _, manifests, notes = render_chart_deterministically(engine, request)
+    previous = read_tree(out)
+    files = build_module_resources(manifests, previous)
+    changes = write_subtree(out.parent, out.name, files)
+    return ModuleResources(files=files, notes=notes, changes=changes)

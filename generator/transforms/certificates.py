@@ -1,0 +1,198 @@
+"""Webhook TLS without private keys in Git: cert-manager or Gardener issue the certificates.
+
+For each webhook Service that the webhook configurations (and CRD conversion webhooks) call, we
+render a serving Certificate whose Secret the workload mounts, and let the certificate manager
+inject the CA into `clientConfig.caBundle`. With no issuer given, a self-signed CA chain is
+rendered too (selfSigned Issuer -> CA Certificate -> CA Issuer), with the key sizes, lifetimes and
+Secret names BTP Manager used, so existing tooling that looks for them still finds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator.core.objects import (
+    KubeObject,
+    Manifest,
+    annotations_of,
+    get_path,
+    kind_of,
+    name_of,
+    namespace_of,
+)
+
+WEBHOOK_CONFIGURATION_KINDS = frozenset({"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
+INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
+CA_LIFETIME = "87600h"
+SERVING_LIFETIME = "8760h"
+RENEW_BEFORE = "168h"  # BTP Manager regenerated certificates expiring within 168h
+
+
+@dataclass(frozen=True, slots=True)
+class CertificatePlan:
+    """What to issue: names follow BTP Manager's Secrets (`ca-server-cert`, `webhook-server-cert`)."""
+
+    prefix: str  # e.g. "sap-btp-operator"
+    namespace: str
+    ca_secret: str = "ca-server-cert"
+    serving_secret: str = "webhook-server-cert"
+    issuer_name: str | None = None  # an existing issuer for the serving certificate
+    issuer_kind: str = "Issuer"
+    issuer_group: str = "cert-manager.io"
+
+    @property
+    def serving_certificate(self) -> str:
+        return f"{self.prefix}-webhook-cert"
+
+
+def webhook_client_configs(obj: KubeObject) -> list[dict[str, object]]:
+    """Every `clientConfig` of a webhook configuration or of a CRD's conversion webhook."""
+    kind = kind_of(obj)
+    if kind in WEBHOOK_CONFIGURATION_KINDS:
+        return [
+            w["clientConfig"] for w in obj.get("webhooks") or [] if isinstance(w.get("clientConfig"), dict)
+        ]
+    if kind == "CustomResourceDefinition":
+        config = get_path(obj, "spec", "conversion", "webhook", "clientConfig")
+        return [config] if isinstance(config, dict) else []
+    return []
+
+
+def webhook_service_hosts(manifests: list[Manifest], default_namespace: str) -> list[tuple[str, str]]:
+    """(service name, namespace) of every Service a webhook calls, sorted and unique."""
+    found: set[tuple[str, str]] = set()
+    for manifest in manifests:
+        for config in webhook_client_configs(manifest.body):
+            service = config.get("service")
+            if isinstance(service, dict) and service.get("name"):
+                found.add((str(service["name"]), str(service.get("namespace") or default_namespace)))
+    return sorted(found)
+
+
+def service_dns_names(services: list[tuple[str, str]]) -> list[str]:
+    """The SANs BTP Manager put on the webhook certificate: `<svc>.<ns>.svc` and `<svc>.<ns>`."""
+    names: list[str] = []
+    for service, namespace in services:
+        names += [f"{service}.{namespace}.svc", f"{service}.{namespace}"]
+    return names
+
+
+def _cert_manager_object(kind: str, name: str, namespace: str, spec: dict[str, object]) -> Manifest:
+    body = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    return Manifest(body, "btp-gitops/certificates")
+
+
+def cert_manager_objects(plan: CertificatePlan, dns_names: list[str]) -> list[Manifest]:
+    objects: list[Manifest] = []
+    issuer = {"name": plan.issuer_name, "kind": plan.issuer_kind, "group": plan.issuer_group}
+    if plan.issuer_name is None:
+        selfsigned = f"{plan.prefix}-selfsigned-issuer"
+        ca_issuer = f"{plan.prefix}-ca-issuer"
+        objects += [
+            _cert_manager_object("Issuer", selfsigned, plan.namespace, {"selfSigned": {}}),
+            _cert_manager_object(
+                "Certificate",
+                f"{plan.prefix}-ca-cert",
+                plan.namespace,
+                {
+                    "isCA": True,
+                    "commonName": f"{plan.prefix}-ca",
+                    "secretName": plan.ca_secret,
+                    "duration": CA_LIFETIME,
+                    "renewBefore": RENEW_BEFORE,
+                    "privateKey": {"algorithm": "RSA", "size": 4096, "rotationPolicy": "Always"},
+                    "usages": ["digital signature", "cert sign"],
+                    "issuerRef": {"name": selfsigned, "kind": "Issuer", "group": "cert-manager.io"},
+                },
+            ),
+            _cert_manager_object("Issuer", ca_issuer, plan.namespace, {"ca": {"secretName": plan.ca_secret}}),
+        ]
+        issuer = {"name": ca_issuer, "kind": "Issuer", "group": "cert-manager.io"}
+    objects.append(
+        _cert_manager_object(
+            "Certificate",
+            plan.serving_certificate,
+            plan.namespace,
+            {
+                "commonName": dns_names[0],
+                "dnsNames": dns_names,
+                "secretName": plan.serving_secret,
+                "duration": SERVING_LIFETIME,
+                "renewBefore": RENEW_BEFORE,
+                "privateKey": {"algorithm": "RSA", "size": 4096, "rotationPolicy": "Always"},
+                "usages": ["digital signature", "server auth", "client auth"],
+                "issuerRef": issuer,
+            },
+        )
+    )
+    return objects
+
+
+def _is_certificate_secret(obj: KubeObject, plan: CertificatePlan) -> bool:
+    return (
+        kind_of(obj) == "Secret"
+        and name_of(obj) in {plan.ca_secret, plan.serving_secret}
+        and namespace_of(obj) in {"", plan.namespace}
+    )
+
+
+def issue_webhook_certificates_with_cert_manager(
+    manifests: list[Manifest], plan: CertificatePlan
+) -> list[Manifest]:
+    """Replace chart-made webhook certificates with cert-manager ones and CA injection.
+
+    Every webhook configuration and conversion webhook that calls one of the chart's Services gets
+    `cert-manager.io/inject-ca-from` and loses any inline caBundle; Secrets holding certificates
+    the chart generated itself are dropped (their keys must not reach Git).
+    """
+    services = webhook_service_hosts(manifests, plan.namespace)
+    if not services:
+        return manifests
+    kept = [m for m in manifests if not _is_certificate_secret(m.body, plan)]
+    for manifest in kept:
+        configs = webhook_client_configs(manifest.body)
+        if not configs:
+            continue
+        for config in configs:
+            config.pop("caBundle", None)
+        annotations_of(manifest.body)[INJECT_CA_FROM] = f"{plan.namespace}/{plan.serving_certificate}"
+    return kept + cert_manager_objects(plan, service_dns_names(services))
+
+
+def issue_webhook_certificates_with_gardener(
+    manifests: list[Manifest], plan: CertificatePlan
+) -> list[Manifest]:
+    """Gardener cert-management: a cert.gardener.cloud Certificate for the webhook Service.
+
+    Gardener's certificate controller serves public DNS names through an Issuer (ACME or CA); the
+    CA is injected by cert-manager-compatible annotation handled by Gardener's webhook controller
+    (`cert.gardener.cloud/inject-ca-from`... not provided), so the caBundle comes from the
+    issuer's CA, which we reference with the same cert-manager annotation key.
+    """
+    services = webhook_service_hosts(manifests, plan.namespace)
+    if not services:
+        return manifests
+    kept = [m for m in manifests if not _is_certificate_secret(m.body, plan)]
+    for manifest in kept:
+        for config in webhook_client_configs(manifest.body):
+            config.pop("caBundle", None)
+    dns_names = service_dns_names(services)
+    spec: dict[str, object] = {
+        "commonName": dns_names[0],
+        "dnsNames": dns_names,
+        "secretRef": {"name": plan.serving_secret, "namespace": plan.namespace},
+    }
+    if plan.issuer_name:
+        spec["issuerRef"] = {"name": plan.issuer_name}
+    body = {
+        "apiVersion": "cert.gardener.cloud/v1alpha1",
+        "kind": "Certificate",
+        "metadata": {"name": plan.serving_certificate, "namespace": plan.namespace},
+        "spec": spec,
+    }
+    return [*kept, Manifest(body, "btp-gitops/certificates")]
