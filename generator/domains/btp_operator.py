@@ -170,7 +170,7 @@ def chart_request(config: ModuleConfig) -> ChartRequest:
         namespace=MODULE_NAMESPACE,
         values=config.values,
         values_files=config.values_files,
-        requested_by=_where(config.source),
+        requested_by=f"{_where(config.source)}: spec.chart.path",
     )
 
 

@@ -15,10 +15,11 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 def display_path(path: Path) -> str:
     """The path as the user would type it: relative to the working directory when inside it."""
+    absolute = Path(os.path.abspath(path))
     try:
-        return os.path.relpath(path)
+        return absolute.relative_to(Path.cwd()).as_posix()
     except ValueError:
-        return str(path)
+        return str(absolute)
 
 
 def source_files(paths: Iterable[Path]) -> Iterator[Path]:

@@ -1,0 +1,71 @@
+"""Shared fixtures: paths of the checkout, the CLI as users run it, and YAML snapshots.
+
+Snapshots are one plain YAML file per test under `__snapshots__/`, reviewed like code; CI runs
+without `--snapshot-update`, so any drift in rendered output fails.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+pytest_plugins = ["tests.support.kubeapi"]
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+CHART = ROOT / "charts" / "sap-btp-operator"
+CLI = Path(sys.executable).parent / "btp-gitops"
+
+
+class YamlSnapshotExtension(SingleFileSnapshotExtension):
+    _write_mode = WriteMode.TEXT
+    file_extension = "yaml"
+
+    def serialize(self, data: Any, **_: Any) -> str:
+        if not isinstance(data, str):
+            raise TypeError("YAML snapshots take the rendered text")
+        return data
+
+
+@pytest.fixture
+def yaml_snapshot(snapshot: Any) -> Any:
+    return snapshot.use_extension(YamlSnapshotExtension)
+
+
+def tree_as_yaml(files: dict[str, str | bytes]) -> str:
+    """A rendered tree as one YAML stream: each file a document headed by its path."""
+    parts = []
+    for path in sorted(files):
+        text = files[path]
+        text = text.decode("utf-8") if isinstance(text, bytes) else text
+        parts.append(f"# File: {path}\n---\n{text}" if text else f"# File: {path} (empty)\n")
+    return "".join(parts)
+
+
+def read_tree(root: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and ".git" not in path.relative_to(root).parts
+    }
+
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def run_cli() -> RunCli:
+    """Run the installed `btp-gitops` console script as a user would."""
+
+    def run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(CLI), *map(str, args)], capture_output=True, text=True, cwd=cwd, check=False, timeout=300
+        )
+
+    return run

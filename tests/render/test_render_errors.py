@@ -1,0 +1,191 @@
+"""Bad input and bad output locations: exact messages, exit codes, and nothing half-written.
+
+Each case runs the installed CLI on a real broken source or chart (the embedded Helm engine
+really fails to render) and checks the whole stderr, the documented exit code, and that a repo
+rendered before is left byte-identical. The atomicity case injects a write failure through the
+writer's filesystem interface, the one seam the writer offers for this.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from generator.core.errors import EXIT_CHART, EXIT_INPUT, EXIT_OUTPUT, OutputNotWritable
+from generator.io.helm import EmbeddedHelm
+from generator.io.repo import LocalFilesystem
+from generator.io.schemas import load_schema_registry
+from generator.pipeline.render import RenderRequest, render_into_repo
+from tests.conftest import CHART, RunCli, read_tree
+
+CONFIG_REF = "document 1 (BtpOperatorConfig kyma-system/btp-operator)"
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+@pytest.fixture
+def rendered_repo(tmp_path: Path, run_cli: RunCli, make_source) -> Path:  # type: ignore[no-untyped-def]
+    """A repo rendered from the good example, to check that failures leave it untouched."""
+    out = tmp_path / "repo"
+    assert run_cli("render", make_source(name="good"), "--out", out, "--commit").returncode == 0
+    return out
+
+
+def _assert_failure(result, exit_code: int, stderr: str, repo: Path, before: dict[str, bytes]) -> None:  # type: ignore[no-untyped-def]
+    assert result.returncode == exit_code, result.stderr
+    assert result.stderr == stderr
+    assert result.stdout == ""
+    assert read_tree(repo) == before
+    assert not [p for p in repo.glob("clusters/.*")], "staging or backup directories left behind"
+
+
+def test_malformed_yaml(tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    source = make_source()
+    (source / "broken.yaml").write_text("apiVersion: v1\nkind: [\n")
+    (source / "notes.yaml").write_text("a: 1\na: 2\n")
+    before = read_tree(rendered_repo)
+    result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
+    _assert_failure(
+        result,
+        EXIT_INPUT,
+        "error: cannot read source documents (2 problems)\n"
+        "  source/broken.yaml: document 1: invalid YAML: line 3, column 1: did not find expected node content\n"
+        "  source/notes.yaml: document 1: invalid YAML: line 2, column 1: found duplicate key 'a'\n",
+        rendered_repo,
+        before,
+    )
+
+
+def test_unknown_fields_and_wrong_types_are_all_reported(
+    tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path
+) -> None:  # type: ignore[no-untyped-def]
+    source = make_source()
+    config = source / "btpoperatorconfig.yaml"
+    _edit(config, "  enableLimitedCache: true", '  enableLimitedCache: "yes"\n  colour: blue')
+    _edit(config, "    mode: cert-manager", "    mode: acme\n    sise: 3")
+    _edit(config, "  clusterId: 3f9d2c1e-7a4b-4e2f-9c8d-1b2a3c4d5e6f", "  clusterId: 42")
+    (source / "other.yaml").write_text(
+        "apiVersion: operator.kyma-project.io/v1beta9\nkind: BtpOperator\nmetadata:\n  name: x\n"
+    )
+    before = read_tree(rendered_repo)
+    result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
+    where = f"source/btpoperatorconfig.yaml: {CONFIG_REF}"
+    _assert_failure(
+        result,
+        EXIT_INPUT,
+        "error: invalid source documents (6 problems)\n"
+        f"  {where}: spec.certificates.mode: must be one of 'cert-manager', 'gardener', 'self-signed', got 'acme'\n"
+        f"  {where}: spec.certificates.sise: unknown field\n"
+        f"  {where}: spec.clusterId: must be of type string, got integer\n"
+        f"  {where}: spec.colour: unknown field\n"
+        f"  {where}: spec.enableLimitedCache: must be of type boolean, got string\n"
+        "  source/other.yaml: document 1 (BtpOperator x): apiVersion: unknown kind "
+        "operator.kyma-project.io/v1beta9/BtpOperator "
+        "(supported apiVersions of BtpOperator: operator.kyma-project.io/v1alpha1)\n",
+        rendered_repo,
+        before,
+    )
+
+
+def test_missing_chart(tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    make_source(chart_dir=Path("charts/none"))
+    before = read_tree(rendered_repo)
+    result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
+    _assert_failure(
+        result,
+        EXIT_CHART,
+        "error: chart not found: source/charts/none has no Chart.yaml "
+        f"(requested by source/btpoperatorconfig.yaml: {CONFIG_REF}: spec.chart.path)\n",
+        rendered_repo,
+        before,
+    )
+
+
+def test_chart_template_that_fails_to_render(
+    tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path
+) -> None:  # type: ignore[no-untyped-def]
+    chart = tmp_path / "broken-chart"
+    shutil.copytree(CHART, chart)
+    (chart / "templates" / "zz_broken.yaml").write_text("{{ .Values.nope.deeper }}\n")
+    make_source(chart_dir=chart)
+    before = read_tree(rendered_repo)
+    result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
+    _assert_failure(
+        result,
+        EXIT_CHART,
+        f"error: chart broken-chart (requested by source/btpoperatorconfig.yaml: {CONFIG_REF}: spec.chart.path) "
+        "failed to render: sap-btp-operator/templates/zz_broken.yaml:1:10\n"
+        '  executing "sap-btp-operator/templates/zz_broken.yaml" at <.Values.nope.deeper>:\n'
+        "    nil pointer evaluating interface {}.deeper\n",
+        rendered_repo,
+        before,
+    )
+
+
+def test_self_signed_certificates_are_refused_for_git(
+    tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path
+) -> None:  # type: ignore[no-untyped-def]
+    make_source(certificates={"mode": "self-signed"})
+    before = read_tree(rendered_repo)
+    result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
+    _assert_failure(
+        result,
+        EXIT_INPUT,
+        "error: self-signed certificates cannot be rendered into Git\n"
+        f"  source/btpoperatorconfig.yaml: {CONFIG_REF}: spec.certificates.mode: 'self-signed' would put a CA "
+        "private key into the repository; use 'cert-manager' (or 'gardener') for render, and keep "
+        "'self-signed' for `btp-gitops post-render`, whose output goes to the cluster\n",
+        rendered_repo,
+        before,
+    )
+
+
+def test_unwritable_output_directory(tmp_path: Path, run_cli: RunCli, make_source) -> None:  # type: ignore[no-untyped-def]
+    make_source()
+    (tmp_path / "not-a-dir").write_text("a file where the repo should be\n")
+    result = run_cli("render", "source", "--out", "not-a-dir/repo", cwd=tmp_path)
+    assert result.returncode == EXIT_OUTPUT
+    assert result.stderr == "error: cannot write output directory not-a-dir/repo/clusters: Not a directory\n"
+    assert (tmp_path / "not-a-dir").read_text() == "a file where the repo should be\n"
+
+
+class FailingFilesystem(LocalFilesystem):
+    """Fails the Nth file write, as a full disk would."""
+
+    def __init__(self, fail_at: int) -> None:
+        self.writes = 0
+        self.fail_at = fail_at
+
+    def write_bytes(self, path: Path, data: bytes) -> None:
+        self.writes += 1
+        if self.writes == self.fail_at:
+            raise OSError(28, "No space left on device")
+        super().write_bytes(path, data)
+
+
+class FailingSwap(LocalFilesystem):
+    """Fails the rename that moves the new tree into place, after the old one was moved aside."""
+
+    def rename(self, source: Path, target: Path) -> None:
+        if ".staging-" in source.name:
+            raise OSError(5, "Input/output error")
+        super().rename(source, target)
+
+
+@pytest.mark.parametrize("fs", [FailingFilesystem(fail_at=10), FailingSwap()], ids=["write", "swap"])
+def test_a_write_that_fails_midway_leaves_the_old_tree(
+    tmp_path: Path, make_source, rendered_repo: Path, fs: LocalFilesystem
+) -> None:  # type: ignore[no-untyped-def]
+    source = make_source(name="changed", clusterId="another-cluster")
+    before = read_tree(rendered_repo)
+    request = RenderRequest(sources=(source,), out=rendered_repo, cluster="default")
+    with pytest.raises(OutputNotWritable):
+        render_into_repo(request, EmbeddedHelm(), load_schema_registry(), fs)
+    assert read_tree(rendered_repo) == before
+    assert not list((rendered_repo / "clusters").glob(".*"))
