@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Set up a checkout: Python venv with btp-gitops and its test dependencies, and with --with-tools
+# the Go-built CLIs and Debian packages the test suite runs for real (cached under .cache/).
+# Idempotent: a second run only checks what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+with_tools=false
+[ "${1:-}" = "--with-tools" ] && with_tools=true
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+stamp=.venv/.btp-gitops-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[test]'
+  touch "$stamp"
+fi
+
+if $with_tools; then
+  bash scripts/build-tools.sh
+fi
