@@ -27,6 +27,8 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.support.kubeapi import ADMIN_GROUP, ADMIN_USER, KubeAPI, install_crds
 
+pytestmark = pytest.mark.kube
+
 GROUP = "fixtures.btp-gitops.example.com"
 VERSION = "v1alpha1"
 PLURAL = "widgets"
@@ -144,9 +146,7 @@ def test_custom_resource_lifecycle(widgets: k8s.CustomObjectsApi, kube_namespace
     assert patched["metadata"]["labels"] == {"app": "demo", "tier": "gold"}
     assert int(patched["metadata"]["generation"]) == 2
 
-    listed = widgets.list_namespaced_custom_object(
-        GROUP, VERSION, ns, PLURAL, label_selector="tier=gold"
-    )
+    listed = widgets.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, label_selector="tier=gold")
     assert [item["metadata"]["name"] for item in listed["items"]] == ["w1"]
     assert listed["items"][0]["spec"]["size"] == 3
 
@@ -212,9 +212,7 @@ def test_finalizer_holds_deletion(widgets: k8s.CustomObjectsApi, kube_namespace:
         time.sleep(0.1)
 
 
-def test_server_side_apply_dry_run_is_not_persisted(
-    api: k8s.ApiClient, kube_namespace: str
-) -> None:
+def test_server_side_apply_dry_run_is_not_persisted(api: k8s.ApiClient, kube_namespace: str) -> None:
     core = k8s.CoreV1Api(api)
     manifest = {
         "apiVersion": "v1",

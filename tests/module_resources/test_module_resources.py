@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -21,7 +22,7 @@ def _generate(run_cli: RunCli, chart: Path, out: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def _documents(text: str) -> list[dict]:  # type: ignore[type-arg]
+def _documents(text: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(text) if d]
 
 
@@ -33,9 +34,16 @@ def test_module_resources_snapshot(tmp_path: Path, run_cli: RunCli, yaml_snapsho
     _generate(run_cli, CHART, tmp_path / "module-resources")
     tree = read_tree(tmp_path / "module-resources")
     assert sorted(tree) == [
-        "apply/configmap.yml", "apply/crd.yml", "apply/deployment.yml", "apply/rbac.yml", "apply/secret.yml",
-        "apply/service.yml", "apply/service_account.yml", "apply/webhook.yml",
-        "delete/to-delete.yml", "excluded/to-exclude.yml",
+        "apply/configmap.yml",
+        "apply/crd.yml",
+        "apply/deployment.yml",
+        "apply/rbac.yml",
+        "apply/secret.yml",
+        "apply/service.yml",
+        "apply/service_account.yml",
+        "apply/webhook.yml",
+        "delete/to-delete.yml",
+        "excluded/to-exclude.yml",
     ]
     assert tree_as_yaml(tree) == yaml_snapshot
 
@@ -46,13 +54,19 @@ def test_layout_rules(tmp_path: Path, run_cli: RunCli) -> None:
     for path in sorted((out / "apply").iterdir()):
         text = path.read_text()
         chunks = text.split("---\n")[1:]
-        assert chunks and all(c.startswith(f"# Source: sap-btp-operator/templates/{path.stem}.yaml\n") for c in chunks)
+        assert chunks and all(
+            c.startswith(f"# Source: sap-btp-operator/templates/{path.stem}.yaml\n") for c in chunks
+        )
     rbac_kinds = [kind for kind, _, _ in _identities((out / "apply/rbac.yml").read_text())]
-    assert rbac_kinds == sorted(rbac_kinds, key=["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"].index)
+    assert rbac_kinds == sorted(
+        rbac_kinds, key=["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"].index
+    )
     deployment = _documents((out / "apply/deployment.yml").read_text())[0]
     assert [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]] == [""]
     excluded = _documents((out / "excluded/to-exclude.yml").read_text())
-    assert [(d["kind"], d["metadata"]["name"]) for d in excluded] == [("Job", "sap-btp-operator-pre-delete-cleanup")]
+    assert [(d["kind"], d["metadata"]["name"]) for d in excluded] == [
+        ("Job", "sap-btp-operator-pre-delete-cleanup")
+    ]
     assert "pre-delete" in excluded[0]["metadata"]["annotations"]["helm.sh/hook"]
     assert (out / "delete/to-delete.yml").read_text() == ""
 
@@ -76,10 +90,16 @@ def test_to_delete_lists_exactly_what_the_chart_stopped_producing(tmp_path: Path
     # Remove the metrics Service (metrics disabled), rename the leader-election
     # Role and its RoleBinding (the name is a prefix of the binding's), add a new ConfigMap.
     values = chart / "values.yaml"
-    values.write_text(values.read_text().replace("  # When false, metrics are disabled (`--metrics-bind-address=0`).\n  enabled: true",
-                                                 "  enabled: false"))
+    values.write_text(
+        values.read_text().replace(
+            "  # When false, metrics are disabled (`--metrics-bind-address=0`).\n  enabled: true",
+            "  enabled: false",
+        )
+    )
     rbac = chart / "templates" / "rbac.yaml"
-    rbac.write_text(rbac.read_text().replace("sap-btp-operator-leader-election-role", "sap-btp-operator-election-role"))
+    rbac.write_text(
+        rbac.read_text().replace("sap-btp-operator-leader-election-role", "sap-btp-operator-election-role")
+    )
     (chart / "templates" / "extra.yaml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: {{ .Release.Namespace }}\n"
     )

@@ -9,6 +9,7 @@ writer's filesystem interface, the one seam the writer offers for this.
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from generator.io.repo import LocalFilesystem
 from generator.io.schemas import load_schema_registry
 from generator.pipeline.render import RenderRequest, render_into_repo
 from tests.conftest import CHART, RunCli, read_tree
+from tests.render.conftest import MakeSource
 
 CONFIG_REF = "document 1 (BtpOperatorConfig kyma-system/btp-operator)"
 
@@ -30,14 +32,20 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 
 @pytest.fixture
-def rendered_repo(tmp_path: Path, run_cli: RunCli, make_source) -> Path:  # type: ignore[no-untyped-def]
+def rendered_repo(tmp_path: Path, run_cli: RunCli, make_source: MakeSource) -> Path:
     """A repo rendered from the good example, to check that failures leave it untouched."""
     out = tmp_path / "repo"
     assert run_cli("render", make_source(name="good"), "--out", out, "--commit").returncode == 0
     return out
 
 
-def _assert_failure(result, exit_code: int, stderr: str, repo: Path, before: dict[str, bytes]) -> None:  # type: ignore[no-untyped-def]
+def _assert_failure(
+    result: subprocess.CompletedProcess[str],
+    exit_code: int,
+    stderr: str,
+    repo: Path,
+    before: dict[str, bytes],
+) -> None:
     assert result.returncode == exit_code, result.stderr
     assert result.stderr == stderr
     assert result.stdout == ""
@@ -45,7 +53,9 @@ def _assert_failure(result, exit_code: int, stderr: str, repo: Path, before: dic
     assert not [p for p in repo.glob("clusters/.*")], "staging or backup directories left behind"
 
 
-def test_malformed_yaml(tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_yaml(
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource, rendered_repo: Path
+) -> None:
     source = make_source()
     (source / "broken.yaml").write_text("apiVersion: v1\nkind: [\n")
     (source / "notes.yaml").write_text("a: 1\na: 2\n")
@@ -63,8 +73,8 @@ def test_malformed_yaml(tmp_path: Path, run_cli: RunCli, make_source, rendered_r
 
 
 def test_unknown_fields_and_wrong_types_are_all_reported(
-    tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource, rendered_repo: Path
+) -> None:
     source = make_source()
     config = source / "btpoperatorconfig.yaml"
     _edit(config, "  enableLimitedCache: true", '  enableLimitedCache: "yes"\n  colour: blue')
@@ -93,7 +103,7 @@ def test_unknown_fields_and_wrong_types_are_all_reported(
     )
 
 
-def test_missing_chart(tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_chart(tmp_path: Path, run_cli: RunCli, make_source: MakeSource, rendered_repo: Path) -> None:
     make_source(chart_dir=Path("charts/none"))
     before = read_tree(rendered_repo)
     result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
@@ -108,8 +118,8 @@ def test_missing_chart(tmp_path: Path, run_cli: RunCli, make_source, rendered_re
 
 
 def test_chart_template_that_fails_to_render(
-    tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource, rendered_repo: Path
+) -> None:
     chart = tmp_path / "broken-chart"
     shutil.copytree(CHART, chart)
     (chart / "templates" / "zz_broken.yaml").write_text("{{ .Values.nope.deeper }}\n")
@@ -129,8 +139,8 @@ def test_chart_template_that_fails_to_render(
 
 
 def test_self_signed_certificates_are_refused_for_git(
-    tmp_path: Path, run_cli: RunCli, make_source, rendered_repo: Path
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource, rendered_repo: Path
+) -> None:
     make_source(certificates={"mode": "self-signed"})
     before = read_tree(rendered_repo)
     result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
@@ -146,7 +156,7 @@ def test_self_signed_certificates_are_refused_for_git(
     )
 
 
-def test_unwritable_output_directory(tmp_path: Path, run_cli: RunCli, make_source) -> None:  # type: ignore[no-untyped-def]
+def test_unwritable_output_directory(tmp_path: Path, run_cli: RunCli, make_source: MakeSource) -> None:
     make_source()
     (tmp_path / "not-a-dir").write_text("a file where the repo should be\n")
     result = run_cli("render", "source", "--out", "not-a-dir/repo", cwd=tmp_path)
@@ -180,8 +190,8 @@ class FailingSwap(LocalFilesystem):
 
 @pytest.mark.parametrize("fs", [FailingFilesystem(fail_at=10), FailingSwap()], ids=["write", "swap"])
 def test_a_write_that_fails_midway_leaves_the_old_tree(
-    tmp_path: Path, make_source, rendered_repo: Path, fs: LocalFilesystem
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, make_source: MakeSource, rendered_repo: Path, fs: LocalFilesystem
+) -> None:
     source = make_source(name="changed", clusterId="another-cluster")
     before = read_tree(rendered_repo)
     request = RenderRequest(sources=(source,), out=rendered_repo, cluster="default")

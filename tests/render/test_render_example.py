@@ -15,10 +15,13 @@ import git
 import yaml
 
 from tests.conftest import EXAMPLES, ROOT, RunCli, read_tree, tree_as_yaml
+from tests.render.conftest import MakeSource
 
 
 def test_example_render_matches_snapshot(tmp_path: Path, run_cli: RunCli, yaml_snapshot: object) -> None:
-    result = run_cli("render", EXAMPLES / "btp-operator", "--out", tmp_path / "repo", "--cluster", "demo", cwd=ROOT)
+    result = run_cli(
+        "render", EXAMPLES / "btp-operator", "--out", tmp_path / "repo", "--cluster", "demo", cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr
     tree = read_tree(tmp_path / "repo")
     assert all(path.startswith("clusters/demo/btp-operator/") for path in tree)
@@ -28,8 +31,13 @@ def test_example_render_matches_snapshot(tmp_path: Path, run_cli: RunCli, yaml_s
 def test_module_objects_carry_btp_manager_labels_and_namespace(tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli("render", EXAMPLES / "btp-operator", "--out", tmp_path, "--cluster", "c1", cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    cluster_scoped = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                      "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    cluster_scoped = {
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    }
     for path, data in read_tree(tmp_path / "clusters/c1/btp-operator").items():
         if path == "kustomization.yaml":
             continue
@@ -50,7 +58,9 @@ def test_module_objects_carry_btp_manager_labels_and_namespace(tmp_path: Path, r
             assert pod_labels["kyma-project.io/module"] == "btp-operator"
 
 
-def test_operator_configmap_and_webhooks_follow_the_config(tmp_path: Path, run_cli: RunCli, make_source) -> None:  # type: ignore[no-untyped-def]
+def test_operator_configmap_and_webhooks_follow_the_config(
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource
+) -> None:
     source = make_source(clusterId="cluster-42", credentialsNamespace="btp-creds", enableLimitedCache=False)
     assert run_cli("render", source, "--out", tmp_path / "repo").returncode == 0
     app = tmp_path / "repo/clusters/default/btp-operator"
@@ -62,8 +72,10 @@ def test_operator_configmap_and_webhooks_follow_the_config(tmp_path: Path, run_c
     external = yaml.safe_load((app / "externalsecret-sap-btp-service-operator.yaml").read_text())
     assert external["metadata"]["namespace"] == "btp-creds"
     assert external["spec"]["dataFrom"] == [{"extract": {"key": "sap-btp-manager"}}]
-    for name in ("mutatingwebhookconfiguration-sap-btp-operator-mutating-webhook-configuration.yaml",
-                 "validatingwebhookconfiguration-sap-btp-operator-validating-webhook-configuration.yaml"):
+    for name in (
+        "mutatingwebhookconfiguration-sap-btp-operator-mutating-webhook-configuration.yaml",
+        "validatingwebhookconfiguration-sap-btp-operator-validating-webhook-configuration.yaml",
+    ):
         webhook = yaml.safe_load((app / name).read_text())
         assert webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
             "kyma-system/sap-btp-operator-webhook-cert"
@@ -71,26 +83,36 @@ def test_operator_configmap_and_webhooks_follow_the_config(tmp_path: Path, run_c
         assert all("caBundle" not in w["clientConfig"] for w in webhook["webhooks"])
 
 
-def test_changing_the_cluster_id_rolls_the_operator(tmp_path: Path, run_cli: RunCli, make_source) -> None:  # type: ignore[no-untyped-def]
+def test_changing_the_cluster_id_rolls_the_operator(
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource
+) -> None:
     checksums = []
     for cluster_id in ("first", "second", "first"):
         source = make_source(name=f"src-{cluster_id}-{len(checksums)}", clusterId=cluster_id)
         assert run_cli("render", source, "--out", tmp_path / "repo").returncode == 0
         deployment = yaml.safe_load(
-            (tmp_path / "repo/clusters/default/btp-operator/deployment-sap-btp-operator-controller-manager.yaml")
-            .read_text()
+            (
+                tmp_path
+                / "repo/clusters/default/btp-operator/deployment-sap-btp-operator-controller-manager.yaml"
+            ).read_text()
         )
-        checksums.append(deployment["spec"]["template"]["metadata"]["annotations"]["btp-gitops.io/config-checksum"])
+        checksums.append(
+            deployment["spec"]["template"]["metadata"]["annotations"]["btp-gitops.io/config-checksum"]
+        )
     assert checksums[0] != checksums[1]
     assert checksums[0] == checksums[2]
 
 
 def test_render_twice_is_byte_identical_and_commits_once(tmp_path: Path, run_cli: RunCli) -> None:
     out = tmp_path / "gitops"
-    first = run_cli("render", EXAMPLES / "btp-operator", "--out", out, "--cluster", "demo", "--commit", cwd=ROOT)
+    first = run_cli(
+        "render", EXAMPLES / "btp-operator", "--out", out, "--cluster", "demo", "--commit", cwd=ROOT
+    )
     assert first.returncode == 0, first.stderr
     before = read_tree(out)
-    second = run_cli("render", EXAMPLES / "btp-operator", "--out", out, "--cluster", "demo", "--commit", cwd=ROOT)
+    second = run_cli(
+        "render", EXAMPLES / "btp-operator", "--out", out, "--cluster", "demo", "--commit", cwd=ROOT
+    )
     assert second.returncode == 0, second.stderr
     assert "nothing to commit" in second.stdout
     assert read_tree(out) == before
@@ -100,13 +122,21 @@ def test_render_twice_is_byte_identical_and_commits_once(tmp_path: Path, run_cli
 
 
 def test_commit_message_lists_objects_and_names_the_source_commit(
-    tmp_path: Path, run_cli: RunCli, make_source
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource
+) -> None:
     source = make_source()
     source_repo = git.Repo.init(source, initial_branch="main")
     source_repo.git.add("--all")
-    source_repo.git.commit("-m", "source", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                                                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+    source_repo.git.commit(
+        "-m",
+        "source",
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    )
     out = tmp_path / "gitops"
     assert run_cli("render", source, "--out", out, "--commit").returncode == 0
     message = git.Repo(out).head.commit.message
@@ -124,11 +154,15 @@ def test_commit_message_lists_objects_and_names_the_source_commit(
     assert "(with uncommitted changes)" in message
 
 
-def test_objects_no_longer_rendered_are_removed(tmp_path: Path, run_cli: RunCli, make_source) -> None:  # type: ignore[no-untyped-def]
+def test_objects_no_longer_rendered_are_removed(
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource
+) -> None:
     out = tmp_path / "gitops"
     assert run_cli("render", make_source(name="own-store"), "--out", out, "--commit").returncode == 0
-    with_store = make_source(name="given-store", credentials={"secretStoreRef": {"kind": "ClusterSecretStore",
-                                                                                  "name": "cluster-secrets"}})
+    with_store = make_source(
+        name="given-store",
+        credentials={"secretStoreRef": {"kind": "ClusterSecretStore", "name": "cluster-secrets"}},
+    )
     result = run_cli("render", with_store, "--out", out, "--commit", "--output", "json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -141,11 +175,18 @@ def test_objects_no_longer_rendered_are_removed(tmp_path: Path, run_cli: RunCli,
     app = out / "clusters/default/btp-operator"
     assert not (app / "secretstore-btp-gitops-credentials-reader.yaml").exists()
     kustomization = yaml.safe_load((app / "kustomization.yaml").read_text())
-    assert kustomization["resources"] == sorted(p.name for p in app.iterdir() if p.name != "kustomization.yaml")
-    assert "- btp-operator: SecretStore kyma-system/btp-gitops-credentials-reader" in git.Repo(out).head.commit.message
+    assert kustomization["resources"] == sorted(
+        p.name for p in app.iterdir() if p.name != "kustomization.yaml"
+    )
+    assert (
+        "- btp-operator: SecretStore kyma-system/btp-gitops-credentials-reader"
+        in git.Repo(out).head.commit.message
+    )
 
 
-def test_no_credential_or_private_key_reaches_the_repo(tmp_path: Path, run_cli: RunCli, make_source) -> None:  # type: ignore[no-untyped-def]
+def test_no_credential_or_private_key_reaches_the_repo(
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource
+) -> None:
     """The chart is given real-looking credentials and generates certificates in certManager mode;
     nothing of them may appear in any rendered file, in any encoding."""
     secrets = {
@@ -155,8 +196,9 @@ def test_no_credential_or_private_key_reaches_the_repo(tmp_path: Path, run_cli: 
         "tokenurl": "https://subaccount.authentication.example.com",
         "tokenurlsuffix": "/oauth/token",
     }
-    source = make_source(chart={"path": str(ROOT / "charts/sap-btp-operator"),
-                                "values": {"manager": {"secret": secrets}}})
+    source = make_source(
+        chart={"path": str(ROOT / "charts/sap-btp-operator"), "values": {"manager": {"secret": secrets}}}
+    )
     result = run_cli("render", source, "--out", tmp_path / "repo", "--output", "json")
     assert result.returncode == 0, result.stderr
     forbidden = [v for v in secrets.values() if len(v) > 12]
@@ -172,3 +214,44 @@ def test_no_credential_or_private_key_reaches_the_repo(tmp_path: Path, run_cli: 
         if obj.get("kind") == "Secret":
             assert not obj.get("data") and not obj.get("stringData"), path
     assert all(v not in result.stdout + result.stderr for v in forbidden)
+
+
+def test_only_kyma_system_btpoperator_is_rendered(
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource
+) -> None:
+    source = make_source()
+    (source / "extra.yaml").write_text(
+        "apiVersion: operator.kyma-project.io/v1alpha1\nkind: BtpOperator\n"
+        "metadata:\n  name: btpoperator\n  namespace: default\n"
+        "---\n"
+        "apiVersion: operator.kyma-project.io/v1alpha1\nkind: BtpOperator\n"
+        "metadata:\n  name: second\n  namespace: kyma-system\n"
+    )
+    result = run_cli("render", source, "--out", tmp_path / "repo", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    wrong = [n for app in report["apps"] for n in app["notes"] if n["reason"] == "WrongNamespaceOrName"]
+    assert [(n["level"], n["subject"].split(": ")[-1]) for n in wrong] == [
+        ("warning", "document 1 (BtpOperator default/btpoperator)"),
+        ("warning", "document 2 (BtpOperator kyma-system/second)"),
+    ]
+    excluded = [n for app in report["apps"] for n in app["notes"] if n["reason"] == "ExcludedHook"]
+    assert [n["subject"] for n in excluded] == [
+        "sap-btp-operator/templates/pre_delete_job.yaml (Job kyma-system/sap-btp-operator-pre-delete-cleanup)"
+    ]
+    rendered = [p.name for p in (tmp_path / "repo/clusters/default/btp-operator").glob("btpoperator-*.yaml")]
+    assert rendered == ["btpoperator-btpoperator.yaml"]
+    text = (tmp_path / "repo/clusters/default/btp-operator/btpoperator-btpoperator.yaml").read_text()
+    assert "namespace: kyma-system" in text
+
+
+def test_without_a_btpoperator_nothing_is_rendered(
+    tmp_path: Path, run_cli: RunCli, make_source: MakeSource
+) -> None:
+    source = make_source()
+    (source / "btpoperator.yaml").unlink()
+    result = run_cli("render", source, "--out", tmp_path / "repo", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    notes = [n["reason"] for app in json.loads(result.stdout)["apps"] for n in app["notes"]]
+    assert notes == ["NoBtpOperator"]
+    assert not (tmp_path / "repo/clusters/default/btp-operator").exists()

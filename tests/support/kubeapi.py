@@ -170,7 +170,7 @@ def _generate_pki(directory: Path) -> _PKI:
     """A CA, a serving cert for 127.0.0.1/localhost, a service-account signing
     key and an admin client cert in group system:masters (all ECDSA P-256)."""
     directory.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     not_before = now - dt.timedelta(hours=1)
     not_after = now + dt.timedelta(days=2)
 
@@ -235,9 +235,7 @@ def _generate_pki(directory: Path) -> _PKI:
                 critical=True,
             )
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(
-                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
-            )
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .add_extension(ca_aki, critical=False)
         )
         if sans:
@@ -599,11 +597,11 @@ def kube_namespace(kube_api: KubeAPI, request: pytest.FixtureRequest) -> Iterato
     so it stays Terminating until the session's API server goes away.
     """
     name = _namespace_name(request.node.name)
-    body = {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": name, "labels": {NAMESPACE_LABEL: "kube_namespace"}},
-    }
+    body = k8s.V1Namespace(
+        api_version="v1",
+        kind="Namespace",
+        metadata=k8s.V1ObjectMeta(name=name, labels={NAMESPACE_LABEL: "kube_namespace"}),
+    )
     with kube_api.api_client() as api:
         k8s.CoreV1Api(api).create_namespace(body=body)
     try:
@@ -648,9 +646,16 @@ def install_crds(
     return names
 
 
+def _crd_model(doc: dict[str, Any]) -> k8s.V1CustomResourceDefinition:
+    model = k8s.V1CustomResourceDefinition.from_dict(doc)
+    if model is None:
+        raise ValueError(f"cannot parse CustomResourceDefinition {doc!r}")
+    return model
+
+
 def _create_or_replace_crd(ext: k8s.ApiextensionsV1Api, name: str, doc: dict[str, Any]) -> None:
     try:
-        ext.create_custom_resource_definition(body=doc)
+        ext.create_custom_resource_definition(body=_crd_model(doc))
         return
     except ApiException as exc:
         if exc.status != 409:
@@ -660,7 +665,7 @@ def _create_or_replace_crd(ext: k8s.ApiextensionsV1Api, name: str, doc: dict[str
         body = copy.deepcopy(doc)
         body.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
         try:
-            ext.replace_custom_resource_definition(name=name, body=body)
+            ext.replace_custom_resource_definition(name=name, body=_crd_model(body))
             return
         except ApiException as exc:
             if exc.status != 409:  # lost a race with another writer: retry
