@@ -180,6 +180,7 @@ build_tool() {
         local tmp=$out.tmp.$$
         rm -rf "$tmp"
         mkdir -p "$tmp"
+        CURRENT_TMP=$tmp
         : >"$log"
         local -a gobuild=(go build -trimpath -p "$BUILD_JOBS")
         local -a goinstall=(go install -trimpath -p "$BUILD_JOBS")
@@ -219,22 +220,22 @@ build_tool() {
                 ld+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor"
                 ld+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1"
                 ld+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
-                (cd "$tmp" && GOBIN=$tmp run "$log" "${goinstall[@]}" -ldflags "$ld" \
+                (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "$ld" \
                     "helm.sh/helm/v3/cmd/helm@$version")
                 ;;
             helm4)
                 # helm v4 reads its Kubernetes version from the build info.
                 local ld="-s -w -X helm.sh/helm/v4/internal/version.version=$version"
                 ld+=" -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
-                (cd "$tmp" && GOBIN=$tmp run "$log" "${goinstall[@]}" -ldflags "$ld" \
+                (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "$ld" \
                     "helm.sh/helm/v4/cmd/helm@$version")
                 ;;
             kustomize)
-                (cd "$tmp" && GOBIN=$tmp run "$log" "${goinstall[@]}" -ldflags "-s -w" \
+                (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
                     "sigs.k8s.io/kustomize/kustomize/v5@$version")
                 ;;
             sops)
-                (cd "$tmp" && GOBIN=$tmp run "$log" "${goinstall[@]}" -ldflags "-s -w" \
+                (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
                     "github.com/getsops/sops/v3/cmd/sops@$version")
                 ;;
         esac
@@ -243,10 +244,13 @@ build_tool() {
         local -a vcmd
         case $tool in
             helm3 | helm4 | kustomize) vcmd=("$tmp/$binary" version) ;;
+            # sops would otherwise ask the GitHub API for the latest release.
+            sops) vcmd=("$tmp/$binary" --disable-version-check --version) ;;
             *) vcmd=("$tmp/$binary" --version) ;;
         esac
         (cd "$tmp" && run "$log" "${vcmd[@]}")
         finish_dir "$tmp" "$out"
+        CURRENT_TMP=
     fi
 
     mkdir -p "$BIN_DIR"
@@ -254,6 +258,13 @@ build_tool() {
     printf '%-15s %-9s %-7s %4ds  %s\n' "$tool" "$version" "$status" $((SECONDS - start)) \
         "${BIN_DIR#"$REPO_ROOT"/}/$tool"
 }
+
+# Half-built output of a failed or interrupted build is removed on exit.
+CURRENT_TMP=
+cleanup() {
+    if [[ -n $CURRENT_TMP ]]; then rm -rf "$CURRENT_TMP"; fi
+}
+trap cleanup EXIT
 
 main() {
     local -a tools=()

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from generator.core.kinds import install_rank
-from generator.core.objects import KubeObject, Manifest, api_group, kind_of, name_of, namespace_of
+from generator.core.objects import KubeObject, Manifest, api_group, kind_of, name_of, namespace_of, object_key
 from generator.core.yamlio import dump_object
 
 KUSTOMIZATION = "kustomization.yaml"
@@ -67,12 +67,26 @@ def file_names(objects: list[KubeObject]) -> list[str]:
     for namer in namers[1:]:
         counts = Counter(names)
         names = [namer(obj) if counts[name] > 1 else name for obj, name in zip(objects, names, strict=True)]
+    # Distinct objects can still meet here (names differing in case or in characters we replace,
+    # or dashes shared between namespace and name): a short hash of the exact identity separates
+    # them, stably. True duplicates (same group, kind, namespace and name) are an error.
     counts = Counter(names)
-    duplicates = [name for name, count in counts.items() if count > 1]
+    identities = Counter(object_key(obj) for obj in objects)
+    duplicates = sorted(
+        {name for obj, name in zip(objects, names, strict=True) if identities[object_key(obj)] > 1}
+    )
     if duplicates:
-        # Only possible for true duplicates (same group, kind, namespace, name): caught earlier.
-        raise ValueError(f"objects with the same identity: {', '.join(sorted(duplicates))}")
+        raise ValueError(f"objects with the same identity: {', '.join(duplicates)}")
+    names = [
+        f"{name}-{_identity_hash(obj)}" if counts[name] > 1 else name
+        for obj, name in zip(objects, names, strict=True)
+    ]
     return [f"{_bounded(name)}.yaml" for name in names]
+
+
+def _identity_hash(obj: KubeObject) -> str:
+    identity = "\0".join((api_group(obj), kind_of(obj), namespace_of(obj), name_of(obj)))
+    return hashlib.sha256(identity.encode()).hexdigest()[:8]
 
 
 def kustomization(resources: list[str]) -> str:

@@ -48,19 +48,35 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
 
 
 def _construct_mapping_rejecting_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
+    # Duplicates are looked for among the keys written in this mapping only: keys brought in by a
+    # merge (`<<: *anchor`) may be overridden, which is what merge keys are for.
+    written: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
         key = loader.construct_object(key_node, deep=True)
-        if key in mapping:
+        try:
+            duplicate = key in written
+        except TypeError:
+            raise DuplicateKeyError(
+                "while constructing a mapping",
+                node.start_mark,
+                "found an unhashable key",
+                key_node.start_mark,
+            ) from None
+        if duplicate:
             raise DuplicateKeyError(
                 "while constructing a mapping",
                 node.start_mark,
                 f"found duplicate key {key!r}",
                 key_node.start_mark,
             )
-        mapping[key] = loader.construct_object(value_node, deep=True)
-    return mapping
+        written.add(key)
+    loader.flatten_mapping(node)
+    return {
+        loader.construct_object(key_node, deep=True): loader.construct_object(value_node, deep=True)
+        for key_node, value_node in node.value
+    }
 
 
 class _StrictLoader(_Loader):
@@ -82,9 +98,16 @@ def _represent_mapping(dumper: _Dumper, data: dict[Any, Any]) -> yaml.MappingNod
     return dumper.represent_mapping("tag:yaml.org,2002:map", sorted(data.items(), key=_key_order))
 
 
+# Plain scalars that PyYAML reads as strings but go-yaml v2 (kubectl, Helm, Argo CD, Flux) reads
+# as numbers or booleans: they must be quoted to stay strings in the cluster.
+_GO_YAML_NON_STRINGS = re.compile(r"^(?:[yYnN]|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|0o[0-7]+)$")
+
+
 def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
     if "\n" in data:
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    if _GO_YAML_NON_STRINGS.match(data):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
 
 

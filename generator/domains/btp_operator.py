@@ -25,10 +25,9 @@ from generator.core.sources import SourceDocument, SourceSet
 from generator.transforms.certificates import (
     CertificatePlan,
     issue_webhook_certificates_with_cert_manager,
-    issue_webhook_certificates_with_gardener,
 )
 from generator.transforms.credentials import CredentialsPlan, reference_operator_credentials
-from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, split_hooks
+from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from generator.transforms.metadata import add_labels, add_pod_template_labels, set_default_namespace
 from generator.transforms.operator_config import OPERATOR_CONFIGMAP, OperatorSettings, apply_operator_settings
 from generator.transforms.volatile import pin_volatile_values
@@ -139,7 +138,7 @@ def select_module_config(sources: SourceSet, request: SourceDocument) -> ModuleC
                         object_ref=config.source.ref,
                         field_path="spec.certificates.mode",
                         message="'self-signed' would put a CA private key into the repository; use "
-                        "'cert-manager' (or 'gardener') for render, and keep 'self-signed' for "
+                        "'cert-manager' for render, and keep 'self-signed' for "
                         "`btp-gitops post-render`, whose output goes to the cluster",
                     )
                 ],
@@ -239,7 +238,7 @@ def render_module_objects(
     config: ModuleConfig, rendered: RenderedChart, manifests: list[Manifest]
 ) -> AppRender:
     """Everything the module needs in Git: the chart's objects, transformed as BTP Manager did."""
-    manifests, excluded = split_hooks(manifests, UNINSTALL_ONLY_HOOKS)
+    manifests, excluded = drop_hook_phases(manifests, UNINSTALL_ONLY_HOOKS)
     notes = [
         Note(
             Level.INFO,
@@ -255,10 +254,7 @@ def render_module_objects(
     labels = module_labels(rendered.version)
     manifests = reference_operator_credentials(manifests, _with_labels(config.credentials, labels))
     plan = certificate_plan(config)
-    if config.certificate_mode == "gardener":
-        manifests = issue_webhook_certificates_with_gardener(manifests, plan)
-    else:
-        manifests = issue_webhook_certificates_with_cert_manager(manifests, plan)
+    manifests = issue_webhook_certificates_with_cert_manager(manifests, plan)
     manifests = set_default_namespace(manifests, MODULE_NAMESPACE, ScopeIndex())
     manifests = add_labels(manifests, labels)
     manifests = add_pod_template_labels(manifests, {"kyma-project.io/module": MODULE_NAME})

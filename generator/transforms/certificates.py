@@ -1,4 +1,4 @@
-"""Webhook TLS without private keys in Git: cert-manager or Gardener issue the certificates.
+"""Webhook TLS without private keys in Git: cert-manager issues the certificates.
 
 For each webhook Service that the webhook configurations (and CRD conversion webhooks) call, we
 render a serving Certificate whose Secret the workload mounts, and let the certificate manager
@@ -155,44 +155,11 @@ def issue_webhook_certificates_with_cert_manager(
         return manifests
     kept = [m for m in manifests if not _is_certificate_secret(m.body, plan)]
     for manifest in kept:
-        configs = webhook_client_configs(manifest.body)
+        # Webhooks called by URL are served by someone else, with their own CA: left alone.
+        configs = [c for c in webhook_client_configs(manifest.body) if isinstance(c.get("service"), dict)]
         if not configs:
             continue
         for config in configs:
             config.pop("caBundle", None)
         annotations_of(manifest.body)[INJECT_CA_FROM] = f"{plan.namespace}/{plan.serving_certificate}"
     return kept + cert_manager_objects(plan, service_dns_names(services))
-
-
-def issue_webhook_certificates_with_gardener(
-    manifests: list[Manifest], plan: CertificatePlan
-) -> list[Manifest]:
-    """Gardener cert-management: a cert.gardener.cloud Certificate for the webhook Service.
-
-    Gardener's certificate controller serves public DNS names through an Issuer (ACME or CA); the
-    CA is injected by cert-manager-compatible annotation handled by Gardener's webhook controller
-    (`cert.gardener.cloud/inject-ca-from`... not provided), so the caBundle comes from the
-    issuer's CA, which we reference with the same cert-manager annotation key.
-    """
-    services = webhook_service_hosts(manifests, plan.namespace)
-    if not services:
-        return manifests
-    kept = [m for m in manifests if not _is_certificate_secret(m.body, plan)]
-    for manifest in kept:
-        for config in webhook_client_configs(manifest.body):
-            config.pop("caBundle", None)
-    dns_names = service_dns_names(services)
-    spec: dict[str, object] = {
-        "commonName": dns_names[0],
-        "dnsNames": dns_names,
-        "secretRef": {"name": plan.serving_secret, "namespace": plan.namespace},
-    }
-    if plan.issuer_name:
-        spec["issuerRef"] = {"name": plan.issuer_name}
-    body = {
-        "apiVersion": "cert.gardener.cloud/v1alpha1",
-        "kind": "Certificate",
-        "metadata": {"name": plan.serving_certificate, "namespace": plan.namespace},
-        "spec": spec,
-    }
-    return [*kept, Manifest(body, "btp-gitops/certificates")]

@@ -21,9 +21,39 @@ def hook_phases(manifest: Manifest) -> set[str]:
 
 
 def split_hooks(manifests: list[Manifest], phases: frozenset[str]) -> tuple[list[Manifest], list[Manifest]]:
-    """(manifests without hooks of `phases`, those hooks)."""
+    """(manifests without hooks of `phases`, those hooks): any hook naming one of `phases` goes.
+
+    This is BTP Manager's module-resources rule ("annotated as a hook containing pre-delete").
+    """
     kept: list[Manifest] = []
     excluded: list[Manifest] = []
     for manifest in manifests:
         (excluded if hook_phases(manifest) & phases else kept).append(manifest)
+    return kept, excluded
+
+
+def drop_hook_phases(
+    manifests: list[Manifest], phases: frozenset[str]
+) -> tuple[list[Manifest], list[Manifest]]:
+    """For Git output: remove `phases` from every hook; a hook left with no phase is excluded.
+
+    A `pre-install,pre-delete` hook keeps running at install (Argo CD maps it to PreSync) but no
+    longer at delete, where a GitOps sync would run it as an ordinary resource.
+    """
+    kept: list[Manifest] = []
+    excluded: list[Manifest] = []
+    for manifest in manifests:
+        found = hook_phases(manifest)
+        if not found & phases:
+            kept.append(manifest)
+        elif found - phases:
+            remaining = [
+                p.strip() for p in manifest.body["metadata"]["annotations"][HOOK_ANNOTATION].split(",")
+            ]
+            manifest.body["metadata"]["annotations"][HOOK_ANNOTATION] = ",".join(
+                p for p in remaining if p and p not in phases
+            )
+            kept.append(manifest)
+        else:
+            excluded.append(manifest)
     return kept, excluded

@@ -339,20 +339,25 @@ def _free_ports(count: int) -> list[int]:
 
 
 def _parent_death_signal() -> Callable[[], None] | None:
-    """A preexec_fn making the child receive SIGTERM if pytest dies without
+    """A preexec_fn making the child receive SIGKILL if pytest dies without
     running fixture teardown (e.g. SIGKILL from a CI timeout), so no orphaned
-    etcd/kube-apiserver keeps running. Linux only; elsewhere None."""
+    etcd/kube-apiserver keeps running. SIGKILL rather than SIGTERM: both
+    children get the signal at once, and kube-apiserver's graceful shutdown
+    hangs once etcd is gone; the data is throw-away anyway. Linux only;
+    elsewhere None."""
     if not sys.platform.startswith("linux"):
         return None
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
-    pr_set_pdeathsig = 1
-    sigterm = int(signal.SIGTERM)
+    # prctl(2) takes unsigned longs; pass them as such (a plain int would be a
+    # 32-bit argument to the variadic function).
+    ulong = ctypes.c_ulong
+    args = (ulong(1), ulong(int(signal.SIGKILL)), ulong(0), ulong(0), ulong(0))  # PR_SET_PDEATHSIG
 
     def preexec() -> None:
-        prctl(pr_set_pdeathsig, sigterm, 0, 0, 0)
+        prctl(*args)
 
     return preexec
 
@@ -436,7 +441,12 @@ def _wait_until(
         status, body = _probe(opener, url)
         if ok(status, body):
             return
-        last = f"HTTP {status}: {body.strip()}" if status is not None else body
+        if status is None:
+            last = body
+        else:
+            # A failing /readyz lists every check; keep only the failing ones.
+            failing = [line for line in body.splitlines() if line.startswith("[-]")]
+            last = f"HTTP {status}: " + ("\n".join(failing) if failing else body.strip())
         dead = [p for p in procs if not p.running()]
         if dead:
             raise _start_error(f"{dead[0].name} exited while waiting for {what}", last, procs)
@@ -496,6 +506,10 @@ def _start(work_dir: Path, pki: _PKI, timeout: float) -> tuple[KubeAPI, list[_Pr
                 f"--etcd-servers={etcd_url}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
+                # The endpoint reconciler publishes the advertise address as
+                # the endpoint of the default/kubernetes Service and refuses a
+                # loopback one; nothing in-cluster needs that Service here.
+                "--endpoint-reconciler-type=none",
                 f"--secure-port={api_port}",
                 f"--cert-dir={work_dir / 'apiserver-certs'}",
                 f"--tls-cert-file={pki.serving_cert}",

@@ -53,7 +53,7 @@ from generator.core.yamlio import (
 apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: n
+  name: 'n'
   namespace: ns
   labels:
     a: '2'
@@ -152,9 +152,10 @@ def test_dump_object_does_not_fold_a_500_character_string() -> None:
             "k: |\n  a \n  b\n",
             marks=pytest.mark.xfail(
                 strict=True,
+                raises=AssertionError,
                 reason="yamlio._represent_str asks for '|' but libyaml refuses block style for a "
                 "line with trailing spaces and falls back to a double-quoted one-liner "
-                '(k: "a \\nb\\n"), breaking the documented \'multi-line strings as literal blocks\'',
+                "(k: \"a \\nb\\n\"), breaking the documented 'multi-line strings as literal blocks'",
             ),
             id="trailing-space-on-a-line",
         ),
@@ -173,21 +174,10 @@ def test_dump_object_literal_block_inside_a_list() -> None:
 # --------------------------------------------------------------------------------------------------
 # dump_object: scalars that need quoting
 
-_GO_YAML_READS_AS_NON_STRING = (
-    "yamlio quotes only what PyYAML's YAML 1.1 resolver would misread; Kubernetes, Helm and "
-    "Argo CD read YAML through sigs.k8s.io/yaml (go-yaml v2), which also resolves {what}, so the "
-    "plain scalar {value!r} written by dump_object stops being a string (e.g. ConfigMap data is "
-    "rejected as a number/bool)"
-)
-
 
 def _go_yaml_case(value: str, what: str) -> Any:
-    return pytest.param(
-        value,
-        f"k: '{value}'\n",
-        marks=pytest.mark.xfail(strict=True, reason=_GO_YAML_READS_AS_NON_STRING.format(what=what, value=value)),
-        id=f"go-yaml-{value}",
-    )
+    # go-yaml v2 reads these as {what}; they must be quoted to stay strings.
+    return pytest.param(value, f"k: '{value}'\n", id=f"go-yaml-{value}")
 
 
 @pytest.mark.parametrize(
@@ -332,12 +322,6 @@ def test_load_source_documents_rejects_duplicate_keys_with_their_line(text: str,
     assert str(caught.value) == rendered
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_construct_mapping_rejecting_duplicates runs flatten_mapping first, so a key that "
-    "overrides a merged (<<: *anchor) key is reported as 'found duplicate key'; YAML merge keys "
-    "let explicit keys override merged ones, and kubectl/go-yaml accept it",
-)
 def test_load_source_documents_allows_a_key_overriding_a_merge_key() -> None:
     text = "base: &b\n  x: 1\n  y: 1\nderived:\n  <<: *b\n  x: 2\n"
     assert list(load_source_documents(text, "f.yaml")) == [
@@ -345,12 +329,6 @@ def test_load_source_documents_allows_a_key_overriding_a_merge_key() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_construct_mapping_rejecting_duplicates tests `key in mapping` on an unhashable key "
-    "(a list or mapping used as key), raising a bare TypeError instead of SourceSyntaxProblem, "
-    "so a bad source file crashes btp-gitops instead of being reported",
-)
 @pytest.mark.parametrize("text", ["? [a, b]\n: 1\n", "a: 1\n---\n{[x]: 1}\n"])
 def test_load_source_documents_reports_unhashable_keys(text: str) -> None:
     with pytest.raises(SourceSyntaxProblem) as caught:

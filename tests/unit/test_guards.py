@@ -1,0 +1,124 @@
+"""Unit tests of `generator.transforms.guards`: nothing secret is written to Git.
+
+Covered: `assert_no_credentials` raises CredentialInOutput (exit code 5) listing every Secret with
+`data` or `stringData` (by origin and object) and every serialized file holding a PEM private key
+(RSA, EC, PKCS#8, encrypted, OpenSSH, PGP blocks), sorted by file name; it passes for Secrets
+without data (absent or empty), for certificates and public keys, and for other kinds with data.
+
+Nothing is faked: the guard runs on Manifests and file texts as the render pipeline passes them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.core.errors import EXIT_OUTPUT, CredentialInOutput
+from generator.transforms.guards import assert_no_credentials, secrets_with_data
+from tests.unit.helpers import manifests
+
+MESSAGE = (
+    "refusing to write credentials into the rendered repo: credentials must be referenced "
+    "(ExternalSecret) and certificates issued in-cluster (cert-manager)"
+)
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        pytest.param("data: {clientsecret: c2VjcmV0}", id="data"),
+        pytest.param("stringData: {clientsecret: secret}", id="stringData"),
+        pytest.param("data: {}\nstringData: {a: b}", id="empty-data-but-stringData"),
+    ],
+)
+def test_secret_with_data_is_refused(secret: str) -> None:
+    found = manifests(
+        f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s, namespace: kyma-system}}\n{secret}\n",
+        origin="chart/templates/secret.yaml",
+    )
+    with pytest.raises(CredentialInOutput) as caught:
+        assert_no_credentials(found, {"secret-s.yaml": "apiVersion: v1\nkind: Secret\n"})
+    error = caught.value
+    assert error.exit_code == EXIT_OUTPUT
+    assert error.lines() == [
+        MESSAGE,
+        "  chart/templates/secret.yaml (Secret kyma-system/s): data: Secret with data",
+    ]
+
+
+@pytest.mark.parametrize(
+    "pem",
+    [
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----",
+        "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----",
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOY\n-----END PGP PRIVATE KEY BLOCK-----",
+    ],
+    ids=["rsa", "ec", "pkcs8", "encrypted", "openssh", "pgp"],
+)
+def test_private_key_in_any_serialized_file_is_refused(pem: str) -> None:
+    indented = "\n".join(f"    {line}" for line in pem.splitlines())
+    files = {
+        "kustomization.yaml": "resources: []\n",
+        "configmap-tls.yaml": f"apiVersion: v1\nkind: ConfigMap\ndata:\n  key.pem: |\n{indented}\n",
+    }
+    with pytest.raises(CredentialInOutput) as caught:
+        assert_no_credentials([], files)
+    assert caught.value.lines() == [MESSAGE, "  configmap-tls.yaml: contains a PEM private key"]
+
+
+def test_every_problem_is_reported_secrets_first_then_files_sorted() -> None:
+    found = manifests(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: b, namespace: n}\ndata: {k: dg==}\n---\n"
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: empty, namespace: n}\n---\n"
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: a, namespace: n}\nstringData: {k: v}\n",
+        origin="c/templates/s.yaml",
+    )
+    files = {
+        "z.yaml": "-----BEGIN RSA PRIVATE KEY-----",
+        "a.yaml": "-----BEGIN PRIVATE KEY-----",
+        "m.yaml": "-----BEGIN CERTIFICATE-----",
+    }
+    with pytest.raises(CredentialInOutput) as caught:
+        assert_no_credentials(found, files)
+    assert caught.value.lines() == [
+        MESSAGE,
+        "  c/templates/s.yaml (Secret n/b): data: Secret with data",
+        "  c/templates/s.yaml (Secret n/a): data: Secret with data",
+        "  a.yaml: contains a PEM private key",
+        "  z.yaml: contains a PEM private key",
+    ]
+
+
+def test_secrets_without_data_certificates_and_other_kinds_pass() -> None:
+    found = manifests(
+        """\
+apiVersion: v1
+kind: Secret
+metadata: {name: no-data, namespace: n}
+type: kubernetes.io/tls
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: empty-data, namespace: n}
+data: {}
+stringData: {}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm, namespace: n}
+data: {password-policy: strict}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: sap-btp-service-operator, namespace: n}
+data: [{secretKey: k}]
+"""
+    )
+    files = {
+        "configmap-ca.yaml": "data:\n  ca.crt: |\n    -----BEGIN CERTIFICATE-----\n    MIIB\n",
+        "configmap-pub.yaml": "data:\n  key.pub: |\n    -----BEGIN PUBLIC KEY-----\n    MIIB\n",
+    }
+    assert secrets_with_data(found) == []
+    assert_no_credentials(found, files)  # raises CredentialInOutput on any finding
