@@ -71,22 +71,22 @@ def describe(obj: KubeObject) -> str:
     return object_key(obj).describe()
 
 
-def labels_of(obj: KubeObject) -> dict[str, str]:
+def _string_map(obj: KubeObject, field: str) -> dict[str, str]:
+    """metadata.<field> (labels or annotations), created when absent so callers can set keys."""
     meta = metadata(obj)
-    found = meta.get("labels")
+    found = meta.get(field)
     if not isinstance(found, dict):
         found = {}
-        meta["labels"] = found
+        meta[field] = found
     return found
+
+
+def labels_of(obj: KubeObject) -> dict[str, str]:
+    return _string_map(obj, "labels")
 
 
 def annotations_of(obj: KubeObject) -> dict[str, str]:
-    meta = metadata(obj)
-    found = meta.get("annotations")
-    if not isinstance(found, dict):
-        found = {}
-        meta["annotations"] = found
-    return found
+    return _string_map(obj, "annotations")
 
 
 def get_path(obj: Any, *path: str | int) -> Any:
