@@ -54,12 +54,24 @@ def _identity_env(repo: git.Repo) -> dict[str, str]:
 
 
 def open_or_init(root: Path) -> git.Repo:
+    """The repository the rendered tree belongs to.
+
+    `root` inside an existing work tree (a GitOps repo, with `--out` pointing at it or a folder of
+    it) commits there; but when that work tree ignores `root` (e.g. `--out out/gitops` inside a
+    checkout whose .gitignore lists out/), or there is none, `root` becomes a repository of its own.
+    """
+    if not root.exists():
+        raise GitError(f"output directory does not exist: {root}")
     try:
-        return git.Repo(root, search_parent_directories=True)
+        enclosing = git.Repo(root, search_parent_directories=True)
     except git.InvalidGitRepositoryError:
         return git.Repo.init(root, initial_branch="main")
-    except git.NoSuchPathError as error:
-        raise GitError(f"output directory does not exist: {root}") from error
+    top = Path(enclosing.working_tree_dir or root).resolve()
+    relative = os.path.relpath(root.resolve(), top)
+    if relative != "." and enclosing.ignored(relative):
+        enclosing.close()
+        return git.Repo.init(root, initial_branch="main")
+    return enclosing
 
 
 def staged_changes(repo: git.Repo, pathspec: str) -> TreeChanges:

@@ -255,3 +255,45 @@ def test_without_a_btpoperator_nothing_is_rendered(
     notes = [n["reason"] for app in json.loads(result.stdout)["apps"] for n in app["notes"]]
     assert notes == ["NoBtpOperator"]
     assert not (tmp_path / "repo/clusters/default/btp-operator").exists()
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    return git.Repo(repo).git.execute(["git", *args], env=env)  # type: ignore[no-any-return]
+
+
+def test_output_folder_of_an_existing_gitops_repo_commits_there_and_only_there(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    repo = tmp_path / "gitops"
+    git.Repo.init(repo, initial_branch="main")
+    (repo / "README.md").write_text("platform repo\n")
+    _git(repo, "add", "README.md")
+    _git(repo, "commit", "-m", "init")
+    (repo / "notes.txt").write_text("uncommitted work of the user\n")
+    result = run_cli("render", EXAMPLES / "btp-operator", "--out", repo / "rendered", "--commit", cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert not (repo / "rendered" / ".git").exists()
+    files = _git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
+    assert files and all(f.startswith("rendered/clusters/default/btp-operator/") for f in files)
+    assert _git(repo, "status", "--porcelain") == "?? notes.txt"
+
+
+def test_output_ignored_by_the_enclosing_repo_becomes_its_own_repo(tmp_path: Path, run_cli: RunCli) -> None:
+    checkout = tmp_path / "checkout"
+    git.Repo.init(checkout, initial_branch="main")
+    (checkout / ".gitignore").write_text("out/\n")
+    _git(checkout, "add", ".gitignore")
+    _git(checkout, "commit", "-m", "init")
+    result = run_cli(
+        "render", EXAMPLES / "btp-operator", "--out", checkout / "out/gitops", "--commit", cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    own = git.Repo(checkout / "out/gitops")
+    assert len(list(own.iter_commits())) == 1
+    assert len(list(git.Repo(checkout).iter_commits())) == 1
