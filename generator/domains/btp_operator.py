@@ -10,18 +10,20 @@ cannot live in Git: credentials become an ExternalSecret and certificates come f
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.core.charts import ChartRenderer, ChartRequest, RenderedChart, manifests_of
+from generator.core.charts import ChartRenderer, ChartRequest, RenderedChart
 from generator.core.errors import InvalidSpec, Problem
 from generator.core.kinds import ScopeIndex
 from generator.core.objects import KubeObject, Manifest, annotations_of, describe, kind_of, pod_template
 from generator.core.report import AppRender, Level, Note
 from generator.core.sources import SourceDocument, SourceSet
+from generator.domains.charts import render_chart_deterministically
 from generator.transforms.certificates import (
     CertificatePlan,
     issue_webhook_certificates_with_cert_manager,
@@ -30,7 +32,6 @@ from generator.transforms.credentials import CredentialsPlan, reference_operator
 from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from generator.transforms.metadata import add_labels, add_pod_template_labels, set_default_namespace
 from generator.transforms.operator_config import OPERATOR_CONFIGMAP, OperatorSettings, apply_operator_settings
-from generator.transforms.volatile import pin_volatile_values
 from generator.transforms.workloads import set_container_image
 
 APP = "btp-operator"
@@ -173,25 +174,6 @@ def chart_request(config: ModuleConfig) -> ChartRequest:
     )
 
 
-def render_chart_deterministically(
-    engine: ChartRenderer, request: ChartRequest
-) -> tuple[RenderedChart, list[Manifest], list[Note]]:
-    """Render twice and pin whatever differs (uuidv4 cluster ids, checksums over them)."""
-    first = engine.render_chart(request)
-    second = engine.render_chart(request)
-    manifests, pinned = pin_volatile_values(manifests_of(first), manifests_of(second), first.name)
-    notes = [
-        Note(
-            Level.INFO,
-            "PinnedValue",
-            f"{p.origin} ({p.object_ref})",
-            f"{p.field_path} changes on every render; pinned to a stable value",
-        )
-        for p in pinned
-    ]
-    return first, manifests, notes
-
-
 def config_checksum(manifests: list[Manifest]) -> str | None:
     """sha256 over the final operator ConfigMap data, so a changed cluster id rolls the operator."""
     for manifest in manifests:
@@ -252,7 +234,9 @@ def render_module_objects(
     if config.manager_image:
         manifests = set_container_image(manifests, MANAGER_CONTAINER, config.manager_image)
     labels = module_labels(rendered.version)
-    manifests = reference_operator_credentials(manifests, _with_labels(config.credentials, labels))
+    manifests = reference_operator_credentials(
+        manifests, dataclasses.replace(config.credentials, module_labels=tuple(sorted(labels.items())))
+    )
     plan = certificate_plan(config)
     manifests = issue_webhook_certificates_with_cert_manager(manifests, plan)
     manifests = set_default_namespace(manifests, MODULE_NAMESPACE, ScopeIndex())
@@ -260,18 +244,6 @@ def render_module_objects(
     manifests = add_pod_template_labels(manifests, {"kyma-project.io/module": MODULE_NAME})
     manifests = annotate_config_checksum(manifests)
     return AppRender(APP, manifests, notes)
-
-
-def _with_labels(plan: CredentialsPlan, labels: dict[str, str]) -> CredentialsPlan:
-    return CredentialsPlan(
-        credentials_namespace=plan.credentials_namespace,
-        source_name=plan.source_name,
-        source_namespace=plan.source_namespace,
-        store_kind=plan.store_kind,
-        store_name=plan.store_name,
-        refresh_interval=plan.refresh_interval,
-        module_labels=tuple(sorted(labels.items())),
-    )
 
 
 def render_btp_operator(sources: SourceSet, engine: ChartRenderer) -> list[AppRender]:

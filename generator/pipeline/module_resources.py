@@ -20,7 +20,7 @@ from generator.core.kinds import install_rank
 from generator.core.objects import KubeObject, Manifest, ObjectKey, kind_of, object_key
 from generator.core.report import Note
 from generator.core.yamlio import dump_object, load_trusted_document
-from generator.domains.btp_operator import render_chart_deterministically
+from generator.domains.charts import render_chart_deterministically
 from generator.io.repo import TreeChanges, read_tree, write_subtree
 from generator.transforms.hooks import split_hooks
 from generator.transforms.workloads import blank_deployment_images
@@ -57,8 +57,12 @@ def apply_file_name(source: str) -> str:
     return f"{APPLY}/{prefix}{stem}.yml"
 
 
-def _install_order(documents: list[SourcedDocument]) -> list[SourcedDocument]:
-    return sorted(documents, key=lambda d: install_rank(kind_of(d.body)))  # stable: keeps template order
+def _install_order(manifests: list[Manifest]) -> list[Manifest]:
+    return sorted(manifests, key=lambda m: install_rank(kind_of(m.body)))  # stable: keeps template order
+
+
+def _sourced_text(manifests: list[Manifest]) -> str:
+    return "".join(SourcedDocument(m.origin, m.body).text() for m in manifests)
 
 
 def parse_sourced_documents(text: str) -> list[SourcedDocument]:
@@ -98,22 +102,14 @@ def build_module_resources(manifests: list[Manifest], previous: dict[str, bytes]
     """Lay out apply/, delete/ and excluded/ from the chart's manifests and the previous artifact."""
     kept, excluded = split_hooks(manifests, EXCLUDED_HOOKS)
     kept = blank_deployment_images(kept)
-    by_file: dict[str, list[SourcedDocument]] = {}
+    by_file: dict[str, list[Manifest]] = {}
     for manifest in kept:
-        by_file.setdefault(apply_file_name(manifest.origin), []).append(
-            SourcedDocument(manifest.origin, manifest.body)
-        )
-    files = {name: "".join(d.text() for d in _install_order(docs)) for name, docs in by_file.items()}
+        by_file.setdefault(apply_file_name(manifest.origin), []).append(manifest)
+    files = {name: _sourced_text(_install_order(group)) for name, group in by_file.items()}
     current_keys = {object_key(m.body) for m in kept}
     files[DELETE_FILE] = "".join(d.text() for d in removed_documents(previous, current_keys))
-    files[EXCLUDE_FILE] = "".join(
-        SourcedDocument(m.origin, m.body).text() for m in _install_order_manifests(excluded)
-    )
+    files[EXCLUDE_FILE] = _sourced_text(_install_order(excluded))
     return dict(sorted(files.items()))
-
-
-def _install_order_manifests(manifests: list[Manifest]) -> list[Manifest]:
-    return sorted(manifests, key=lambda m: install_rank(kind_of(m.body)))
 
 
 def generate_module_resources(

@@ -1,0 +1,27 @@
+"""Chart rendering shared by every domain that installs a chart: render, then pin volatile output."""
+
+from __future__ import annotations
+
+from generator.core.charts import ChartRenderer, ChartRequest, RenderedChart, manifests_of
+from generator.core.objects import Manifest
+from generator.core.report import Level, Note
+from generator.transforms.volatile import pin_volatile_values
+
+
+def render_chart_deterministically(
+    engine: ChartRenderer, request: ChartRequest
+) -> tuple[RenderedChart, list[Manifest], list[Note]]:
+    """Render twice and pin whatever differs (uuidv4 cluster ids, checksums over them)."""
+    first = engine.render_chart(request)
+    second = engine.render_chart(request)
+    manifests, pinned = pin_volatile_values(manifests_of(first), manifests_of(second), first.name)
+    notes = [
+        Note(
+            Level.INFO,
+            "PinnedValue",
+            f"{p.origin} ({p.object_ref})",
+            f"{p.field_path} changes on every render; pinned to a stable value",
+        )
+        for p in pinned
+    ]
+    return first, manifests, notes
