@@ -8,24 +8,70 @@ the table). Controller commands (`controller`, `subscription-server`) are contri
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TextIO
 
 from generator import __version__
 from generator.core.charts import ChartRenderer
-from generator.core.errors import EXIT_INTERNAL, EXIT_OK, BtpGitopsError
+from generator.core.errors import (
+    EXIT_CHANGES,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    BtpGitopsError,
+    InputError,
+    Problem,
+    SourceSyntaxError,
+    UsageError,
+)
+from generator.core.objects import Manifest
 from generator.core.report import Note
+from generator.domains.kyma.status import report_table
+from generator.domains.kyma_modules import PolicyText
+from generator.io.cluster import ClusterReader
+from generator.io.crd_files import default_crd_dir
 from generator.io.helm import EmbeddedHelm, HelmCli
+from generator.io.kube_schemas import resolve_kubernetes_version
 from generator.io.schemas import load_schema_registry
+from generator.io.sources import display_path, load_sources
+from generator.pipeline.crds import check_crds, write_crds
 from generator.pipeline.module_resources import generate_module_resources
-from generator.pipeline.render import RenderRequest, render_into_repo
+from generator.pipeline.post_render import CERTIFICATE_MODES, MODULES, PostRenderRequest, post_render
+from generator.pipeline.post_render import certificate_plan as post_render_certificate_plan
+from generator.pipeline.render import (
+    KymaOptions,
+    RenderRequest,
+    cluster_stream,
+    render_cluster,
+    render_into_repo,
+    validate_render,
+)
+from generator.pipeline.validate import ValidateOptions, validate_paths
+from generator.transforms.certificates import CertificatePlan
+from generator.transforms.operator_secret import (
+    REQUIRED_SECRET,
+    REQUIRED_SECRET_NAMESPACE,
+    OperatorCredentials,
+    missing_secret_error,
+    operator_credentials_from_secret,
+)
+from generator.transforms.self_signed_certificates import (
+    NO_EXISTING_CERTIFICATES,
+    ExistingCertificates,
+    existing_certificates_from_secrets,
+    generate_rsa_4096_key,
+)
 
 Handler = Callable[[argparse.Namespace], int]
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader exited
 
 
 def chart_engine(args: argparse.Namespace) -> ChartRenderer:
@@ -39,12 +85,62 @@ def _print_notes(notes: list[Note], stream: TextIO) -> None:
         print(f"  {note.level}: {note.reason}: {note.subject}: {note.message}", file=stream)
 
 
+def run_render_to_stdout(args: argparse.Namespace) -> int:
+    if args.commit or args.output == "json":
+        raise UsageError(
+            "--stdout writes only manifests: it cannot be combined with --commit or --output json"
+        )
+    result = render_cluster(
+        tuple(Path(s) for s in args.sources),
+        args.cluster,
+        chart_engine(args),
+        load_schema_registry(args.schemas),
+        kyma=kyma_options(args),
+    )
+    if args.validate:
+        where = Path(f"clusters/{args.cluster}")  # the files go to stdout: name them as in a repo
+        result.notes += validate_render(where, result.files, validate_options(args))
+    sys.stdout.write(cluster_stream(result))
+    for app in result.apps:
+        _print_notes(app.notes, sys.stderr)
+    _print_notes(result.notes, sys.stderr)
+    return EXIT_OK
+
+
+def _render_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError as error:
+        raise UsageError(f"--at {text!r}: not a timestamp like 2025-10-11T21:30:00Z") from error
+    if at.tzinfo is None:
+        raise UsageError(f"--at {text!r}: give a UTC offset (Z or +hh:mm)")
+    return at
+
+
+def kyma_options(args: argparse.Namespace) -> KymaOptions:
+    policy = None
+    if args.maintenance_policy:
+        path = Path(args.maintenance_policy)
+        try:
+            policy = PolicyText(display_path(path), path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            problem = Problem(display_path(path), f"cannot read: {getattr(error, 'strerror', None) or error}")
+            raise InputError("cannot read the maintenance policy", [problem]) from error
+    return KymaOptions(tuple(Path(c) for c in args.catalog), policy, _render_time(args.at))
+
+
 def run_render(args: argparse.Namespace) -> int:
+    if args.stdout:
+        return run_render_to_stdout(args)
     request = RenderRequest(
         sources=tuple(Path(s) for s in args.sources),
         out=Path(args.out),
         cluster=args.cluster,
         commit=args.commit,
+        validate=validate_options(args) if args.validate else None,
+        kyma=kyma_options(args),
     )
     result = render_into_repo(request, chart_engine(args), load_schema_registry(args.schemas))
     if args.output == "json":
@@ -62,6 +158,9 @@ def run_render(args: argparse.Namespace) -> int:
         if app.notes:
             print(f"{app.app}:")
             _print_notes(app.notes, sys.stdout)
+    _print_notes(result.notes, sys.stdout)
+    for kyma in result.kymas:
+        print("\n".join(report_table(kyma)))
     if request.commit:
         print(f"committed {result.commit}" if result.commit else "nothing to commit")
     return EXIT_OK
@@ -102,6 +201,215 @@ def run_module_resources(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_crds(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else default_crd_dir()
+    if args.check:
+        drifting = check_crds(args.schemas, out)
+        if args.output == "json":
+            json.dump({"out": str(out), "drifting": drifting}, sys.stdout, indent=2, sort_keys=True)
+            print()
+        elif drifting:
+            print(f"CRDs in {out} drift from the schemas (run `btp-gitops crds` to regenerate them):")
+            print("".join(f"  {name}\n" for name in drifting), end="")
+        else:
+            print(f"CRDs in {out} match the schemas")
+        return EXIT_CHANGES if drifting else EXIT_OK
+    result = write_crds(args.schemas, out)
+    changes = result.changes
+    if args.output == "json":
+        summary = {"added": changes.added, "changed": changes.changed, "removed": changes.removed}
+        json.dump(
+            {"out": str(out), "files": sorted(result.files), "changes": summary},
+            sys.stdout,
+            indent=2,
+            sort_keys=True,
+        )
+        print()
+        return EXIT_OK
+    print(
+        f"wrote {out}: {len(result.files)} CRDs; {len(changes.added)} added, "
+        f"{len(changes.changed)} changed, {len(changes.removed)} removed"
+    )
+    return EXIT_OK
+
+
+def _credentials_from_file(path: Path) -> OperatorCredentials:
+    secrets = [d for d in load_sources([path]) if d.kind == "Secret"]
+    if len(secrets) != 1:
+        names = ", ".join(d.ref for d in secrets) or "none"
+        raise InputError(
+            "--credentials must name a file holding one Secret",
+            [Problem(str(path), f"found {len(secrets)} Secrets ({names})")],
+        )
+    secret = secrets[0]
+    return operator_credentials_from_secret(secret.body, f"{secret.file}: document {secret.document}")
+
+
+def _credentials(args: argparse.Namespace) -> OperatorCredentials | None:
+    if args.credentials:
+        return _credentials_from_file(Path(args.credentials))
+    if not args.from_cluster:
+        return None
+    reader = ClusterReader(args.kubeconfig, args.context)
+    secret = reader.read_secret(REQUIRED_SECRET_NAMESPACE, REQUIRED_SECRET)
+    if secret is None:
+        raise missing_secret_error(reader.where())
+    return operator_credentials_from_secret(
+        secret, f"{reader.where()}: Secret {REQUIRED_SECRET_NAMESPACE}/{REQUIRED_SECRET}"
+    )
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SourceSyntaxError(
+            "the manifest stream is not valid post-renderer input",
+            [Problem("<stdin>", f"not UTF-8 text (byte {error.start})")],
+        ) from error
+
+
+def _existing_certificates(args: argparse.Namespace, plan: CertificatePlan) -> ExistingCertificates:
+    """Certificates self-signed mode may reuse: from --existing-certificates, else the cluster."""
+    if args.certificates != "self-signed":
+        return NO_EXISTING_CERTIFICATES
+    if args.existing_certificates:
+        documents = load_sources([Path(args.existing_certificates)])
+        secrets = [Manifest(d.body, f"{d.file}: document {d.document}") for d in documents]
+        return existing_certificates_from_secrets(secrets, plan)
+    if not args.from_cluster:
+        return NO_EXISTING_CERTIFICATES
+    reader = ClusterReader(args.kubeconfig, args.context)
+    found = [
+        Manifest(secret, f"{reader.where()}: Secret {plan.namespace}/{name}")
+        for name in (plan.ca_secret, plan.serving_secret)
+        if (secret := reader.read_secret(plan.namespace, name)) is not None
+    ]
+    return existing_certificates_from_secrets(found, plan)
+
+
+def run_post_render(args: argparse.Namespace) -> int:
+    if args.certificates != "self-signed" and args.existing_certificates:
+        raise UsageError("--existing-certificates is only read with --certificates self-signed")
+    issuer = {"name": args.issuer, "kind": args.issuer_kind} if args.issuer else None
+    if issuer and args.issuer_namespace:
+        issuer["namespace"] = args.issuer_namespace
+    request = PostRenderRequest(
+        module=args.module,
+        certificate_mode=args.certificates,
+        namespace=args.namespace,
+        chart_version=args.chart_version,
+        credentials=_credentials(args),
+        enable_limited_cache=args.limited_cache == "true",
+        manager_image=args.manager_image,
+        issuer=issuer,
+    )
+    request = dataclasses.replace(
+        request, existing_certificates=_existing_certificates(args, post_render_certificate_plan(request))
+    )
+    result = post_render(_read_stdin(), request, datetime.now(UTC), generate_rsa_4096_key)
+    sys.stdout.write(result.text)
+    sys.stdout.flush()
+    _print_notes(result.notes, sys.stderr)
+    return EXIT_OK
+
+
+def _add_post_render_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "post-render",
+        help="Helm post-renderer: module transforms on the manifest stream (stdin to stdout)",
+        description="Reads the manifests Helm rendered on stdin and writes them back, transformed, on "
+        "stdout (Helm 3 --post-renderer, Helm 4 postrenderer/v1 plugin). Diagnostics go to stderr.",
+    )
+    parser.add_argument("--module", choices=MODULES, default="btp-operator")
+    parser.add_argument(
+        "--certificates",
+        choices=CERTIFICATE_MODES,
+        default="cert-manager",
+        help="how webhook serving certificates are issued (default: cert-manager); self-signed generates "
+        "a CA and serving certificate here, reusing existing ones until they near expiry",
+    )
+    parser.add_argument(
+        "--existing-certificates",
+        metavar="FILE",
+        help="self-signed: Secrets ca-server-cert and webhook-server-cert to reuse (else --from-cluster)",
+    )
+    parser.add_argument("--issuer", metavar="NAME", help="an existing cert-manager issuer to use")
+    parser.add_argument("--issuer-kind", choices=("Issuer", "ClusterIssuer"), default="Issuer")
+    parser.add_argument("--issuer-namespace", help="gardener: namespace of --issuer (else Gardener's)")
+    parser.add_argument("--namespace", default="kyma-system", help="namespace of namespaced objects")
+    parser.add_argument("--chart-version", help="chart-version label (default: from helm.sh/chart labels)")
+    parser.add_argument(
+        "--credentials",
+        metavar="FILE",
+        help="a Secret manifest with the Service Manager credentials (as sap-btp-manager holds them)",
+    )
+    parser.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help=f"read {REQUIRED_SECRET_NAMESPACE}/{REQUIRED_SECRET} (and certificates) from the cluster",
+    )
+    parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --from-cluster")
+    parser.add_argument("--context", help="kubeconfig context for --from-cluster")
+    parser.add_argument("--limited-cache", choices=("true", "false"), default="true")
+    parser.add_argument("--manager-image", metavar="IMAGE", help="image of the container named manager")
+    parser.set_defaults(handler=run_post_render)
+
+
+def validate_options(args: argparse.Namespace) -> ValidateOptions:
+    return ValidateOptions(
+        # Resolved here so that an unsupported version is a usage error before any work is done.
+        kubernetes_version=resolve_kubernetes_version(args.kubernetes_version),
+        crd_paths=tuple(args.crds),
+        ignore_missing_schemas=args.ignore_missing_schemas,
+    )
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    report = validate_paths(args.paths, validate_options(args))
+    if args.output == "json":
+        json.dump(report.as_dict(), sys.stdout, indent=2, sort_keys=True)
+        print()
+        return EXIT_OK if report.valid else EXIT_INPUT
+    for problem in report.problems:
+        print(problem.render(), file=sys.stderr)
+    for warning in report.warnings:
+        print(f"warning: {warning.render()}", file=sys.stderr)
+    objects = _counted(report.objects, "object")
+    problems = _counted(len(report.problems), "problem")
+    summary = f"{objects} valid" if report.valid else f"{problems} in {objects}"
+    if report.warnings:
+        summary += f", {_counted(len(report.warnings), 'warning')}"
+    print(f"{summary} (Kubernetes {report.kubernetes_version})")
+    return EXIT_OK if report.valid else EXIT_INPUT
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def _add_validation_options(parser: argparse.ArgumentParser, applies: str = "") -> None:
+    parser.add_argument(
+        "--kubernetes-version",
+        metavar="X.Y",
+        help=f"validate built-in kinds against this Kubernetes version{applies} (default: newest bundled)",
+    )
+    parser.add_argument(
+        "--crds",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help=f"CRD manifests (files or directories) for custom resources{applies}; repeatable",
+    )
+    parser.add_argument(
+        "--ignore-missing-schemas",
+        action="store_true",
+        help=f"a kind without any schema is a warning, not an error{applies}",
+    )
+
+
 def _add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--helm-binary",
@@ -121,12 +429,39 @@ def build_parser() -> argparse.ArgumentParser:
 
     render = commands.add_parser("render", help="render source custom resources into a GitOps repo")
     render.add_argument("sources", nargs="+", metavar="SOURCE", help="YAML files or directories")
-    render.add_argument(
-        "--out", required=True, metavar="REPO", help="the GitOps repository (work tree) to write"
+    destination = render.add_mutually_exclusive_group(required=True)
+    destination.add_argument("--out", metavar="REPO", help="the GitOps repository (work tree) to write")
+    destination.add_argument(
+        "--stdout",
+        action="store_true",
+        help="write the objects to stdout as one YAML stream instead (for an Argo CD plugin)",
     )
     render.add_argument("--cluster", default="default", help="writes clusters/<cluster>/ (default: default)")
     render.add_argument("--commit", action="store_true", help="commit the result when the tree changed")
+    render.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="Kyma module catalog: ModuleTemplates and ModuleReleaseMetas (files or directories); repeatable",
+    )
+    render.add_argument(
+        "--maintenance-policy",
+        metavar="FILE",
+        help="maintenance windows for Kyma module upgrades that need downtime (Lifecycle Manager's format)",
+    )
+    render.add_argument(
+        "--at",
+        metavar="TIME",
+        help="when maintenance windows are checked, e.g. 2025-10-11T21:30:00Z (default: now)",
+    )
     render.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
+    render.add_argument(
+        "--validate",
+        action="store_true",
+        help="validate the rendered objects (as `validate` does) before anything is written",
+    )
+    _add_validation_options(render, applies=" (with --validate)")
     _add_engine_options(render)
     render.set_defaults(handler=run_render)
 
@@ -141,6 +476,33 @@ def build_parser() -> argparse.ArgumentParser:
     module_resources.add_argument("--out", default="module-resources", metavar="DIR")
     _add_engine_options(module_resources)
     module_resources.set_defaults(handler=run_module_resources)
+
+    crds = commands.add_parser("crds", help="write the CustomResourceDefinitions of the chart from schemas/")
+    crds.add_argument("--out", metavar="DIR", help="default: charts/btp-gitops/crds of this checkout")
+    crds.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if DIR drifts from schemas/"
+    )
+    crds.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
+    crds.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")
+    crds.set_defaults(handler=run_crds)
+
+    _add_post_render_parser(commands)
+
+    validate = commands.add_parser(
+        "validate",
+        help="validate manifests offline: built-in kinds, our CRDs and the CRDs given",
+        description="Checks every object against the Kubernetes schemas of one version and against the "
+        "CRDs found among the objects, given with --crds, and those btp-gitops installs. Problems go to "
+        "stderr, one per line; a summary to stdout. Exit 3 when anything is invalid.",
+    )
+    validate.add_argument(
+        "paths", nargs="+", metavar="PATH", help="YAML files, directories (walked), or - for stdin"
+    )
+    _add_validation_options(validate)
+    validate.add_argument(
+        "--output", choices=("text", "json"), default="text", help="result format on stdout"
+    )
+    validate.set_defaults(handler=run_validate)
 
     for entry in sorted(entry_points(group="btp_gitops.commands"), key=lambda e: e.name):
         register: Callable[[Any], None] = entry.load()
@@ -159,6 +521,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`... | head`): not our failure. Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again, and exit as a SIGPIPE'd tool would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception:
         print("internal error in btp-gitops (please report it with this trace):", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up a checkout: Python venv with btp-gitops and its test dependencies, and with --with-tools
-# the Go-built CLIs and Debian packages the test suite runs for real (cached under .cache/).
+# the Go-built CLIs and Debian packages the test suite runs for real, and the pinned third-party
+# CRDs it installs (all cached under .cache/).
 # Idempotent: a second run only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,4 +22,5 @@ fi
 
 if $with_tools; then
   bash scripts/build-tools.sh
+  bash scripts/fetch-crds.sh
 fi

@@ -6,6 +6,10 @@
     |   +-- SourceSyntaxError                   not YAML, or not a Kubernetes object
     |   +-- SchemaViolation                     does not match its schema in schemas/
     |   +-- InvalidSpec                         valid shape, but a rule of the domain is broken
+    |   |   +-- MissingSecret, InvalidSecret        post-render credentials (BTP Manager's reasons)
+    |   +-- ManifestInvalid                     `validate`: an object does not match its kind's schema
+    |   +-- UnconvertibleSchema                 a schema in schemas/ has no CRD equivalent
+    |   +-- ClusterUnreachable                  post-render --from-cluster cannot read the cluster
     +-- ChartError                      exit 4  a chart cannot be found or rendered
     |   +-- ChartNotFound
     |   +-- ChartRenderFailed
@@ -88,6 +92,18 @@ class SchemaViolation(InputError):
 
 class InvalidSpec(InputError):
     pass
+
+
+class ManifestInvalid(InputError):
+    """At least one manifest does not match the schema of its kind."""
+
+
+class UnconvertibleSchema(InputError):
+    """A schema in schemas/ cannot become a CustomResourceDefinition without changing its meaning."""
+
+
+class ClusterUnreachable(InputError):
+    """post-render --from-cluster could not ask the cluster (the kubeconfig is an input)."""
 
 
 class ChartError(BtpGitopsError):

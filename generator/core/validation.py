@@ -65,8 +65,12 @@ class SchemaRegistry:
         return self._validators[key]
 
 
-def _describe_error(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
-    """Turn one jsonschema error into (field path, message) pairs a user can act on."""
+def describe_schema_error(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
+    """Turn one jsonschema error into (field path, message) pairs a user can act on.
+
+    Shared by source validation and `btp-gitops validate` (core.manifest_validation), so that
+    both say "unknown field" and "required field is missing" the same way.
+    """
     path = list(error.absolute_path)
     schema = error.schema if isinstance(error.schema, Mapping) else {}
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
@@ -77,15 +81,21 @@ def _describe_error(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
         missing = str(error.message).split("'")[1] if "'" in error.message else ""
         return [(format_field_path([*path, missing]), "required field is missing")]
     if error.validator == "type":
-        expected = error.validator_value
-        wanted = " or ".join(expected) if isinstance(expected, list) else str(expected)
-        return [(format_field_path(path), f"must be of type {wanted}, got {type_name(error.instance)}")]
+        return [(format_field_path(path), type_mismatch(error.validator_value, error.instance))]
     if error.validator == "enum":
-        choices = ", ".join(repr(choice) for choice in schema.get("enum", []))
-        return [(format_field_path(path), f"must be one of {choices}, got {error.instance!r}")]
+        return [(format_field_path(path), enum_mismatch(schema.get("enum", []), error.instance))]
     if error.validator == "const":
         return [(format_field_path(path), f"must be {error.validator_value!r}, got {error.instance!r}")]
     return [(format_field_path(path), error.message)]
+
+
+def enum_mismatch(choices: Iterable[Any], instance: Any) -> str:
+    return f"must be one of {', '.join(repr(choice) for choice in choices)}, got {instance!r}"
+
+
+def type_mismatch(expected: Any, instance: Any) -> str:
+    wanted = " or ".join(expected) if isinstance(expected, list) else str(expected)
+    return f"must be of type {wanted}, got {type_name(instance)}"
 
 
 def type_name(value: Any) -> str:
@@ -115,7 +125,7 @@ def problems_in(document: SourceDocument, registry: SchemaRegistry) -> list[Prob
     validator = registry.validator(document.api_version, document.kind)
     problems = []
     for error in validator.iter_errors(body):
-        for field_path, message in _describe_error(error):
+        for field_path, message in describe_schema_error(error):
             problems.append(
                 Problem(
                     file=document.file,

@@ -12,6 +12,7 @@ serialises to the same bytes.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -129,16 +130,44 @@ def dump_object(obj: Any) -> str:
     return yaml.dump(obj, **_DUMP_OPTIONS)  # type: ignore[no-any-return]
 
 
+def dump_each(objects: list[Any]) -> list[str]:
+    """Each object as its own document body, like `dump_object`, through one emitter.
+
+    One dumper for the whole list spares the per-call set-up that dominates on large streams;
+    libyaml flushes at every document end, so the buffer offsets split the output exactly. (A
+    body ending in a `|+` block gets no `...` marker here: the next `---` ends it just as well.)
+    """
+    buffer = io.StringIO()
+    options = {key: value for key, value in _DUMP_OPTIONS.items() if key != "Dumper"}
+    dumper = _Dumper(buffer, explicit_start=True, **options)
+    ends = []
+    try:
+        dumper.open()
+        for obj in objects:
+            dumper.represent(obj)
+            ends.append(buffer.tell())
+        dumper.close()
+    finally:
+        dumper.dispose()
+    text = buffer.getvalue()
+    starts = [0, *ends][: len(ends)]
+    bodies = [text[start:end].removeprefix("---\n") for start, end in zip(starts, ends, strict=True)]
+    if bodies:
+        bodies[-1] += text[ends[-1] :]  # a stream-end marker (`...`) belongs to the last document
+    return bodies
+
+
 def dump_documents(objects: list[Any]) -> str:
     """Several objects as a multi-document stream, each document starting with `---`."""
     return "".join(f"---\n{dump_object(obj)}" for obj in objects)
 
 
-def yaml_problem_location(error: yaml.YAMLError) -> str:
+def yaml_problem_location(error: yaml.YAMLError, line_offset: int = 0) -> str:
+    """`line L, column C: problem`; `line_offset` maps a piece of a stream back to its line."""
     mark = getattr(error, "problem_mark", None)
     problem = getattr(error, "problem", None) or str(error)
     if mark is not None:
-        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+        return f"line {mark.line + 1 + line_offset}, column {mark.column + 1}: {problem}"
     return str(problem)
 
 
@@ -162,6 +191,22 @@ def load_source_documents(text: str, file: str) -> Iterator[tuple[int, Any]]:
         ) from error
     finally:
         loader.dispose()
+
+
+def load_stream_document(text: str) -> Any:
+    """Parse one document of a manifest stream strictly (duplicate keys are errors)."""
+    return yaml.load(text, Loader=_StrictLoader)
+
+
+def load_stream_documents(pieces: list[str]) -> list[Any] | None:
+    """Parse many single-document pieces in one strict pass; None when any piece fails or the
+    pieces do not map one-to-one onto documents (the caller then parses them one by one, which
+    names the piece at fault). One pass spares a loader per document on large streams."""
+    try:
+        documents = list(yaml.load_all("\n---\n".join(pieces), Loader=_StrictLoader))
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return documents if len(documents) == len(pieces) else None
 
 
 def load_trusted_document(text: str) -> Any:

@@ -13,14 +13,24 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from generator.core.charts import ChartRenderer, ChartRequest, RenderedChart
-from generator.core.errors import InvalidSpec, Problem
+from generator.core.errors import InvalidSpec, Problem, UsageError
 from generator.core.kinds import ScopeIndex
-from generator.core.objects import KubeObject, Manifest, annotations_of, describe, kind_of, pod_template
+from generator.core.objects import (
+    KubeObject,
+    Manifest,
+    annotations_of,
+    describe,
+    kind_of,
+    labels_of,
+    pod_template,
+)
 from generator.core.report import AppRender, Level, Note
 from generator.core.sources import SourceDocument, SourceSet
 from generator.domains.charts import render_chart_deterministically
@@ -29,9 +39,12 @@ from generator.transforms.certificates import (
     issue_webhook_certificates_with_cert_manager,
 )
 from generator.transforms.credentials import CredentialsPlan, reference_operator_credentials
+from generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
 from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from generator.transforms.metadata import add_labels, add_pod_template_labels, set_default_namespace
 from generator.transforms.operator_config import OPERATOR_CONFIGMAP, OperatorSettings, apply_operator_settings
+from generator.transforms.operator_secret import OperatorCredentials, install_operator_secret
+from generator.transforms.ordering import annotate_argocd_sync_waves
 from generator.transforms.workloads import set_container_image
 
 APP = "btp-operator"
@@ -125,6 +138,30 @@ def select_module_request(sources: SourceSet) -> tuple[SourceDocument | None, li
     return accepted, notes
 
 
+def issuer_ref_problems(config: ModuleConfig) -> list[Problem]:
+    """issuerRef fields the chosen certificate manager has no use for: ignoring them would issue
+    from another issuer than the one the user meant."""
+    issuer = config.issuer or {}
+    unused: tuple[str, ...]
+    if config.certificate_mode == "gardener":
+        unused = ("kind", "group")
+        why = "Gardener issuers are referenced by name and namespace; kind and group are for 'cert-manager'"
+    else:
+        unused = ("namespace",)
+        why = "cert-manager issuers are referenced by name, kind and group; namespace is for 'gardener'"
+    return [
+        Problem(
+            file=config.source.file,
+            document=config.source.document,
+            object_ref=config.source.ref,
+            field_path=f"spec.certificates.issuerRef.{field}",
+            message=why,
+        )
+        for field in unused
+        if field in issuer
+    ]
+
+
 def select_module_config(sources: SourceSet, request: SourceDocument) -> ModuleConfig:
     configs = sources.of_kind(*BTP_OPERATOR_CONFIG)
     if len(configs) == 1:
@@ -139,11 +176,13 @@ def select_module_config(sources: SourceSet, request: SourceDocument) -> ModuleC
                         object_ref=config.source.ref,
                         field_path="spec.certificates.mode",
                         message="'self-signed' would put a CA private key into the repository; use "
-                        "'cert-manager' for render, and keep 'self-signed' for "
+                        "'cert-manager' or 'gardener' for render, and keep 'self-signed' for "
                         "`btp-gitops post-render`, whose output goes to the cluster",
                     )
                 ],
             )
+        if problems := issuer_ref_problems(config):
+            raise InvalidSpec("the webhook certificate issuer cannot be rendered", problems)
         return config
     if not configs:
         problem = Problem(
@@ -238,11 +277,17 @@ def render_module_objects(
         manifests, dataclasses.replace(config.credentials, module_labels=tuple(sorted(labels.items())))
     )
     plan = certificate_plan(config)
-    manifests = issue_webhook_certificates_with_cert_manager(manifests, plan)
+    if config.certificate_mode == "gardener":
+        issuer_namespace = (config.issuer or {}).get("namespace")
+        manifests = issue_webhook_certificates_with_gardener(manifests, plan, issuer_namespace)
+    else:
+        manifests = issue_webhook_certificates_with_cert_manager(manifests, plan)
     manifests = set_default_namespace(manifests, MODULE_NAMESPACE, ScopeIndex())
     manifests = add_labels(manifests, labels)
     manifests = add_pod_template_labels(manifests, {"kyma-project.io/module": MODULE_NAME})
     manifests = annotate_config_checksum(manifests)
+    # The chart's CRDs sync before the objects that use them (see generator.transforms.ordering).
+    manifests = annotate_argocd_sync_waves(manifests)
     return AppRender(APP, manifests, notes)
 
 
@@ -267,3 +312,62 @@ def render_btp_operator(sources: SourceSet, engine: ChartRenderer) -> list[AppRe
     app.manifests.append(requested_resource(request))
     app.notes = notes + pin_notes + app.notes
     return [app]
+
+
+# --- post-render: the same module transforms over a stream Helm rendered -------------------------
+
+CertificateStep = Callable[[list[Manifest]], tuple[list[Manifest], list[Note]]]
+_CHART_LABEL = re.compile(r"^(?P<name>.+?)-(?P<version>v?\d+\.\d+\.\d+(?:[-+].*)?)$")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """What post-render knows that render reads from BtpOperatorConfig."""
+
+    issue_certificates: CertificateStep
+    namespace: str = MODULE_NAMESPACE
+    chart_version: str | None = None  # else read from the `helm.sh/chart` label
+    credentials: OperatorCredentials | None = None
+    enable_limited_cache: bool = True
+    manager_image: str | None = None
+
+
+def chart_version_from_labels(manifests: list[Manifest]) -> str | None:
+    """The version in `helm.sh/chart: <name>-<version>`, which Helm charts put on every object."""
+    for manifest in manifests:
+        match = _CHART_LABEL.match(labels_of(manifest.body).get("helm.sh/chart", ""))
+        if match:
+            return match["version"]
+    return None
+
+
+def post_render_module_objects(
+    manifests: list[Manifest], settings: StreamSettings
+) -> tuple[list[Manifest], list[Note]]:
+    """BTP Manager's runtime preparation over a Helm-rendered stream, hooks included, in place.
+
+    Unlike render, nothing is dropped: Helm runs its own hooks. With credentials, the operator
+    Secret and ConfigMap get their values as BTP Manager set them; without, the chart's own stay.
+    """
+    version = settings.chart_version or chart_version_from_labels(manifests)
+    if version is None:
+        raise UsageError(
+            "cannot tell the module's chart version: no object carries a helm.sh/chart label; "
+            "pass --chart-version"
+        )
+    if settings.credentials is not None:
+        operator = OperatorSettings(
+            cluster_id=settings.credentials.cluster_id,
+            credentials_namespace=settings.credentials.credentials_namespace,
+            enable_limited_cache=settings.enable_limited_cache,
+        )
+        manifests = apply_operator_settings(manifests, operator)
+        manifests = install_operator_secret(manifests, settings.credentials)
+    if settings.manager_image:
+        manifests = set_container_image(manifests, MANAGER_CONTAINER, settings.manager_image)
+    manifests, notes = settings.issue_certificates(manifests)
+    manifests = set_default_namespace(manifests, settings.namespace, ScopeIndex())
+    manifests = add_labels(manifests, module_labels(version))
+    manifests = add_pod_template_labels(manifests, {"kyma-project.io/module": MODULE_NAME})
+    manifests = annotate_config_checksum(manifests)
+    return manifests, notes

@@ -5,7 +5,9 @@ load sources -> validate -> render each domain -> lay out files -> guard -> writ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +15,34 @@ from generator.core.charts import ChartRenderer
 from generator.core.errors import InvalidSpec, Problem
 from generator.core.layout import app_files
 from generator.core.objects import describe, object_key
-from generator.core.report import AppRender, Note, report_dict
-from generator.core.sources import SourceSet
+from generator.core.report import AppRender, Level, Note, report_dict
+from generator.core.sources import SourceDocument, SourceSet
 from generator.core.validation import SchemaRegistry, validate_sources
 from generator.core.yamlio import load_trusted_document
 from generator.domains.btp_operator import render_btp_operator
+from generator.domains.kyma.status import KymaReport
+from generator.domains.kyma_modules import (
+    KymaContext,
+    KymaPlan,
+    PolicyText,
+    plan_kyma_modules,
+    render_kyma_modules,
+)
 from generator.io.git import SourceRevision, commit_subtree, source_revisions
-from generator.io.repo import LocalFilesystem, TreeChanges, write_subtree
+from generator.io.repo import LocalFilesystem, TreeChanges, read_tree, write_subtree
 from generator.io.sources import load_sources
+from generator.pipeline.validate import ValidateOptions, validate_rendered_files
 from generator.transforms.guards import assert_no_credentials
 from generator.transforms.metadata import drop_empty_metadata_maps
+
+
+@dataclass(frozen=True, slots=True)
+class KymaOptions:
+    """`render --catalog DIR --maintenance-policy FILE --at TIME`, for the Kyma modules domain."""
+
+    catalogs: tuple[Path, ...] = ()
+    maintenance_policy: PolicyText | None = None  # the file as the CLI read it
+    at: datetime | None = None  # when maintenance windows are checked; None: now
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +51,8 @@ class RenderRequest:
     out: Path
     cluster: str
     commit: bool = False
+    validate: ValidateOptions | None = None  # validate the objects before writing them
+    kyma: KymaOptions = KymaOptions()
 
 
 @dataclass(slots=True)
@@ -41,9 +63,12 @@ class RenderResult:
     changes: TreeChanges = field(default_factory=TreeChanges)
     commit: str | None = None
     notes: list[Note] = field(default_factory=list)
+    kymas: list[KymaReport] = field(default_factory=list)
+    records: dict[str, str] = field(default_factory=dict)  # beside the apps (no objects), read back next time
 
     def report(self) -> dict[str, Any]:
         data = report_dict(self.cluster, self.apps, self.notes)
+        data["kymas"] = [kyma.as_dict() for kyma in self.kymas]
         data["changes"] = {
             "added": list(self.changes.added),
             "changed": list(self.changes.changed),
@@ -57,9 +82,12 @@ def cluster_subtree(cluster: str) -> str:
     return f"clusters/{cluster}"
 
 
-def render_domains(sources: SourceSet, engine: ChartRenderer) -> list[AppRender]:
+def render_domains(sources: SourceSet, engine: ChartRenderer, kyma: KymaPlan) -> list[AppRender]:
     """Every domain's apps. Each domain reads only its own kinds."""
-    return [*render_btp_operator(sources, engine)]
+    return [
+        *render_btp_operator(sources, engine),
+        *render_kyma_modules(kyma, engine, load_sources),
+    ]
 
 
 def reject_duplicate_objects(apps: list[AppRender]) -> None:
@@ -93,17 +121,55 @@ def lay_out_cluster(apps: list[AppRender]) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+def kyma_context(
+    options: KymaOptions, catalog: list[SourceDocument], previous: Mapping[str, str], where: str
+) -> KymaContext:
+    return KymaContext(
+        catalog=tuple(catalog),
+        maintenance_policy=options.maintenance_policy,
+        at=options.at or datetime.now(UTC),
+        previous=previous,
+        where=where,
+    )
+
+
 def render_cluster(
-    sources: tuple[Path, ...], cluster: str, engine: ChartRenderer, schemas: SchemaRegistry
+    sources: tuple[Path, ...],
+    cluster: str,
+    engine: ChartRenderer,
+    schemas: SchemaRegistry,
+    *,
+    kyma: KymaOptions = KymaOptions(),
+    previous: Mapping[str, str] | None = None,  # the cluster directory as the last render wrote it
 ) -> RenderResult:
     """Everything up to, not including, writing: pure apart from reading the sources and charts."""
     documents = load_sources(sources)
-    validate_sources(documents, schemas)
-    apps = render_domains(SourceSet.of(documents), engine)
+    catalog = load_sources(kyma.catalogs)
+    validate_sources([*documents, *catalog], schemas)
+    source_set = SourceSet.of(documents)
+    where = f"clusters/{cluster}"
+    kyma_plan = plan_kyma_modules(source_set, kyma_context(kyma, catalog, previous or {}, where))
+    apps = render_domains(source_set, engine, kyma_plan)
     reject_duplicate_objects(apps)
     files = lay_out_cluster(apps)
     assert_no_credentials([m for app in apps for m in app.manifests], files)
-    return RenderResult(cluster=cluster, apps=apps, files=files)
+    return RenderResult(
+        cluster=cluster,
+        apps=apps,
+        files=files,
+        kymas=list(kyma_plan.reports),
+        records=dict(kyma_plan.record_files),
+    )
+
+
+def cluster_stream(result: RenderResult) -> str:
+    """The rendered objects as one YAML stream, in file order, for `render --stdout` (Argo CD CMP).
+
+    The per-app kustomization.yaml files are left out: on stdout, Argo CD wants only objects.
+    """
+    return "".join(
+        f"---\n{text}" for path, text in result.files.items() if not path.endswith("/kustomization.yaml")
+    )
 
 
 def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
@@ -112,6 +178,8 @@ def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
     def ref(path: str, text: str | bytes) -> str:
         if path.endswith("kustomization.yaml"):
             return f"{path.split('/', maxsplit=1)[0]}: kustomization"
+        if "/" not in path:  # a record beside the apps (.kyma-modules.json), not an object
+            return path
         body = load_trusted_document(text.decode("utf-8") if isinstance(text, bytes) else text)
         return f"{path.split('/', maxsplit=1)[0]}: {describe(body) if isinstance(body, dict) else path}"
 
@@ -135,20 +203,37 @@ def commit_message(
     return "\n\n".join(part for part in (summary, body, "\n".join(trailers)) if part) + "\n"
 
 
+def validate_render(root: Path, files: dict[str, str], options: ValidateOptions) -> list[Note]:
+    """Raise ManifestInvalid if the cluster would refuse a rendered object; kinds without a schema
+    become warnings when allowed."""
+    report = validate_rendered_files(root, files, options)
+    report.raise_if_invalid()
+    return [
+        Note(Level.WARNING, "MissingSchema", warning.object_ref or warning.file, warning.message)
+        for warning in report.warnings
+    ]
+
+
 def render_into_repo(
     request: RenderRequest,
     engine: ChartRenderer,
     schemas: SchemaRegistry,
     fs: LocalFilesystem | None = None,
 ) -> RenderResult:
-    result = render_cluster(request.sources, request.cluster, engine, schemas)
     subtree = cluster_subtree(request.cluster)
-    result.changes = write_subtree(request.out, subtree, result.files, fs)
+    previous = {path: data.decode("utf-8") for path, data in read_tree(request.out / subtree).items()}
+    result = render_cluster(
+        request.sources, request.cluster, engine, schemas, kyma=request.kyma, previous=previous
+    )
+    if request.validate is not None:
+        result.notes += validate_render(request.out / subtree, result.files, request.validate)
+    written = {**result.files, **result.records}
+    result.changes = write_subtree(request.out, subtree, written, fs)
     if request.commit:
         revisions = source_revisions(list(request.sources))
         result.commit = commit_subtree(
             request.out,
             subtree,
-            lambda staged: commit_message(request.cluster, staged, result.files, revisions),
+            lambda staged: commit_message(request.cluster, staged, written, revisions),
         )
     return result

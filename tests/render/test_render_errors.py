@@ -90,7 +90,7 @@ def test_unknown_fields_and_wrong_types_are_all_reported(
         result,
         EXIT_INPUT,
         "error: invalid source documents (6 problems)\n"
-        f"  {where}: spec.certificates.mode: must be one of 'cert-manager', 'self-signed', got 'acme'\n"
+        f"  {where}: spec.certificates.mode: must be one of 'cert-manager', 'gardener', 'self-signed', got 'acme'\n"
         f"  {where}: spec.certificates.sise: unknown field\n"
         f"  {where}: spec.clusterId: must be of type string, got integer\n"
         f"  {where}: spec.colour: unknown field\n"
@@ -149,7 +149,7 @@ def test_self_signed_certificates_are_refused_for_git(
         EXIT_INPUT,
         "error: self-signed certificates cannot be rendered into Git\n"
         f"  source/btpoperatorconfig.yaml: {CONFIG_REF}: spec.certificates.mode: 'self-signed' would put a CA "
-        "private key into the repository; use 'cert-manager' for render, and keep "
+        "private key into the repository; use 'cert-manager' or 'gardener' for render, and keep "
         "'self-signed' for `btp-gitops post-render`, whose output goes to the cluster\n",
         rendered_repo,
         before,

@@ -7,8 +7,9 @@ serving Certificate carries the SANs `<svc>.<ns>.svc` and `<svc>.<ns>`, lasts 87
 self-signed chain (selfSigned Issuer -> RSA 4096 CA Certificate of 87600h -> CA Issuer) uses BTP
 Manager's Secret names; the chart's own `webhook-server-cert` / `ca-server-cert` Secrets are
 dropped (in the plan's namespace only); with an issuerRef no self-signed chain is rendered; a
-stream without Service-backed webhooks is returned unchanged. Gardener mode: a
-cert.gardener.cloud/v1alpha1 Certificate is rendered and caBundles removed.
+stream without Service-backed webhooks is returned unchanged; a cert-manager chain the chart
+rendered for its webhooks (found from `inject-ca-from`, `secretName`, `issuerRef`) is replaced by
+ours, except what an unrelated Certificate still needs. Gardener and self-signed modes: tests/certificates/.
 
 Nothing is faked: YAML literals in, the real transform, YAML literals (or exact values) out.
 """
@@ -309,3 +310,57 @@ def test_cert_manager_mode_leaves_url_webhooks_alone() -> None:
     result = issue_webhook_certificates_with_cert_manager(manifests(STREAM + "---\n" + external), PLAN)
     [kept] = [m.body for m in result if m.body["metadata"]["name"] == "external"]
     assert kept == documents(external)[0]
+
+
+def test_cert_manager_mode_replaces_the_chain_the_chart_rendered() -> None:
+    chart = """\
+apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata: {name: chart-selfsigned, namespace: kyma-system}
+spec: {selfSigned: {}}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: chart-ca, namespace: kyma-system}
+spec: {isCA: true, secretName: chart-ca, issuerRef: {name: chart-selfsigned, kind: Issuer}}
+---
+apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata: {name: chart-ca-issuer, namespace: kyma-system}
+spec: {ca: {secretName: chart-ca}}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: chart-serving, namespace: kyma-system}
+spec: {secretName: chart-serving-tls, issuerRef: {name: chart-ca-issuer}}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: unrelated, namespace: kyma-system}
+spec: {secretName: unrelated-tls, issuerRef: {name: chart-ca-issuer}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: v
+  annotations: {cert-manager.io/inject-ca-from: kyma-system/chart-serving}
+webhooks:
+- name: a
+  clientConfig: {service: {name: sap-btp-operator-webhook-service, namespace: kyma-system}}
+"""
+    result = issue_webhook_certificates_with_cert_manager(manifests(chart), PLAN)
+    # The chart's CA chain stays: the unrelated Certificate still needs it.
+    assert refs(result) == [
+        "Issuer kyma-system/chart-selfsigned",
+        "Certificate kyma-system/chart-ca",
+        "Issuer kyma-system/chart-ca-issuer",
+        "Certificate kyma-system/unrelated",
+        "ValidatingWebhookConfiguration v",
+        "Issuer kyma-system/sap-btp-operator-selfsigned-issuer",
+        "Certificate kyma-system/sap-btp-operator-ca-cert",
+        "Issuer kyma-system/sap-btp-operator-ca-issuer",
+        "Certificate kyma-system/sap-btp-operator-webhook-cert",
+    ]
+    assert result[4].body["metadata"]["annotations"] == {
+        INJECT_CA_FROM: "kyma-system/sap-btp-operator-webhook-cert"
+    }

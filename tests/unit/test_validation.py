@@ -13,6 +13,7 @@ and validation runs the real jsonschema Draft 2020-12 validator.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import yaml
 from generator.core.errors import EXIT_INPUT, SchemaViolation
 from generator.core.sources import SourceDocument
 from generator.core.validation import SchemaRegistry, problems_in, validate_sources
-from generator.io.schemas import load_schema_registry
+from generator.io.schemas import default_schema_dir, load_schema_registry
 
 BTP_OPERATOR = """\
 apiVersion: operator.kyma-project.io/v1alpha1
@@ -201,7 +202,9 @@ spec:
         pytest.param(
             BTP_OPERATOR_CONFIG,
             "spec: {certificates: {mode: acme}}",
-            [f"{CFG}: spec.certificates.mode: must be one of 'cert-manager', 'self-signed', got 'acme'"],
+            [
+                f"{CFG}: spec.certificates.mode: must be one of 'cert-manager', 'gardener', 'self-signed', got 'acme'"
+            ],
             id="config-certificate-mode-enum",
         ),
         pytest.param(
@@ -278,11 +281,17 @@ def test_unknown_kind_is_one_problem_listing_supported_versions(
     assert rendered(body, registry) == [expected]
 
 
-def test_registry_knows_exactly_the_two_source_kinds(registry: SchemaRegistry) -> None:
-    assert [(k.api_version, k.kind) for k in registry.kinds()] == [
-        ("btp-gitops.io/v1alpha1", "BtpOperatorConfig"),
-        ("operator.kyma-project.io/v1alpha1", "BtpOperator"),
-    ]
+SCHEMAS_DIR = default_schema_dir()
+
+
+def test_registry_knows_every_kind_schemas_declares(registry: SchemaRegistry) -> None:
+    declared = []
+    for path in SCHEMAS_DIR.glob("*.json"):
+        gvk = json.loads(path.read_text()).get("x-kubernetes-group-version-kind")
+        if gvk:
+            declared.append((f"{gvk['group']}/{gvk['version']}", gvk["kind"]))
+    assert [(k.api_version, k.kind) for k in registry.kinds()] == sorted(declared)
+    assert ("operator.kyma-project.io/v1alpha1", "BtpOperator") in declared
     assert registry.versions_of("BtpOperator") == ["operator.kyma-project.io/v1alpha1"]
     assert registry.versions_of("Nothing") == []
 

@@ -1,0 +1,255 @@
+"""The manifest stream Helm hands a post-renderer, read and written back in the same shape.
+
+Helm 3 writes each document as `---`, a `# Source: <chart>/templates/<file>` comment and the
+object, in its kind install order, and leaves hooks out. Helm 4 writes documents without Source
+comments but annotates every one of them, hooks included, with
+`postrenderer.helm.sh/postrender-filename`, which it needs to split our output back into files.
+
+Reading follows Helm's own document split (a `---` at the start of a line, even glued to content
+as in `---apiVersion`), keeps the comment lines that head a document (Source among them), drops
+empty documents, expands `kind: List`, and refuses anything that is not an object with
+`metadata`, naming the document's position, line and Source. Writing puts every document back
+in the order it came, with its head comments, in the project's YAML style. Comments inside an
+object are not kept: the YAML library drops them on load.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from generator.core.errors import Problem, SourceSyntaxError
+from generator.core.objects import KubeObject, Manifest, describe
+from generator.core.validation import type_name
+from generator.core.yamlio import (
+    dump_each,
+    load_stream_document,
+    load_stream_documents,
+    yaml_problem_location,
+)
+
+FILENAME_ANNOTATION = "postrenderer.helm.sh/postrender-filename"
+SOURCE_PREFIX = "# Source: "
+
+# Helm's own split pattern (see generator.core.yamlio.split_documents); finditer gives us the
+# offsets too, so that errors can name the line a document starts on.
+_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
+
+
+@dataclass(slots=True)
+class StreamDocument:
+    """One object of the stream, with the comment lines that headed it in the input."""
+
+    body: KubeObject
+    position: int  # 1-based index of the input document it came from
+    line: int  # 1-based line of the stream where that document starts
+    comments: tuple[str, ...] = ()  # head comment lines, `# Source:` included, as written
+    generated: bool = False  # added by a transform, not read from the stream
+
+    @property
+    def source(self) -> str | None:
+        for comment in self.comments:
+            if comment.startswith(SOURCE_PREFIX):
+                return comment[len(SOURCE_PREFIX) :].strip()
+        return None
+
+    def origin(self) -> str:
+        """Where the object came from, for notes and errors: its template, else its position."""
+        filename = _filename_annotation(self.body)
+        return self.source or filename or f"document {self.position}"
+
+    def as_manifest(self) -> Manifest:
+        return Manifest(self.body, self.origin())
+
+
+@dataclass(slots=True)
+class HelmStream:
+    """A parsed post-renderer input: its objects, and the comment-only documents it held."""
+
+    documents: list[StreamDocument]
+    comment_only: list[tuple[str, ...]] = field(default_factory=list)
+
+    @property
+    def annotated_by_helm4(self) -> bool:
+        """True when Helm 4 sent the stream: it puts its filename annotation on every document."""
+        return any(_filename_annotation(d.body) for d in self.documents if not d.generated)
+
+
+def _filename_annotation(body: KubeObject) -> str | None:
+    metadata = body.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    value = annotations.get(FILENAME_ANNOTATION) if isinstance(annotations, dict) else None
+    return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class _RawDocument:
+    position: int
+    line: int
+    comments: tuple[str, ...]
+    content: str
+    content_line: int  # line of the stream where `content` starts
+
+
+def _split_head_comments(piece: str) -> tuple[tuple[str, ...], str, int]:
+    """(comment lines heading the piece, the rest, how many lines the head took)."""
+    lines = piece.split("\n")
+    comments: list[str] = []
+    taken = 0
+    for line in lines:
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            break
+        if stripped:
+            comments.append(stripped)
+        taken += 1
+    return tuple(comments), "\n".join(lines[taken:]), taken
+
+
+def _raw_documents(text: str) -> Iterator[_RawDocument]:
+    start = 0
+    position = 0
+    line = 1  # line of the stream that `start` is on, counted incrementally (streams are large)
+    for match in [*_SEPARATOR.finditer(text), None]:
+        end = match.start() if match else len(text)
+        piece = text[start:end]
+        if piece.strip():
+            position += 1
+            comments, content, head_lines = _split_head_comments(piece)
+            yield _RawDocument(position, line, comments, content, line + head_lines)
+        if match:
+            line += text.count("\n", start, match.end())
+            start = match.end()
+
+
+def _where(raw: _RawDocument, body: Any = None, item: int | None = None) -> str:
+    """`Kind ns/name, line L, Source: file` as far as known, to name a document in an error."""
+    parts = [describe(body)] if isinstance(body, dict) and isinstance(body.get("metadata"), dict) else []
+    if item is not None:
+        parts.append(f"List item {item}")
+    parts.append(f"line {raw.line}")
+    source = next(
+        (c[len(SOURCE_PREFIX) :].strip() for c in raw.comments if c.startswith(SOURCE_PREFIX)), None
+    )
+    if source:
+        parts.append(f"Source: {source}")
+    return ", ".join(parts)
+
+
+def _object_problems(
+    raw: _RawDocument, body: Any, stream_name: str, item: int | None = None
+) -> list[Problem]:
+    """Why `body` cannot be handed back to Helm, if it cannot: not an object, or no metadata."""
+    where = _where(raw, body, item)
+    if not isinstance(body, dict):
+        found = (
+            f"the document is {'an' if type_name(body) in {'array', 'integer'} else 'a'} {type_name(body)}"
+        )
+        return [Problem(stream_name, f"not a Kubernetes object ({found})", raw.position, where)]
+    problems = [
+        Problem(stream_name, "required field is missing", raw.position, where, key)
+        for key in ("apiVersion", "kind")
+        if not isinstance(body.get(key), str) or not body[key]
+    ]
+    if _is_list(body):
+        return problems
+    if not isinstance(body.get("metadata"), dict):
+        problems.append(Problem(stream_name, "every object needs metadata", raw.position, where, "metadata"))
+    return problems
+
+
+def _is_list(body: KubeObject) -> bool:
+    return body.get("kind") == "List" and body.get("apiVersion") == "v1"
+
+
+def _list_items(
+    raw: _RawDocument, body: KubeObject, stream_name: str
+) -> tuple[list[KubeObject], list[Problem]]:
+    items = body.get("items") or []
+    if not isinstance(items, list):
+        return [], [Problem(stream_name, "must be of type array", raw.position, _where(raw), "items")]
+    problems = []
+    for index, item in enumerate(items):
+        problems += _object_problems(raw, item, stream_name, index)
+    return items, problems
+
+
+def _parsed(raws: list[_RawDocument], stream_name: str, problems: list[Problem]) -> list[Any]:
+    """The parsed content of every raw document (None for one that failed, with its problem)."""
+    fast = load_stream_documents([raw.content for raw in raws])
+    if fast is not None:
+        return fast
+    parsed: list[Any] = []
+    for raw in raws:
+        try:
+            parsed.append(load_stream_document(raw.content))
+        except yaml.YAMLError as error:
+            detail = yaml_problem_location(error, line_offset=raw.content_line - 1)
+            problems.append(Problem(stream_name, f"invalid YAML: {detail}", raw.position, _where(raw)))
+            parsed.append(None)
+        except RecursionError:
+            problems.append(
+                Problem(stream_name, "invalid YAML: nested too deeply", raw.position, _where(raw))
+            )
+            parsed.append(None)
+    return parsed
+
+
+def read_helm_stream(text: str, stream_name: str = "<stdin>") -> HelmStream:
+    """Parse a post-renderer input; every problem of every document is reported at once."""
+    stream = HelmStream(documents=[])
+    problems: list[Problem] = []
+    raws = []
+    for raw in _raw_documents(text.lstrip("\ufeff")):
+        if raw.content.strip():
+            raws.append(raw)
+        else:
+            stream.comment_only.append(raw.comments)
+    for raw, body in zip(raws, _parsed(raws, stream_name, problems), strict=True):
+        if body is None:
+            if not any(p.document == raw.position for p in problems):
+                stream.comment_only.append(raw.comments)
+            continue
+        found = _object_problems(raw, body, stream_name)
+        if found:
+            problems += found
+            continue
+        if _is_list(body):
+            items, found = _list_items(raw, body, stream_name)
+            problems += found
+            bodies = _inherit_filename(body, items)
+        else:
+            bodies = [body]
+        stream.documents += [StreamDocument(b, raw.position, raw.line, raw.comments) for b in bodies]
+    if problems:
+        raise SourceSyntaxError("the manifest stream is not valid post-renderer input", problems)
+    return stream
+
+
+def _inherit_filename(list_body: KubeObject, items: list[KubeObject]) -> list[KubeObject]:
+    """Items of a Helm 4 List keep the List's filename so Helm can put them back in its file."""
+    filename = _filename_annotation(list_body)
+    if filename:
+        for item in items:
+            item["metadata"].setdefault("annotations", {}).setdefault(FILENAME_ANNOTATION, filename)
+    return items
+
+
+def write_helm_stream(stream: HelmStream) -> str:
+    """Every document as `---`, its head comments, then the object; order as in `documents`.
+
+    A stream with no object left gives back its comment-only documents, so that non-empty input
+    never yields empty output (Helm 4 treats empty output as a failed post-renderer).
+    """
+    bodies = dump_each([document.body for document in stream.documents])
+    parts: list[str] = []
+    for document, body in zip(stream.documents, bodies, strict=True):
+        head = "".join(f"{comment}\n" for comment in document.comments)
+        parts.append(f"---\n{head}{body}")
+    if not parts:
+        parts = ["---\n" + "".join(f"{c}\n" for c in comments) for comments in stream.comment_only]
+    return "".join(parts)

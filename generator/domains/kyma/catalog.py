@@ -1,0 +1,111 @@
+"""The module catalog: every ModuleTemplate and ModuleReleaseMeta, from the sources and `--catalog`.
+
+Building it checks what the schemas cannot: a template names one kind of content, a release meta
+has either channels or a mandatory version, and no catalog object is given twice.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from generator.core.errors import Problem
+from generator.core.sources import SourceDocument
+from generator.domains.kyma.model import (
+    CATALOG_KINDS,
+    MODULE_RELEASE_META,
+    MODULE_TEMPLATE,
+    ReleaseMeta,
+    Template,
+    problem_at,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    templates: tuple[Template, ...] = ()
+    release_metas: tuple[ReleaseMeta, ...] = ()
+
+    def labelled(self, module: str) -> list[Template]:
+        """Classic resolution's candidates: templates labelled with the module's name."""
+        return [t for t in self.templates if t.module_label == module]
+
+    def release_metas_named(self, module: str) -> list[ReleaseMeta]:
+        return [meta for meta in self.release_metas if meta.name == module]
+
+    def template(self, namespace: str, name: str) -> Template | None:
+        return next((t for t in self.templates if (t.namespace, t.name) == (namespace, name)), None)
+
+    def named_or_by_fqdn(self, reference: str) -> list[Template]:
+        """Templates a module entry could mean in Lifecycle Manager's deprecated reference styles."""
+        return [t for t in self.templates if reference in {t.name, t.qualified_name, t.fqdn}]
+
+    def mandatory_templates(self) -> list[Template]:
+        return [t for t in self.templates if t.mandatory]
+
+    def mandatory_release_metas(self) -> list[ReleaseMeta]:
+        return [meta for meta in self.release_metas if meta.mandatory_version is not None]
+
+
+def foreign_documents(documents: Iterable[SourceDocument]) -> list[Problem]:
+    """A `--catalog` directory holds catalog objects only: anything else is a mistake to report."""
+    return [
+        problem_at(d, "kind", "a --catalog directory holds only ModuleTemplates and ModuleReleaseMetas")
+        for d in documents
+        if (d.api_version, d.kind) not in CATALOG_KINDS
+    ]
+
+
+def _template_problems(template: Template) -> list[Problem]:
+    spec = template.source.body.get("spec") or {}
+    if "rawManifest" in spec and "chart" in spec:
+        return [problem_at(template.source, "spec.chart", "rawManifest and chart are mutually exclusive")]
+    return []
+
+
+def _release_meta_problems(meta: ReleaseMeta) -> list[Problem]:
+    spec = meta.source.body.get("spec") or {}
+    problems = []
+    if ("mandatory" in spec) == ("channels" in spec):
+        problems.append(
+            problem_at(meta.source, "spec", "exactly one of 'mandatory' or 'channels' must be specified")
+        )
+    if meta.module_name != meta.name:
+        problems.append(
+            problem_at(
+                meta.source,
+                "spec.moduleName",
+                f"must equal metadata.name ({meta.name!r}): a module's release meta is found by its name",
+            )
+        )
+    return problems
+
+
+def _duplicates(sources: Iterable[SourceDocument]) -> list[Problem]:
+    seen: dict[tuple[str, str], list[SourceDocument]] = defaultdict(list)
+    for source in sources:
+        seen[(source.kind, source.ref)].append(source)
+    problems = []
+    for (_, _), found in sorted(seen.items()):
+        for duplicate in found[1:]:
+            first = found[0]
+            problems.append(
+                problem_at(duplicate, None, f"given twice: also in {first.file}: document {first.document}")
+            )
+    return problems
+
+
+def build_catalog(documents: Iterable[SourceDocument]) -> tuple[Catalog, list[Problem]]:
+    """The catalog of every ModuleTemplate and ModuleReleaseMeta among `documents`, and its problems."""
+    sources = [d for d in documents if (d.api_version, d.kind) in CATALOG_KINDS]
+    templates = tuple(Template.from_source(d) for d in sources if (d.api_version, d.kind) == MODULE_TEMPLATE)
+    metas = tuple(
+        ReleaseMeta.from_source(d) for d in sources if (d.api_version, d.kind) == MODULE_RELEASE_META
+    )
+    problems = [
+        *_duplicates(sources),
+        *(p for t in templates for p in _template_problems(t)),
+        *(p for m in metas for p in _release_meta_problems(m)),
+    ]
+    return Catalog(templates, metas), problems

@@ -1,0 +1,152 @@
+"""A resolved module's objects: its manifests or chart, its default CR, labelled and ordered.
+
+What Lifecycle Manager's Manifest did in the cluster happens here once, into one app directory
+per module (`kyma-<module>`): every object gets the module labels, namespaced objects without a
+namespace go to `kyma-system` and cluster-scoped ones lose theirs, the template's `spec.data`
+becomes the default CR under `CreateAndDelete`, and sync stages put CRDs and namespaces first and
+the default CR after the module's CRDs and operator (transforms.ordering).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.core.charts import ChartRenderer, ChartRequest
+from generator.core.errors import InvalidSpec, SourceSyntaxError
+from generator.core.kinds import ScopeIndex
+from generator.core.layout import KUSTOMIZATION
+from generator.core.objects import Manifest, describe, name_of
+from generator.core.report import AppRender, Level, Note
+from generator.core.sources import SourceDocument
+from generator.core.yamlio import load_trusted_document
+from generator.domains.charts import render_chart_deterministically
+from generator.domains.kyma.model import (
+    SYNC_NAMESPACE,
+    ChartContent,
+    CustomResourcePolicy,
+    RawManifest,
+    Template,
+    problem_at,
+)
+from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
+from generator.transforms.metadata import add_labels, set_default_namespace
+from generator.transforms.ordering import annotate_argocd_sync_waves
+
+APP_PREFIX = "kyma-"
+
+# Reads the YAML documents of files and directories (generator.io.sources.load_sources).
+ReadManifests = Callable[[Sequence[Path]], list[SourceDocument]]
+
+
+def app_name(module: str) -> str:
+    """The app directory of a module; the prefix keeps it clear of other domains' apps."""
+    return f"{APP_PREFIX}{module}"
+
+
+def module_labels(module: str) -> dict[str, str]:
+    return {
+        "operator.kyma-project.io/managed-by": "kyma",
+        "app.kubernetes.io/part-of": "Kyma",
+        "app.kubernetes.io/component": module,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleRender:
+    """One module to render: the template resolution chose, and the Kyma's policy for its CR."""
+
+    module: str
+    template: Template
+    policy: CustomResourcePolicy
+
+
+def _where(template: Template, field_path: str) -> str:
+    source = template.source
+    return f"{source.file}: document {source.document} ({source.ref}): {field_path}"
+
+
+def _raw_manifests(
+    module: str, content: RawManifest, template: Template, read: ReadManifests
+) -> list[Manifest]:
+    try:
+        documents = read([content.path])
+    except SourceSyntaxError as error:
+        raise SourceSyntaxError(
+            f"cannot read the resources of module {module} ({_where(template, 'spec.rawManifest.path')})",
+            error.problems,
+        ) from error
+    if not documents:
+        raise InvalidSpec(
+            f"cannot render module {module}",
+            [problem_at(template.source, "spec.rawManifest.path", f"no manifests in {content.path}")],
+        )
+    return [Manifest(d.body, f"{d.file}#{d.document}") for d in documents]
+
+
+def _chart_manifests(
+    module: str, content: ChartContent, template: Template, engine: ChartRenderer
+) -> tuple[list[Manifest], list[Note]]:
+    request = ChartRequest(
+        chart=content.path,
+        release=content.release_name or module,
+        namespace=SYNC_NAMESPACE,
+        values=content.values,
+        values_files=content.values_files,
+        requested_by=_where(template, "spec.chart.path"),
+    )
+    _, manifests, notes = render_chart_deterministically(engine, request)
+    manifests, excluded = drop_hook_phases(manifests, UNINSTALL_ONLY_HOOKS)
+    notes += [
+        Note(
+            Level.INFO,
+            "ExcludedHook",
+            f"{m.origin} ({describe(m.body)})",
+            "uninstall-only Helm hook left out of the GitOps output",
+        )
+        for m in excluded
+    ]
+    return manifests, notes
+
+
+def _default_cr(module: str, template: Template) -> Manifest:
+    body = copy.deepcopy(template.data or {})
+    if not name_of(body):
+        raise InvalidSpec(
+            f"cannot render the default CR of module {module}",
+            [problem_at(template.source, "spec.data.metadata.name", "required field is missing")],
+        )
+    return Manifest(body, f"{template.source.file}#{template.source.document}: spec.data")
+
+
+def render_module(module: ModuleRender, engine: ChartRenderer, read: ReadManifests) -> AppRender:
+    """The app of one resolved module."""
+    template = module.template
+    notes: list[Note] = []
+    if isinstance(template.content, RawManifest):
+        manifests = _raw_manifests(module.module, template.content, template, read)
+    elif isinstance(template.content, ChartContent):
+        manifests, notes = _chart_manifests(module.module, template.content, template, engine)
+    else:
+        raise InvalidSpec(
+            f"cannot render module {module.module}",
+            [problem_at(template.source, "spec", "spec.rawManifest or spec.chart is required to render it")],
+        )
+    if module.policy is CustomResourcePolicy.CREATE_AND_DELETE and template.data is not None:
+        manifests.append(_default_cr(module.module, template))
+    manifests = set_default_namespace(manifests, SYNC_NAMESPACE, ScopeIndex())
+    manifests = add_labels(manifests, module_labels(module.module))
+    manifests = annotate_argocd_sync_waves(manifests)
+    return AppRender(app_name(module.module), manifests, notes)
+
+
+def kept_app(app: str, previous: Mapping[str, str], where: str) -> AppRender:
+    """An app exactly as the previous render wrote it (laid out again, the same bytes come out)."""
+    manifests = [
+        Manifest(load_trusted_document(text), f"{where}/{path}")
+        for path, text in sorted(previous.items())
+        if path.startswith(f"{app}/") and path != f"{app}/{KUSTOMIZATION}"
+    ]
+    return AppRender(app, manifests)

@@ -1,0 +1,45 @@
+"""Reading schemas/ for the CRD generator, and where the generated CRDs live in a checkout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from generator.core.crds import SchemaFile
+from generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from generator.io.schemas import default_schema_dir
+
+
+def default_crd_dir() -> Path:
+    """charts/btp-gitops/crds of this checkout: the chart that installs the CRDs."""
+    return Path(__file__).resolve().parents[2] / "charts" / "btp-gitops" / "crds"
+
+
+def read_schema_files(directory: Path | None = None) -> list[SchemaFile]:
+    """Every `*.json` under the schema directory, named relative to it; all syntax errors at once."""
+    root = directory or default_schema_dir()
+    if not root.is_dir():
+        raise SourceSyntaxError("cannot read schemas", [Problem(file=str(root), message="not a directory")])
+    files, problems = [], []
+    for path in sorted(root.rglob("*.json")):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as error:
+            problems.append(Problem(file=str(path), message=f"cannot read: {error.strerror or error}"))
+            continue
+        except json.JSONDecodeError as error:
+            problems.append(
+                Problem(
+                    file=str(path),
+                    message=f"invalid JSON: line {error.lineno}, column {error.colno}: {error.msg}",
+                )
+            )
+            continue
+        if not isinstance(document, dict):
+            problems.append(Problem(file=str(path), message="a schema file must hold a JSON object"))
+            continue
+        files.append(
+            SchemaFile(name=path.relative_to(root).as_posix(), location=str(path), document=document)
+        )
+    raise_if_problems(SourceSyntaxError, "cannot read schemas", problems)
+    return files

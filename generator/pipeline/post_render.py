@@ -1,0 +1,147 @@
+"""`post-render`: the module transforms over a manifest stream Helm rendered, stdin to stdout.
+
+    read stream ──> module transforms (same as render) ──> certificates ──> write stream
+    core/helm_stream  domains/btp_operator                 transforms/…     core/helm_stream
+
+Pure: the caller reads stdin, the credentials and any existing certificates, and passes in the
+clock and the key factory (self-signed mode); this returns the text for stdout and the notes for
+stderr.
+Objects keep their input order and head comments; objects a transform adds come after them, in
+the order the transforms add them, with a `# Source:` comment (Helm 3) or Helm 4's filename
+annotation so that Helm 4 can file them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from generator.core.helm_stream import (
+    FILENAME_ANNOTATION,
+    SOURCE_PREFIX,
+    HelmStream,
+    StreamDocument,
+    read_helm_stream,
+    write_helm_stream,
+)
+from generator.core.objects import Manifest, annotations_of
+from generator.core.report import Note
+from generator.domains import btp_operator
+from generator.transforms.certificates import CertificatePlan, issue_webhook_certificates_with_cert_manager
+from generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
+from generator.transforms.operator_secret import OperatorCredentials
+from generator.transforms.self_signed_certificates import (
+    NO_EXISTING_CERTIFICATES,
+    ExistingCertificates,
+    issue_webhook_certificates_self_signed,
+)
+
+MODULES = ("btp-operator",)
+CERTIFICATE_MODES = ("cert-manager", "gardener", "self-signed")
+KeyFactory = Callable[[], rsa.RSAPrivateKey]
+GENERATED_FILENAME = "btp-gitops/templates/post-render.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class PostRenderRequest:
+    module: str = "btp-operator"
+    certificate_mode: str = "cert-manager"
+    namespace: str = btp_operator.MODULE_NAMESPACE
+    chart_version: str | None = None
+    credentials: OperatorCredentials | None = None
+    enable_limited_cache: bool = True
+    manager_image: str | None = None
+    issuer: dict[str, str] | None = None  # an existing issuer for the serving certificate
+    existing_certificates: ExistingCertificates = NO_EXISTING_CERTIFICATES  # self-signed: reuse these
+
+
+@dataclass(slots=True)
+class PostRenderResult:
+    text: str
+    helm4: bool
+    objects: int
+    added: int
+    notes: list[Note] = field(default_factory=list)
+
+
+def certificate_plan(request: PostRenderRequest) -> CertificatePlan:
+    issuer = request.issuer or {}
+    return CertificatePlan(
+        prefix=btp_operator.RELEASE_NAME,
+        namespace=request.namespace,
+        issuer_name=issuer.get("name"),
+        issuer_kind=issuer.get("kind", "Issuer"),
+        issuer_group=issuer.get("group", "cert-manager.io"),
+    )
+
+
+def certificate_step(
+    request: PostRenderRequest, now: datetime, new_key: KeyFactory
+) -> btp_operator.CertificateStep:
+    """The webhook certificate transform of the requested mode, ready for the module transforms."""
+    plan = certificate_plan(request)
+
+    def with_cert_manager(manifests: list[Manifest]) -> tuple[list[Manifest], list[Note]]:
+        return issue_webhook_certificates_with_cert_manager(manifests, plan), []
+
+    def with_gardener(manifests: list[Manifest]) -> tuple[list[Manifest], list[Note]]:
+        namespace = (request.issuer or {}).get("namespace")
+        return issue_webhook_certificates_with_gardener(manifests, plan, namespace), []
+
+    def self_signed(manifests: list[Manifest]) -> tuple[list[Manifest], list[Note]]:
+        return issue_webhook_certificates_self_signed(
+            manifests, plan, request.existing_certificates, now, new_key
+        )
+
+    steps = {"cert-manager": with_cert_manager, "gardener": with_gardener, "self-signed": self_signed}
+    return steps[request.certificate_mode]
+
+
+def _back_into_stream(stream: HelmStream, manifests: list[Manifest]) -> int:
+    """Rebuild `stream.documents` from the transformed objects; returns how many were added."""
+    read = {id(document.body): document for document in stream.documents}
+    kept = [read[id(m.body)] for m in manifests if id(m.body) in read]
+    order = {id(document): index for index, document in enumerate(stream.documents)}
+    kept.sort(key=lambda document: order[id(document)])
+    helm4 = stream.annotated_by_helm4
+    added = [_generated_document(m, helm4) for m in manifests if id(m.body) not in read]
+    stream.documents = kept + added
+    return len(added)
+
+
+def _generated_document(manifest: Manifest, helm4: bool) -> StreamDocument:
+    if helm4:
+        annotations_of(manifest.body)[FILENAME_ANNOTATION] = GENERATED_FILENAME
+        comments: tuple[str, ...] = ()
+    else:
+        comments = (f"{SOURCE_PREFIX}{manifest.origin}",)
+    return StreamDocument(manifest.body, position=0, line=0, comments=comments, generated=True)
+
+
+def post_render(
+    text: str,
+    request: PostRenderRequest,
+    now: datetime,
+    new_key: KeyFactory,
+    stream_name: str = "<stdin>",
+) -> PostRenderResult:
+    """Transform one stream. `now` and `new_key` are used only by self-signed certificates."""
+    stream = read_helm_stream(text, stream_name)
+    helm4 = stream.annotated_by_helm4
+    manifests = [document.as_manifest() for document in stream.documents]
+    settings = btp_operator.StreamSettings(
+        issue_certificates=certificate_step(request, now, new_key),
+        namespace=request.namespace,
+        chart_version=request.chart_version,
+        credentials=request.credentials,
+        enable_limited_cache=request.enable_limited_cache,
+        manager_image=request.manager_image,
+    )
+    notes: list[Note] = []
+    if manifests:
+        manifests, notes = btp_operator.post_render_module_objects(manifests, settings)
+    added = _back_into_stream(stream, manifests)
+    return PostRenderResult(write_helm_stream(stream), helm4, len(stream.documents), added, notes)

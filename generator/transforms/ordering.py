@@ -1,0 +1,124 @@
+"""Sync ordering of an app's objects: semantic stages, and how a GitOps tool expresses them.
+
+Every object of an app belongs to one stage, and a stage is applied only once the stages before
+it are applied and healthy:
+
+    Stage.CRDS              CustomResourceDefinitions and Namespaces: what any other object may need
+    Stage.RESOURCES         the app's own objects: RBAC, ConfigMaps, workloads, Services, webhooks...
+    Stage.CUSTOM_RESOURCES  objects of kinds that a CRD of the same app defines (a Kyma module's
+                            default CR): after their CRD exists and the operator serving it is up
+    Stage.RELEASE_JOBS      one-off Jobs of a release that run one after another, each a step of
+                            its own (CAP content deployers, in `contentJobs` order)
+    Stage.ROUTING           objects that switch traffic (VirtualServices): once the workloads and
+                            jobs they lead to are healthy
+
+Within a stage, objects may be given ordered steps (0, 1, 2, ...): step n+1 waits for step n.
+
+Custom resources of kinds defined elsewhere (cert-manager Certificates, ExternalSecrets) stay in
+RESOURCES on purpose: a workload may wait for them (a Secret an ExternalSecret writes), and
+holding them back until that workload is healthy would deadlock the sync.
+
+How each tool expresses the stages (the stages are the contract; only this mapping is per tool):
+
+- Argo CD: the annotation `argocd.argoproj.io/sync-wave`, CRDS -1, RESOURCES 0, CUSTOM_RESOURCES 1,
+  RELEASE_JOBS 10 + step, ROUTING 100 (+ step); a stage's steps must stay below the next stage's wave.
+  Wave 0 is Argo CD's default, so RESOURCES objects carry no annotation. Argo CD applies a wave
+  only when the previous one is healthy, and skips the dry run of objects whose CRD is in the
+  same sync.
+- Flux (for a later Flux target): one directory per stage inside the app, `<app>/<NN>-<slug>/`
+  with `NN` the stage value times ten (`00-crds`, `10-resources`, `20-custom-resources`), each
+  synced by a Flux Kustomization with `wait: true` that `dependsOn` the previous stage's; a step
+  adds `-<step>` (`30-release-jobs-1`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import IntEnum
+
+from generator.core.objects import KubeObject, Manifest, annotations_of, api_group, get_path, kind_of
+
+ARGOCD_SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+
+_FOUNDATION_KINDS = frozenset({("apiextensions.k8s.io", "CustomResourceDefinition"), ("", "Namespace")})
+
+
+class Stage(IntEnum):
+    """Sync stages of one app, in the order they are applied."""
+
+    CRDS = 0
+    RESOURCES = 1
+    CUSTOM_RESOURCES = 2
+    RELEASE_JOBS = 3
+    ROUTING = 4
+
+    @property
+    def slug(self) -> str:
+        return self.name.lower().replace("_", "-")
+
+
+_ARGOCD_WAVES = {
+    Stage.CRDS: -1,
+    Stage.RESOURCES: 0,
+    Stage.CUSTOM_RESOURCES: 1,
+    Stage.RELEASE_JOBS: 10,
+    Stage.ROUTING: 100,
+}
+
+
+def defined_kinds(objects: Iterable[KubeObject]) -> frozenset[tuple[str, str]]:
+    """(group, kind) of every CustomResourceDefinition among `objects`."""
+    found = set()
+    for obj in objects:
+        if (api_group(obj), kind_of(obj)) != ("apiextensions.k8s.io", "CustomResourceDefinition"):
+            continue
+        group = get_path(obj, "spec", "group")
+        kind = get_path(obj, "spec", "names", "kind")
+        if isinstance(group, str) and isinstance(kind, str):
+            found.add((group, kind))
+    return frozenset(found)
+
+
+def stage_of(obj: KubeObject, own_kinds: frozenset[tuple[str, str]]) -> Stage:
+    """The stage of one object, given the kinds the app's own CRDs define."""
+    identity = (api_group(obj), kind_of(obj))
+    if identity in _FOUNDATION_KINDS:
+        return Stage.CRDS
+    if identity in own_kinds:
+        return Stage.CUSTOM_RESOURCES
+    return Stage.RESOURCES
+
+
+def assign_stages(manifests: list[Manifest]) -> list[tuple[Manifest, Stage]]:
+    """Every manifest of one app with its stage."""
+    own_kinds = defined_kinds(m.body for m in manifests)
+    return [(manifest, stage_of(manifest.body, own_kinds)) for manifest in manifests]
+
+
+def stage_steps(stage: Stage) -> int:
+    """How many ordered steps `stage` holds before its waves would reach the next stage's."""
+    later = [wave for other, wave in _ARGOCD_WAVES.items() if other > stage]
+    return min(later) - _ARGOCD_WAVES[stage] if later else 1000
+
+
+def argocd_sync_wave(stage: Stage, step: int = 0) -> int:
+    if not 0 <= step < stage_steps(stage):
+        raise ValueError(f"step {step} out of range for stage {stage.name} ({stage_steps(stage)} steps)")
+    return _ARGOCD_WAVES[stage] + step
+
+
+def annotate_argocd_stage(manifest: Manifest, stage: Stage, step: int = 0) -> Manifest:
+    """Put one object in `stage` (at `step`), for domains that know an object's stage by its role."""
+    wave = argocd_sync_wave(stage, step)
+    if wave != 0:
+        annotations_of(manifest.body)[ARGOCD_SYNC_WAVE] = str(wave)
+    return manifest
+
+
+def annotate_argocd_sync_waves(manifests: list[Manifest]) -> list[Manifest]:
+    """Set the sync-wave annotation of every object outside the default wave, in place."""
+    for manifest, stage in assign_stages(manifests):
+        wave = argocd_sync_wave(stage)
+        if wave != 0:
+            annotations_of(manifest.body)[ARGOCD_SYNC_WAVE] = str(wave)
+    return manifests

@@ -1,0 +1,472 @@
+"""Table tests of module resolution (generator.domains.kyma.resolution), one rule per row.
+
+Covered: the desired channel (module, Kyma, `regular`); classic resolution by label and channel
+or fixed version, with the errors for no template and for several (naming the candidates) and the
+hint for deprecated references by name or FQDN; ModuleReleaseMeta resolution (channel -> version
+-> `<module>-<version>`), with its errors for a missing channel, a missing template and several
+release metas, and its precedence over classic templates; beta and internal gating; mandatory
+modules (listed by mistake, resolved by release meta or highest classic version, ties and missing
+templates); the entry checks (`none`, version with channel, duplicates); the catalog checks.
+
+Nothing is faked: YAML text in (parsed by PyYAML), the real resolver, values out.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.core.errors import Problem
+from generator.domains.kyma.catalog import build_catalog, foreign_documents
+from generator.domains.kyma.resolution import (
+    Resolved,
+    Unresolved,
+    desired_channel,
+    request_problems,
+    resolve_mandatory,
+    resolve_module,
+)
+from tests.kyma.helpers import HEADER, catalog_of, documents, kyma, release_meta, template
+
+BETA = {"operator.kyma-project.io/beta": "true"}
+INTERNAL = {"operator.kyma-project.io/internal": "true"}
+
+CATALOG = catalog_of(
+    template("greeter-regular", module="greeter", channel="regular", version="1.0.0"),
+    template("greeter-fast", module="greeter", channel="fast", version="1.1.0"),
+    template("twin-a", module="twin", channel="regular", version="1.0.0"),
+    template("twin-b", module="twin", channel="regular", version="1.0.1"),
+    template("shiny-regular", module="shiny", channel="regular", version="0.1.0", labels=BETA),
+    template("mixed-stable", module="mixed", channel="regular", version="1.0.0"),
+    template("mixed-beta", module="mixed", channel="regular", version="1.1.0", labels=BETA),
+    template("vault-regular", module="vault", channel="regular", version="2.0.0", labels=INTERNAL),
+    template("auditor-1", module="auditor", version="1.0.0", mandatory=True),
+    template(
+        "legacy-template",
+        channel="regular",
+        version="1.0.0",
+        descriptor={"component": {"name": "example.com/legacy"}},
+    ),
+    release_meta("relay", {"regular": "0.2.0", "fast": "0.3.0"}, ocmComponentName="example.com/relay"),
+    template("relay-0.2.0", version="0.2.0"),
+    template("relay-0.3.0", version="0.3.0"),
+    template("relay-0.4.0", version="0.4.0"),
+    release_meta("gone", {"regular": "9.9.9"}),
+    release_meta("preview", {"regular": "1.0.0"}, beta=True),
+    template("preview-1.0.0", version="1.0.0"),
+    release_meta("labelled", {"regular": "1.0.0"}),
+    template("labelled-1.0.0", version="1.0.0", labels=INTERNAL),
+    release_meta("dual", {"regular": "2.0.0"}),
+    template("dual-2.0.0", version="2.0.0"),
+    template("dual-classic", module="dual", channel="regular", version="1.0.0"),
+    release_meta("core", mandatory={"version": "1.0.0"}),
+    template("core-1.0.0", version="1.0.0"),
+)
+
+
+def resolve(spec: str, labels: dict[str, str] | None = None) -> Resolved | Unresolved:
+    subject = kyma(spec, labels)
+    return resolve_module(CATALOG, subject, subject.modules[0])
+
+
+RESOLVED = [
+    pytest.param(
+        "{modules: [{name: greeter}]}",
+        None,
+        ("greeter-regular", "1.0.0", "regular"),
+        id="default-channel-regular",
+    ),
+    pytest.param(
+        "{channel: fast, modules: [{name: greeter}]}",
+        None,
+        ("greeter-fast", "1.1.0", "fast"),
+        id="kyma-channel",
+    ),
+    pytest.param(
+        "{channel: fast, modules: [{name: greeter, channel: regular}]}",
+        None,
+        ("greeter-regular", "1.0.0", "regular"),
+        id="module-channel-over-kyma-channel",
+    ),
+    pytest.param(
+        "{modules: [{name: greeter, version: 1.1.0}]}",
+        None,
+        ("greeter-fast", "1.1.0", ""),
+        id="classic-fixed-version",
+    ),
+    pytest.param(
+        "{modules: [{name: relay}]}", None, ("relay-0.2.0", "0.2.0", "regular"), id="release-meta-channel"
+    ),
+    pytest.param(
+        "{channel: fast, modules: [{name: relay}]}",
+        None,
+        ("relay-0.3.0", "0.3.0", "fast"),
+        id="release-meta-kyma-channel",
+    ),
+    pytest.param(
+        "{modules: [{name: relay, version: 0.4.0}]}",
+        None,
+        ("relay-0.4.0", "0.4.0", ""),
+        id="release-meta-fixed-version",
+    ),
+    pytest.param(
+        "{modules: [{name: dual}]}",
+        None,
+        ("dual-2.0.0", "2.0.0", "regular"),
+        id="release-meta-wins-over-classic",
+    ),
+    pytest.param(
+        "{modules: [{name: shiny}]}",
+        BETA,
+        ("shiny-regular", "0.1.0", "regular"),
+        id="beta-template-for-beta-kyma",
+    ),
+    pytest.param(
+        "{modules: [{name: mixed}]}",
+        None,
+        ("mixed-stable", "1.0.0", "regular"),
+        id="beta-candidate-invisible-to-others",
+    ),
+    pytest.param(
+        "{modules: [{name: vault}]}",
+        INTERNAL,
+        ("vault-regular", "2.0.0", "regular"),
+        id="internal-template-for-internal-kyma",
+    ),
+    pytest.param(
+        "{modules: [{name: preview}]}",
+        BETA,
+        ("preview-1.0.0", "1.0.0", "regular"),
+        id="beta-release-meta-for-beta-kyma",
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "labels", "expected"), RESOLVED)
+def test_resolved(spec: str, labels: dict[str, str] | None, expected: tuple[str, str, str]) -> None:
+    found = resolve(spec, labels)
+    assert isinstance(found, Resolved), found
+    assert (found.template.name, found.version, found.channel) == expected
+
+
+def test_release_meta_resolution_names_its_component_and_why() -> None:
+    found = resolve("{channel: fast, modules: [{name: relay}]}")
+    assert isinstance(found, Resolved)
+    assert found.fqdn == "example.com/relay"
+    assert found.how == "ModuleReleaseMeta kyma-system/relay: channel fast has version 0.3.0"
+
+
+UNRESOLVED = [
+    pytest.param(
+        "{modules: [{name: greeter, channel: experimental}]}",
+        None,
+        "no templates were found: in channel experimental for module greeter (channels with templates: fast, regular)",
+        "spec.modules[0].channel",
+        id="classic-no-template-in-channel",
+    ),
+    pytest.param(
+        "{channel: experimental, modules: [{name: greeter}]}",
+        None,
+        "no templates were found: in channel experimental for module greeter (channels with templates: fast, regular)",
+        "spec.channel",
+        id="classic-no-template-in-kyma-channel",
+    ),
+    pytest.param(
+        "{modules: [{name: nothing}]}",
+        None,
+        "no templates were found: in channel regular for module nothing",
+        "spec.modules[0].name",
+        id="classic-unknown-module",
+    ),
+    pytest.param(
+        "{channel: fast, modules: [{name: nothing}]}",
+        None,
+        "no templates were found: in channel fast for module nothing",
+        "spec.modules[0].name",
+        id="classic-unknown-module-points-at-its-name",
+    ),
+    pytest.param(
+        "{modules: [{name: twin}]}",
+        None,
+        "no unique template could be identified for module twin in channel regular: "
+        "candidates: [kyma-system/twin-a, kyma-system/twin-b]",
+        "spec.modules[0].name",
+        id="classic-several-candidates",
+    ),
+    pytest.param(
+        "{modules: [{name: mixed}]}",
+        BETA,
+        "no unique template could be identified for module mixed in channel regular: "
+        "candidates: [kyma-system/mixed-beta, kyma-system/mixed-stable]",
+        "spec.modules[0].name",
+        id="classic-several-candidates-for-beta-kyma",
+    ),
+    pytest.param(
+        "{modules: [{name: greeter, version: 2.0.0}]}",
+        None,
+        "no templates were found: with version 2.0.0 for module greeter (versions: 1.0.0, 1.1.0)",
+        "spec.modules[0].version",
+        id="classic-fixed-version-missing",
+    ),
+    pytest.param(
+        "{modules: [{name: legacy-template}]}",
+        None,
+        "no templates were found: in channel regular for module legacy-template; templates are found by their "
+        "operator.kyma-project.io/module-name label, references by template name or FQDN are deprecated and not "
+        "supported",
+        "spec.modules[0].name",
+        id="deprecated-reference-by-name",
+    ),
+    pytest.param(
+        "{modules: [{name: example.com/legacy}]}",
+        None,
+        "no templates were found: in channel regular for module example.com/legacy; templates are found by their "
+        "operator.kyma-project.io/module-name label, references by template name or FQDN are deprecated and not "
+        "supported",
+        "spec.modules[0].name",
+        id="deprecated-reference-by-fqdn",
+    ),
+    pytest.param(
+        "{modules: [{name: relay, channel: experimental}]}",
+        None,
+        "ModuleReleaseMeta kyma-system/relay has no version for channel experimental (channels: fast, regular)",
+        "spec.modules[0].channel",
+        id="release-meta-no-channel-entry",
+    ),
+    pytest.param(
+        "{modules: [{name: gone}]}",
+        None,
+        "ModuleReleaseMeta kyma-system/gone: channel regular has version 9.9.9, but the catalog has no "
+        "ModuleTemplate kyma-system/gone-9.9.9",
+        "spec.modules[0].name",
+        id="release-meta-template-missing",
+    ),
+    pytest.param(
+        "{modules: [{name: relay, version: 1.0.0}]}",
+        None,
+        "version 1.0.0 fixed in spec.modules, but the catalog has no ModuleTemplate kyma-system/relay-1.0.0",
+        "spec.modules[0].version",
+        id="release-meta-fixed-version-missing",
+    ),
+    pytest.param(
+        "{modules: [{name: shiny}]}",
+        None,
+        'template kyma-system/shiny-regular is beta: only a Kyma labelled operator.kyma-project.io/beta: "true" may use it',
+        "spec.modules[0].name",
+        id="beta-template-gated",
+    ),
+    pytest.param(
+        "{modules: [{name: shiny}]}",
+        INTERNAL,
+        'template kyma-system/shiny-regular is beta: only a Kyma labelled operator.kyma-project.io/beta: "true" may use it',
+        "spec.modules[0].name",
+        id="internal-kyma-is-not-beta",
+    ),
+    pytest.param(
+        "{modules: [{name: vault}]}",
+        BETA,
+        "template kyma-system/vault-regular is internal: only a Kyma labelled operator.kyma-project.io/internal: "
+        '"true" may use it',
+        "spec.modules[0].name",
+        id="internal-template-gated",
+    ),
+    pytest.param(
+        "{modules: [{name: preview}]}",
+        None,
+        'ModuleReleaseMeta kyma-system/preview is beta: only a Kyma labelled operator.kyma-project.io/beta: "true" '
+        "may use it",
+        "spec.modules[0].name",
+        id="beta-release-meta-gated",
+    ),
+    pytest.param(
+        "{modules: [{name: labelled}]}",
+        None,
+        "template kyma-system/labelled-1.0.0 is internal: only a Kyma labelled operator.kyma-project.io/internal: "
+        '"true" may use it',
+        "spec.modules[0].name",
+        id="internal-template-of-release-meta-gated",
+    ),
+    pytest.param(
+        "{modules: [{name: core}]}",
+        None,
+        "module core is mandatory: it is rendered for every Kyma and cannot be listed in spec.modules",
+        "spec.modules[0].name",
+        id="mandatory-release-meta-listed",
+    ),
+    pytest.param(
+        "{modules: [{name: auditor}]}",
+        None,
+        "module auditor is mandatory: it is rendered for every Kyma and cannot be listed in spec.modules",
+        "spec.modules[0].name",
+        id="mandatory-template-listed",
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "labels", "message", "field_path"), UNRESOLVED)
+def test_unresolved(spec: str, labels: dict[str, str] | None, message: str, field_path: str) -> None:
+    found = resolve(spec, labels)
+    assert isinstance(found, Unresolved), found
+    assert (found.message, found.field_path) == (message, field_path)
+
+
+def test_several_release_metas_named_after_the_module() -> None:
+    other = release_meta("relay", {"regular": "0.2.0"}).replace(
+        "namespace: kyma-system", "namespace: kcp-system"
+    )
+    catalog = catalog_of(
+        release_meta("relay", {"regular": "0.2.0"}), other, template("relay-0.2.0", version="0.2.0")
+    )
+    subject = kyma("{modules: [{name: relay}]}")
+    found = resolve_module(catalog, subject, subject.modules[0])
+    assert found == Unresolved(
+        "relay",
+        "regular",
+        "no unique ModuleReleaseMeta for module relay: candidates: [kcp-system/relay, kyma-system/relay]",
+        "spec.modules[0].name",
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("{modules: [{name: a}]}", "regular"),
+        ("{channel: fast, modules: [{name: a}]}", "fast"),
+        ("{channel: fast, modules: [{name: a, channel: experimental}]}", "experimental"),
+        ("{channel: fast, modules: [{name: a, version: 1.0.0}]}", ""),
+    ],
+)
+def test_desired_channel(spec: str, expected: str) -> None:
+    subject = kyma(spec)
+    assert desired_channel(subject, subject.modules[0]) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        pytest.param(
+            "{channel: none}", [("spec.channel", "'none' is not a release channel")], id="kyma-channel-none"
+        ),
+        pytest.param(
+            "{modules: [{name: a, channel: none}]}",
+            [("spec.modules[0].channel", "'none' is not a release channel")],
+            id="module-channel-none",
+        ),
+        pytest.param(
+            "{modules: [{name: a, channel: fast, version: 1.0.0}]}",
+            [("spec.modules[0].version", "version and channel are mutually exclusive")],
+            id="version-and-channel",
+        ),
+        pytest.param(
+            "{modules: [{name: a}, {name: b}, {name: a}]}",
+            [("spec.modules[2].name", "module a is listed twice")],
+            id="listed-twice",
+        ),
+        pytest.param(
+            "{channel: fast, modules: [{name: a, version: 1.0.0}]}", [], id="version-with-kyma-channel"
+        ),
+    ],
+)
+def test_request_problems(spec: str, expected: list[tuple[str, str]]) -> None:
+    subject = kyma(spec)
+    problems = request_problems(subject, subject.modules)
+    assert [(p.field_path, p.message) for p in problems] == expected
+    assert all(p.object_ref == "Kyma kyma-system/default" and p.file == "kyma.yaml" for p in problems)
+
+
+def test_mandatory_modules_by_release_meta_and_by_highest_template() -> None:
+    catalog = catalog_of(
+        release_meta("core", mandatory={"version": "1.0.0"}),
+        template("core-1.0.0", version="1.0.0"),
+        template("core-classic", module="core", version="9.0.0", mandatory=True),
+        template("auditor-1.9", module="auditor", version="1.9.0", mandatory=True),
+        template("auditor-1.10", module="auditor", version="1.10.0", mandatory=True),
+        template("greeter-regular", module="greeter", channel="regular", version="1.0.0"),
+    )
+    found, problems = resolve_mandatory(catalog)
+    assert problems == []
+    assert [(r.module, r.template.name, r.version, r.mandatory) for r in found] == [
+        ("auditor", "auditor-1.10", "1.10.0", True),
+        ("core", "core-1.0.0", "1.0.0", True),
+    ]
+    assert found[0].how == "mandatory: template kyma-system/auditor-1.10 is the highest mandatory version"
+    assert found[1].how == "mandatory: ModuleReleaseMeta kyma-system/core has version 1.0.0"
+
+
+def test_mandatory_problems_name_the_catalog_object() -> None:
+    catalog = catalog_of(
+        release_meta("core", mandatory={"version": "2.0.0"}),
+        template("auditor-a", module="auditor", version="1.0.0", mandatory=True),
+        template("auditor-b", module="auditor", version="1.0.0", mandatory=True),
+    )
+    found, problems = resolve_mandatory(catalog)
+    assert found == []
+    assert [(p.object_ref, p.field_path, p.message) for p in problems] == [
+        (
+            "ModuleReleaseMeta kyma-system/core",
+            "spec.mandatory.version",
+            "mandatory version 2.0.0 has no ModuleTemplate kyma-system/core-2.0.0 in the catalog",
+        ),
+        (
+            "ModuleTemplate kyma-system/auditor-a",
+            "spec.version",
+            "no unique mandatory template of module auditor: candidates: [kyma-system/auditor-a, kyma-system/auditor-b]",
+        ),
+        (
+            "ModuleTemplate kyma-system/auditor-b",
+            "spec.version",
+            "no unique mandatory template of module auditor: candidates: [kyma-system/auditor-a, kyma-system/auditor-b]",
+        ),
+    ]
+
+
+CATALOG_PROBLEMS = [
+    pytest.param(
+        template("both", rawManifest={"path": "a"}, chart={"path": "b"}),
+        [("spec.chart", "rawManifest and chart are mutually exclusive")],
+        id="template-with-manifest-and-chart",
+    ),
+    pytest.param(
+        release_meta("mrm", {"regular": "1.0.0"}, mandatory={"version": "1.0.0"}),
+        [("spec", "exactly one of 'mandatory' or 'channels' must be specified")],
+        id="release-meta-with-both",
+    ),
+    pytest.param(
+        release_meta("mrm"),
+        [("spec", "exactly one of 'mandatory' or 'channels' must be specified")],
+        id="release-meta-with-neither",
+    ),
+    pytest.param(
+        release_meta("mrm", {"regular": "1.0.0"}).replace("moduleName: mrm", "moduleName: other"),
+        [
+            (
+                "spec.moduleName",
+                "must equal metadata.name ('mrm'): a module's release meta is found by its name",
+            )
+        ],
+        id="release-meta-module-name-differs",
+    ),
+    pytest.param(
+        template("twice") + "---\n" + template("twice"),
+        [(None, "given twice: also in catalog.yaml: document 1")],
+        id="template-twice",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CATALOG_PROBLEMS)
+def test_catalog_problems(text: str, expected: list[tuple[str | None, str]]) -> None:
+    _, problems = build_catalog(documents(text))
+    assert [(p.field_path, p.message) for p in problems] == expected
+
+
+def test_a_catalog_directory_holds_catalog_objects_only() -> None:
+    given = documents(HEADER + "kind: Kyma\nmetadata: {name: k}\n---\n" + template("t"))
+    assert foreign_documents(given) == [
+        Problem(
+            file="catalog.yaml",
+            document=1,
+            object_ref="Kyma k",
+            field_path="kind",
+            message="a --catalog directory holds only ModuleTemplates and ModuleReleaseMetas",
+        )
+    ]

@@ -1,0 +1,146 @@
+"""`btp-gitops render --validate`: the rendered objects are validated before anything is written.
+
+The invalid render comes from a real chart: a copy of charts/sap-btp-operator with one extra
+template that renders a Service the API server would refuse. A render that fails validation
+exits 3 and leaves the repo rendered before byte-identical.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.core.errors import EXIT_INPUT, EXIT_OK
+from generator.io.kube_schemas import supported_kubernetes_versions
+from tests.conftest import CHART, EXAMPLES, RunCli, read_tree
+from tests.support.crds import third_party_crd_files
+
+NEWEST = supported_kubernetes_versions()[-1]
+
+BROKEN_TEMPLATE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: broken
+spec:
+  colour: blue
+  ports:
+  - port: eighty
+"""
+
+
+def _source(tmp_path: Path, name: str, chart: Path) -> Path:
+    """The bundled example source, rendering `chart`."""
+    source = tmp_path / name
+    shutil.copytree(EXAMPLES / "btp-operator", source)
+    config_path = source / "btpoperatorconfig.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["spec"]["chart"]["path"] = str(chart)
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return source
+
+
+@pytest.fixture
+def broken_chart(tmp_path: Path) -> Path:
+    chart = tmp_path / "broken-chart"
+    shutil.copytree(CHART, chart)
+    (chart / "templates" / "broken-service.yaml").write_text(BROKEN_TEMPLATE)
+    return chart
+
+
+def _pinned_crd_options() -> list[str]:
+    return [option for path in third_party_crd_files() for option in ("--crds", str(path))]
+
+
+def test_valid_render_is_written_as_without_validate(tmp_path: Path, run_cli: RunCli) -> None:
+    source = _source(tmp_path, "source", CHART)
+    plain = run_cli("render", source, "--out", tmp_path / "plain", "--cluster", "demo")
+    validated = run_cli(
+        "render",
+        source,
+        "--out",
+        tmp_path / "validated",
+        "--cluster",
+        "demo",
+        "--validate",
+        *_pinned_crd_options(),
+    )
+    assert (validated.returncode, validated.stderr) == (EXIT_OK, "")
+    assert validated.stdout == plain.stdout.replace(str(tmp_path / "plain"), str(tmp_path / "validated"))
+    assert read_tree(tmp_path / "validated") == read_tree(tmp_path / "plain")
+
+
+def test_invalid_render_leaves_the_previous_output_untouched(
+    tmp_path: Path, run_cli: RunCli, broken_chart: Path
+) -> None:
+    repo = tmp_path / "repo"
+    good = run_cli("render", _source(tmp_path, "good", CHART), "--out", repo, "--cluster", "demo", "--commit")
+    assert good.returncode == EXIT_OK, good.stderr
+    before = read_tree(repo)
+    # Without --validate this chart renders and is written: the API server would refuse it later.
+    assert (
+        run_cli(
+            "render", _source(tmp_path, "unchecked", broken_chart), "--out", tmp_path / "unchecked"
+        ).returncode
+        == 0
+    )
+
+    result = run_cli(
+        "render",
+        _source(tmp_path, "bad", broken_chart),
+        "--out",
+        "repo",
+        "--cluster",
+        "demo",
+        "--commit",
+        "--validate",
+        *_pinned_crd_options(),
+        cwd=tmp_path,
+    )
+    service = "repo/clusters/demo/btp-operator/service-broken.yaml: document 1 (Service kyma-system/broken)"
+    assert (result.returncode, result.stdout, result.stderr) == (
+        EXIT_INPUT,
+        "",
+        "error: invalid manifests (2 problems)\n"
+        f"  {service}: spec.colour: unknown field\n"
+        f"  {service}: spec.ports[0].port: must be of type integer, got string\n",
+    )
+    assert read_tree(repo) == before
+    assert not list(repo.glob("clusters/.*")), "staging or backup directories left behind"
+
+
+def test_missing_schemas_fail_a_validated_render_unless_ignored(tmp_path: Path, run_cli: RunCli) -> None:
+    source = _source(tmp_path, "source", CHART)
+    failed = run_cli("render", source, "--out", tmp_path / "repo", "--validate")
+    assert failed.returncode == EXIT_INPUT
+    assert failed.stderr.splitlines()[0] == "error: invalid manifests (6 problems)"
+    assert not (tmp_path / "repo").exists()
+
+    ignored = run_cli("render", source, "--out", tmp_path / "repo", "--validate", "--ignore-missing-schemas")
+    assert (ignored.returncode, ignored.stderr) == (EXIT_OK, "")
+    warnings = [line for line in ignored.stdout.splitlines() if "MissingSchema" in line]
+    assert warnings[0] == (
+        "  warning: MissingSchema: Certificate kyma-system/sap-btp-operator-ca-cert: no schema for cert-manager.io/v1 "
+        f"Certificate in Kubernetes {NEWEST}; pass --crds with its CRD or --ignore-missing-schemas"
+    )
+    assert len(warnings) == 6
+
+
+def test_render_to_stdout_validates_before_writing_anything(
+    tmp_path: Path, run_cli: RunCli, broken_chart: Path
+) -> None:
+    source = _source(tmp_path, "bad", broken_chart)
+    result = run_cli(
+        "render", source, "--stdout", "--cluster", "demo", "--validate", *_pinned_crd_options(), cwd=tmp_path
+    )
+    service = "clusters/demo/btp-operator/service-broken.yaml: document 1 (Service kyma-system/broken)"
+    assert (result.returncode, result.stdout, result.stderr) == (
+        EXIT_INPUT,
+        "",
+        "error: invalid manifests (2 problems)\n"
+        f"  {service}: spec.colour: unknown field\n"
+        f"  {service}: spec.ports[0].port: must be of type integer, got string\n",
+    )
