@@ -75,8 +75,8 @@ def test_every_object_gets_its_stage() -> None:
 
 
 def test_argocd_waves_follow_the_stages() -> None:
-    assert [argocd_sync_wave(s) for s in Stage] == [-1, 0, 1]
-    assert [s.slug for s in Stage] == ["crds", "resources", "custom-resources"]
+    assert [argocd_sync_wave(s) for s in Stage] == [-1, 0, 1, 10, 100]
+    assert [s.slug for s in Stage] == ["crds", "resources", "custom-resources", "release-jobs", "routing"]
     annotated = annotate_argocd_sync_waves(manifests(APP))
     waves = [
         (m.body["kind"], m.body["metadata"].get("annotations", {}).get(ARGOCD_SYNC_WAVE)) for m in annotated
