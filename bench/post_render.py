@@ -36,8 +36,10 @@ start = time.perf_counter()
 if sys.argv[1] == "baseline":
     out = yaml.dump_all(list(yaml.load_all(text, Loader=yaml.CSafeLoader)), Dumper=yaml.CSafeDumper)
 else:
+    from datetime import UTC, datetime
     from generator.pipeline.post_render import PostRenderRequest, post_render
-    out = post_render(text, PostRenderRequest()).text
+    from generator.transforms.self_signed_certificates import generate_rsa_4096_key
+    out = post_render(text, PostRenderRequest(), datetime.now(UTC), generate_rsa_4096_key).text
 seconds = time.perf_counter() - start
 # VmHWM, not ru_maxrss: the latter survives exec and may be the parent's high-water mark.
 peak_kib = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))

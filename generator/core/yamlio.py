@@ -48,31 +48,32 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
     pass
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _duplicate_key_error(node: yaml.MappingNode, key_node: yaml.Node, problem: str) -> DuplicateKeyError:
+    return DuplicateKeyError("while constructing a mapping", node.start_mark, problem, key_node.start_mark)
+
+
 def _construct_mapping_rejecting_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict[Any, Any]:
     # Duplicates are looked for among the keys written in this mapping only: keys brought in by a
     # merge (`<<: *anchor`) may be overridden, which is what merge keys are for.
-    written: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
+    mapping: dict[Any, Any] = {}
+    has_merge = False
+    for key_node, value_node in node.value:
+        if key_node.tag == _MERGE_TAG:
+            has_merge = True
             continue
         key = loader.construct_object(key_node, deep=True)
         try:
-            duplicate = key in written
+            duplicate = key in mapping
         except TypeError:
-            raise DuplicateKeyError(
-                "while constructing a mapping",
-                node.start_mark,
-                "found an unhashable key",
-                key_node.start_mark,
-            ) from None
+            raise _duplicate_key_error(node, key_node, "found an unhashable key") from None
         if duplicate:
-            raise DuplicateKeyError(
-                "while constructing a mapping",
-                node.start_mark,
-                f"found duplicate key {key!r}",
-                key_node.start_mark,
-            )
-        written.add(key)
+            raise _duplicate_key_error(node, key_node, f"found duplicate key {key!r}")
+        mapping[key] = loader.construct_object(value_node, deep=True)
+    if not has_merge:
+        return mapping  # the common case: one pass, no second construction
     loader.flatten_mapping(node)
     return {
         loader.construct_object(key_node, deep=True): loader.construct_object(value_node, deep=True)
@@ -92,7 +93,10 @@ class _FastLoader(_Loader):
 
 
 class _Dumper(yaml.CSafeDumper):
-    pass
+    def ignore_aliases(self, data: Any) -> bool:
+        # Only a mapping or list met twice becomes an anchor and alias (which keeps an alias-heavy
+        # input from expanding on output); the base check walks a list of scalar types per value.
+        return not isinstance(data, dict | list)
 
 
 def _represent_mapping(dumper: _Dumper, data: dict[Any, Any]) -> yaml.MappingNode:
@@ -104,10 +108,14 @@ def _represent_mapping(dumper: _Dumper, data: dict[Any, Any]) -> yaml.MappingNod
 _GO_YAML_NON_STRINGS = re.compile(r"^(?:[yYnN]|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|0o[0-7]+)$")
 
 
+_MAY_LOOK_LIKE_GO_YAML_NON_STRING = frozenset("yYnN0123456789+-")
+
+
 def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
     if "\n" in data:
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
-    if _GO_YAML_NON_STRINGS.match(data):
+    # The first-character test spares the regex for almost every string of a large stream.
+    if data[:1] in _MAY_LOOK_LIKE_GO_YAML_NON_STRING and _GO_YAML_NON_STRINGS.match(data):
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
 
