@@ -4,7 +4,7 @@ tests/kube/test_rendered_repos_dry_run.py dry-runs every example directory, whic
 example's own Kyma; this adds the second Kyma of the example catalog, whose modules only a beta
 Kyma on the fast channel gets: `btp-gitops validate` offline (strict schemas, the render's own
 CRDs for its custom resources), and a server-side dry run against the real kube-apiserver (kube
-tier) through that test's `refusals`, so both checks apply the same rules to both Kymas.
+tier) through `tests.support.dry_run.refusals`, so both checks apply the same rules to both Kymas.
 
 Nothing is faked: the installed CLI renders and validates; kube-apiserver + etcd are real.
 """
@@ -37,7 +37,7 @@ def test_validate_accepts_every_object(beta_repo: Path, run_cli: RunCli) -> None
 
 @pytest.mark.kube
 def test_the_api_server_accepts_every_object(beta_repo: Path, kube_api: KubeAPI) -> None:
-    from tests.kube.test_rendered_repos_dry_run import refusals  # noqa: PLC0415 - kube tier only
+    from tests.support.dry_run import refusals  # noqa: PLC0415 - kube tier only
 
     with kube_api.api_client() as client:
         refused = refusals(client, beta_repo)
