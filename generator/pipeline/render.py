@@ -20,6 +20,7 @@ from generator.core.sources import SourceDocument, SourceSet
 from generator.core.validation import SchemaRegistry, validate_sources
 from generator.core.yamlio import load_trusted_document
 from generator.domains.btp_operator import render_btp_operator
+from generator.domains.cap import render_cap_applications
 from generator.domains.kyma.status import KymaReport
 from generator.domains.kyma_modules import (
     KymaContext,
@@ -87,6 +88,7 @@ def render_domains(sources: SourceSet, engine: ChartRenderer, kyma: KymaPlan) ->
     return [
         *render_btp_operator(sources, engine),
         *render_kyma_modules(kyma, engine, load_sources),
+        *render_cap_applications(sources),
     ]
 
 

@@ -144,10 +144,19 @@ def test_examples_are_created(
     kube_namespace: str,
 ) -> None:
     assert _schema_problems(registry, body) == [], "examples must pass our own validation"
-    group, version, plural = _resource(installed[body["kind"]])
-    created = k8s.CustomObjectsApi(api).create_namespaced_custom_object(
-        group, version, kube_namespace, plural, body=_in_namespace(body, kube_namespace)
-    )
+    crd = installed[body["kind"]]
+    group, version, plural = _resource(crd)
+    objects = k8s.CustomObjectsApi(api)
+    if crd["spec"]["scope"] == "Cluster":
+        # A cluster-wide name is shared by every test of the session: make it this test's own.
+        unique = copy.deepcopy(body)
+        unique["metadata"]["name"] = f"{body['metadata']['name']}-{kube_namespace}"[:253]
+        created = objects.create_cluster_custom_object(group, version, plural, body=unique)
+        objects.delete_cluster_custom_object(group, version, plural, unique["metadata"]["name"])
+    else:
+        created = objects.create_namespaced_custom_object(
+            group, version, kube_namespace, plural, body=_in_namespace(body, kube_namespace)
+        )
     assert created["metadata"]["uid"]
     assert _kept(body.get("spec"), created.get("spec")), "the server pruned fields of the example"
 

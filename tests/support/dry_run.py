@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,7 +268,20 @@ def install_crds_the_output_uses(
     install_crds(client, needed, timeout=60)
     for crd in needed:
         for version in crd["spec"]["versions"]:
-            served.forget(f"{crd['spec']['group']}/{version['name']}")
+            wait_until_served(
+                served, f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"]
+            )
+
+
+def wait_until_served(served: ServedResources, api_version: str, kind: str, timeout: float = 30.0) -> None:
+    """Established is not yet served: discovery of a new group-version catches up a moment later."""
+    deadline = time.monotonic() + timeout
+    while True:
+        served.forget(api_version)
+        if served.lookup(api_version, kind) is not None:
+            return
+        assert time.monotonic() < deadline, f"{api_version} {kind} not served after {timeout}s"
+        time.sleep(0.1)
 
 
 def refusals(client: k8s.ApiClient, repo: Path) -> list[str]:

@@ -1,0 +1,120 @@
+"""CAP applications: CAPApplication, CAPApplicationVersion, Domain, ClusterDomain -> apps.
+
+What CAP Operator reconciled in the cluster is rendered once per render (reference/cap-operator.md):
+
+1. Read every CAP object of the sources, the deprecated `spec.domains` as the domains they stand
+   for (catalog), and check every rule, reporting all broken ones at once (validation).
+2. Per CAPApplication, the app `cap.<namespace>.<name>`: the CAPApplication and its versions as
+   written (the controller works on them in the cluster), and for every version its workloads
+   (workloads, jobs), credentials (credentials), NetworkPolicies, and the service-exposure
+   VirtualServices of the current version (exposures). A version removed from the sources leaves
+   the app with everything it rendered, and the GitOps tool prunes it.
+3. Per Domain and ClusterDomain, its own app (shared by every application on it): the domain as
+   written, Gateway, certificate and DNS entries (networking).
+4. Sync stages order it all: content jobs one after another after the workloads, VirtualServices
+   last (transforms.ordering). Tenants (CAPTenant, their VirtualServices and operation Jobs) are
+   rendered by the tenants domain, from the models here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from generator.core.errors import InvalidSpec, raise_if_problems
+from generator.core.objects import KubeObject, Manifest
+from generator.core.report import AppRender, Note
+from generator.core.sources import SourceDocument, SourceSet
+from generator.domains.cap.catalog import CapCatalog, build_catalog
+from generator.domains.cap.credentials import (
+    binding_reader_objects,
+    vcap_external_secret,
+    workload_credentials,
+)
+from generator.domains.cap.exposures import current_version, exposure_virtual_services
+from generator.domains.cap.identity import application_app, domain_app
+from generator.domains.cap.jobs import content_job, content_job_notes
+from generator.domains.cap.model import Application, Domain, Version
+from generator.domains.cap.network_policies import version_network_policies
+from generator.domains.cap.networking import domain_notes, domain_objects
+from generator.domains.cap.validation import catalog_problems
+from generator.domains.cap.workloads import deployment_objects
+from generator.transforms.ordering import Stage, annotate_argocd_stage
+
+ORIGIN = "btp-gitops/cap"
+
+
+def written_resource(document: SourceDocument) -> Manifest:
+    """A source object as the user wrote it, minus status and server-set metadata."""
+    body: KubeObject = {key: value for key, value in document.body.items() if key != "status"}
+    kept = {"name", "labels", "annotations"} | ({"namespace"} if document.kind != "ClusterDomain" else set())
+    body["metadata"] = {k: v for k, v in body["metadata"].items() if k in kept}
+    return Manifest(body, f"{document.file}#{document.document}")
+
+
+def _manifests(objects: Iterable[KubeObject], origin: str) -> list[Manifest]:
+    return [Manifest(obj, origin) for obj in objects]
+
+
+def version_manifests(app: Application, version: Version, catalog: CapCatalog) -> list[Manifest]:
+    """Everything one version renders into, content jobs at their step of `Stage.RELEASE_JOBS`."""
+    origin = f"{version.source.file}#{version.source.document}"
+    objects: list[KubeObject] = []
+    for workload in version.workloads:
+        external_secret = vcap_external_secret(app, version, workload)
+        if external_secret is not None:
+            objects.append(external_secret)
+        if workload.is_deployment:
+            objects += deployment_objects(
+                app, version, workload, workload_credentials(app, version, workload)
+            )
+    objects += version_network_policies(app, version, catalog.domains_of(app))
+    manifests = _manifests(objects, origin)
+    for step, workload in enumerate(version.content_jobs_in_order()):
+        job = Manifest(
+            content_job(app, version, workload, workload_credentials(app, version, workload)), origin
+        )
+        manifests.append(annotate_argocd_stage(job, Stage.RELEASE_JOBS, step))
+    return manifests
+
+
+def render_application(app: Application, catalog: CapCatalog) -> AppRender:
+    versions = catalog.versions_of(app)
+    manifests = [written_resource(app.source), *(written_resource(v.source) for v in versions)]
+    workloads = [w for v in versions for w in v.workloads]
+    manifests += _manifests(binding_reader_objects(app, workloads), ORIGIN)
+    notes: list[Note] = []
+    for version in versions:
+        manifests += version_manifests(app, version, catalog)
+        notes += content_job_notes(version)
+    current = current_version(versions)
+    if current is not None:
+        routes = exposure_virtual_services(app, current, catalog.domains_of(app))
+        manifests += [annotate_argocd_stage(m, Stage.ROUTING) for m in _manifests(routes, ORIGIN)]
+    return AppRender(application_app(app), manifests, notes)
+
+
+def served_subdomains(domain: Domain, catalog: CapCatalog) -> set[str]:
+    """Subdomains served on a domain: the exposures of each application's current version.
+
+    Tenant subdomains join these when tenants are rendered.
+    """
+    found = set()
+    for app in catalog.applications_on(domain):
+        current = current_version(catalog.versions_of(app))
+        if current is not None:
+            found |= {exposure.sub_domain for exposure in current.service_exposures}
+    return found
+
+
+def render_domain(domain: Domain, catalog: CapCatalog) -> AppRender:
+    manifests = [] if domain.implied else [written_resource(domain.source)]
+    manifests += _manifests(domain_objects(domain, served_subdomains(domain, catalog)), ORIGIN)
+    return AppRender(domain_app(domain), manifests, domain_notes(domain))
+
+
+def render_cap_applications(sources: SourceSet) -> list[AppRender]:
+    """Every CAP application and domain of the sources, or nothing when there is none."""
+    catalog = build_catalog(sources)
+    raise_if_problems(InvalidSpec, "invalid CAP applications", catalog_problems(catalog))
+    apps = [render_application(app, catalog) for app in catalog.applications]
+    return apps + [render_domain(domain, catalog) for domain in catalog.domains]
