@@ -21,6 +21,13 @@ from typing import Any, TextIO
 
 from generator import __version__
 from generator.core.charts import ChartRenderer
+from generator.core.diff_report import (
+    DEFAULT_MAX_LENGTH,
+    MIN_MAX_LENGTH,
+    json_report,
+    markdown_report,
+    text_report,
+)
 from generator.core.errors import (
     EXIT_CHANGES,
     EXIT_INPUT,
@@ -34,6 +41,7 @@ from generator.core.errors import (
 )
 from generator.core.objects import Manifest
 from generator.core.report import Note
+from generator.core.wiring import ARGOCD, TARGETS, TargetOptions
 from generator.domains.kyma.status import report_table
 from generator.domains.kyma_modules import PolicyText
 from generator.io.cluster import ClusterReader
@@ -43,6 +51,7 @@ from generator.io.kube_schemas import resolve_kubernetes_version
 from generator.io.schemas import load_schema_registry
 from generator.io.sources import display_path, load_sources
 from generator.pipeline.crds import check_crds, write_crds
+from generator.pipeline.diff import DiffRequest, diff_cluster
 from generator.pipeline.module_resources import generate_module_resources
 from generator.pipeline.post_render import CERTIFICATE_MODES, MODULES, PostRenderRequest, post_render
 from generator.pipeline.post_render import certificate_plan as post_render_certificate_plan
@@ -89,6 +98,10 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
     if args.commit or args.output == "json":
         raise UsageError(
             "--stdout writes only manifests: it cannot be combined with --commit or --output json"
+        )
+    if args.target != ARGOCD or args.emit_wiring:
+        raise UsageError(
+            "--stdout is for Argo CD's plugin: it cannot be combined with --target flux or --emit-wiring"
         )
     result = render_cluster(
         tuple(Path(s) for s in args.sources),
@@ -141,6 +154,7 @@ def run_render(args: argparse.Namespace) -> int:
         commit=args.commit,
         validate=validate_options(args) if args.validate else None,
         kyma=kyma_options(args),
+        target=target_options(args),
     )
     result = render_into_repo(request, chart_engine(args), load_schema_registry(args.schemas))
     if args.output == "json":
@@ -164,6 +178,49 @@ def run_render(args: argparse.Namespace) -> int:
     if request.commit:
         print(f"committed {result.commit}" if result.commit else "nothing to commit")
     return EXIT_OK
+
+
+def target_options(args: argparse.Namespace) -> TargetOptions:
+    if args.emit_wiring and not args.repo_url:
+        raise UsageError(
+            "--emit-wiring needs --repo-url: the Git URL Argo CD or Flux reads the rendered repo from"
+        )
+    return TargetOptions(
+        target=args.target,
+        emit=args.emit_wiring,
+        repo_url=args.repo_url,
+        revision=args.revision,
+        argocd_project=args.argocd_project,
+        argocd_namespace=args.argocd_namespace,
+        flux_namespace=args.flux_namespace,
+        flux_source=args.flux_source,
+    )
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    if args.max_length < MIN_MAX_LENGTH:
+        raise UsageError(f"--max-length must be at least {MIN_MAX_LENGTH}")
+    request = DiffRequest(
+        sources=tuple(Path(s) for s in args.sources),
+        against=args.against,
+        cluster=args.cluster,
+        repo=Path(args.repo) if args.repo else None,
+        kyma=kyma_options(args),
+        target=target_options(args),
+    )
+    result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
+    if args.output == "json":
+        json.dump(json_report(result.diff, result.title), sys.stdout, indent=2, sort_keys=True)
+        print()
+    elif args.output == "markdown":
+        sys.stdout.write(markdown_report(result.diff, result.title, args.max_length))
+    else:
+        sys.stdout.write(text_report(result.diff, result.title))
+    # Notes go to stderr: stdout is the report, which a workflow posts as it is.
+    for app in result.render.apps:
+        _print_notes(app.notes, sys.stderr)
+    _print_notes(result.render.notes, sys.stderr)
+    return EXIT_CHANGES if args.exit_code and not result.diff.empty else EXIT_OK
 
 
 def run_module_resources(args: argparse.Namespace) -> int:
@@ -419,6 +476,104 @@ def _add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")
 
 
+def _add_source_options(parser: argparse.ArgumentParser) -> None:
+    """What a render reads besides its sources, and the cluster it renders (render and diff)."""
+    parser.add_argument("--cluster", default="default", help="renders clusters/<cluster>/ (default: default)")
+    parser.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="Kyma module catalog: ModuleTemplates and ModuleReleaseMetas (files or directories); repeatable",
+    )
+    parser.add_argument(
+        "--maintenance-policy",
+        metavar="FILE",
+        help="maintenance windows for Kyma module upgrades that need downtime (Lifecycle Manager's format)",
+    )
+    parser.add_argument(
+        "--at",
+        metavar="TIME",
+        help="when maintenance windows are checked, e.g. 2025-10-11T21:30:00Z (default: now)",
+    )
+    parser.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
+
+
+def _add_target_options(parser: argparse.ArgumentParser) -> None:
+    """The GitOps tool the repo is laid out for, and its wiring (render and diff)."""
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default=ARGOCD,
+        help="argocd: one directory per app, ordered by sync waves (default); flux: stage directories "
+        "per app and Flux Kustomizations ordering them (in clusters/<cluster>/.wiring/)",
+    )
+    parser.add_argument(
+        "--emit-wiring",
+        action="store_true",
+        help="also write what makes the tool sync the repo: an Argo CD ApplicationSet, or a Flux "
+        "GitRepository for the Kustomizations (in clusters/<cluster>/.wiring/)",
+    )
+    parser.add_argument(
+        "--repo-url", metavar="URL", help="the GitOps repo's URL, as Argo CD or Flux clone it"
+    )
+    parser.add_argument(
+        "--revision", default="main", help="the branch Argo CD or Flux follow (default: main)"
+    )
+    parser.add_argument("--argocd-project", default="default", metavar="NAME", help="default: default")
+    parser.add_argument("--argocd-namespace", default="argocd", metavar="NS", help="default: argocd")
+    parser.add_argument("--flux-namespace", default="flux-system", metavar="NS", help="default: flux-system")
+    parser.add_argument(
+        "--flux-source",
+        default="flux-system",
+        metavar="NAME",
+        help="without --emit-wiring: the GitRepository the Flux Kustomizations read (default: flux-system, "
+        "the one `flux bootstrap` creates)",
+    )
+
+
+def _add_diff_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "diff",
+        help="render in memory and compare with the rendered repo at a Git ref or directory",
+        description="Renders the sources as `render` would (nothing is written) and compares the result "
+        "with clusters/<cluster>/ at --against: a directory (the GitOps repo's root) if one exists at that "
+        "path, else a Git ref of --repo. Objects are matched by app, kind, namespace and name; Secret "
+        "values, caBundles and PEM bodies are masked on both sides.",
+    )
+    parser.add_argument("sources", nargs="+", metavar="SOURCE", help="YAML files or directories")
+    parser.add_argument("--against", required=True, metavar="REF|DIR", help="what to compare with")
+    parser.add_argument(
+        "--repo",
+        metavar="DIR",
+        help="the GitOps repo (where clusters/ is) a ref is read from; default: the top of the current "
+        "directory's Git work tree",
+    )
+    _add_source_options(parser)
+    _add_target_options(parser)
+    parser.add_argument(
+        "--output",
+        choices=("text", "markdown", "json"),
+        default="text",
+        help="text (summary and unified diffs), markdown (for a pull-request comment) or json",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        default=DEFAULT_MAX_LENGTH,
+        metavar="CHARS",
+        help="markdown: at most this many characters; a note says what was left out "
+        f"(default: {DEFAULT_MAX_LENGTH})",
+    )
+    parser.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes, 0 when none")
+    parser.add_argument(
+        "--helm-binary",
+        metavar="PATH",
+        help="render charts with this helm CLI (v3 or v4) instead of the embedded Helm engine",
+    )
+    parser.set_defaults(handler=run_diff)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="btp-gitops",
@@ -436,26 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write the objects to stdout as one YAML stream instead (for an Argo CD plugin)",
     )
-    render.add_argument("--cluster", default="default", help="writes clusters/<cluster>/ (default: default)")
     render.add_argument("--commit", action="store_true", help="commit the result when the tree changed")
-    render.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="Kyma module catalog: ModuleTemplates and ModuleReleaseMetas (files or directories); repeatable",
-    )
-    render.add_argument(
-        "--maintenance-policy",
-        metavar="FILE",
-        help="maintenance windows for Kyma module upgrades that need downtime (Lifecycle Manager's format)",
-    )
-    render.add_argument(
-        "--at",
-        metavar="TIME",
-        help="when maintenance windows are checked, e.g. 2025-10-11T21:30:00Z (default: now)",
-    )
-    render.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
+    _add_source_options(render)
+    _add_target_options(render)
     render.add_argument(
         "--validate",
         action="store_true",
@@ -487,6 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     crds.set_defaults(handler=run_crds)
 
     _add_post_render_parser(commands)
+    _add_diff_parser(commands)
 
     validate = commands.add_parser(
         "validate",

@@ -28,8 +28,9 @@ HELM3_VERSION=v3.22.0     # helm.sh/helm/v3
 HELM4_VERSION=v4.3.1      # helm.sh/helm/v4
 KUSTOMIZE_VERSION=v5.8.2  # sigs.k8s.io/kustomize/kustomize/v5 (v5.8.3 needs go 1.27)
 SOPS_VERSION=v3.13.3      # github.com/getsops/sops/v3
+ACTIONLINT_VERSION=v1.7.12 # github.com/rhysd/actionlint (lints .github/workflows and action.yml)
 
-ALL_TOOLS=(kube-apiserver etcd helm3 helm4 kustomize sops)
+ALL_TOOLS=(kube-apiserver etcd helm3 helm4 kustomize sops actionlint)
 
 # --- paths -------------------------------------------------------------------
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -165,6 +166,7 @@ build_tool() {
         helm4) version=$HELM4_VERSION binary=helm ;;
         kustomize) version=$KUSTOMIZE_VERSION binary=kustomize ;;
         sops) version=$SOPS_VERSION binary=sops ;;
+        actionlint) version=$ACTIONLINT_VERSION binary=actionlint ;;
         *) usage; die "unknown tool: $tool" ;;
     esac
 
@@ -238,6 +240,11 @@ build_tool() {
                 (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
                     "github.com/getsops/sops/v3/cmd/sops@$version")
                 ;;
+            actionlint)
+                # Its version string comes from the module's build info; no ldflags needed.
+                (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
+                    "github.com/rhysd/actionlint/cmd/actionlint@$version")
+                ;;
         esac
         [[ -x $tmp/$binary ]] || die "$tool: build finished but $tmp/$binary is missing (see $log)"
         # Smoke test: the binary must at least start and print its version.
@@ -246,6 +253,7 @@ build_tool() {
             helm3 | helm4 | kustomize) vcmd=("$tmp/$binary" version) ;;
             # sops would otherwise ask the GitHub API for the latest release.
             sops) vcmd=("$tmp/$binary" --disable-version-check --version) ;;
+            actionlint) vcmd=("$tmp/$binary" -version) ;;
             *) vcmd=("$tmp/$binary" --version) ;;
         esac
         (cd "$tmp" && run "$log" "${vcmd[@]}")

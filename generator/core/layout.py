@@ -1,4 +1,5 @@
-"""The rendered repo's layout: `clusters/<cluster>/<app>/<kind>-<name>.yaml` + kustomization.yaml.
+"""The rendered repo's layout: `clusters/<cluster>/<app>/<kind>-<name>.yaml` + kustomization.yaml
+(Argo CD target), or the same files in stage directories `<app>/<NN>-<slug>/` (Flux target).
 
 One file per object gives the clearest diffs. File names are lower-case `<kind>-<name>.yaml`;
 when two objects of an app would share a name, the namespace and then the API group are added,
@@ -64,6 +65,8 @@ def file_names(objects: list[KubeObject]) -> list[str]:
     """A unique file name per object, as short as uniqueness allows."""
     namers: list[_Namer] = [_by_kind_name, _by_kind_namespace_name, _by_group_kind_namespace_name]
     names = [_by_kind_name(obj) for obj in objects]
+    if len(set(names)) == len(names):  # the usual case; same identities would have met here
+        return [f"{_bounded(name)}.yaml" for name in names]
     for namer in namers[1:]:
         counts = Counter(names)
         names = [namer(obj) if counts[name] > 1 else name for obj, name in zip(objects, names, strict=True)]
@@ -89,13 +92,19 @@ def _identity_hash(obj: KubeObject) -> str:
     return hashlib.sha256(identity.encode()).hexdigest()[:8]
 
 
+_KUSTOMIZATION_HEAD = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+# A name starting with a letter and made of these is a plain YAML scalar that reads back as the
+# same string (no number, boolean, null or timestamp starts with a letter and holds a dot).
+_PLAIN_FILE_NAME = re.compile(r"^[a-z][a-z0-9_-]*\.[a-z0-9._-]*$")
+
+
 def kustomization(resources: list[str]) -> str:
+    ordered = sorted(resources)
+    if ordered and all(_PLAIN_FILE_NAME.match(name) for name in ordered):
+        # The bytes dump_object writes for these names, without an emitter per app directory.
+        return _KUSTOMIZATION_HEAD + "".join(f"- {name}\n" for name in ordered)
     return dump_object(
-        {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": sorted(resources),
-        }
+        {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ordered}
     )
 
 
@@ -105,4 +114,20 @@ def app_files(manifests: list[Manifest]) -> dict[str, str]:
     names = file_names([m.body for m in ordered])
     files = {name: dump_object(m.body) for name, m in zip(names, ordered, strict=True)}
     files[KUSTOMIZATION] = kustomization(names)
+    return dict(sorted(files.items()))
+
+
+def staged_app_files(placed: list[tuple[Manifest, str]]) -> dict[str, str]:
+    """`<stage dir>/<file>` -> text for one app laid out in stage directories (the Flux target),
+    a kustomization.yaml in each. File names are chosen over the whole app, as `app_files` does,
+    so an object keeps its file name whichever target lays it out."""
+    ordered = sorted(placed, key=lambda item: sort_key(item[0].body))
+    names = file_names([manifest.body for manifest, _ in ordered])
+    files: dict[str, str] = {}
+    by_stage: dict[str, list[str]] = {}
+    for name, (manifest, stage) in zip(names, ordered, strict=True):
+        files[f"{stage}/{name}"] = dump_object(manifest.body)
+        by_stage.setdefault(stage, []).append(name)
+    for stage, stage_names in by_stage.items():
+        files[f"{stage}/{KUSTOMIZATION}"] = kustomization(stage_names)
     return dict(sorted(files.items()))

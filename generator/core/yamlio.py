@@ -13,6 +13,7 @@ serialises to the same bytes.
 from __future__ import annotations
 
 import io
+import operator
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -92,15 +93,29 @@ class _FastLoader(_Loader):
     """For Helm streams we trust to be machine-written: no duplicate-key pass, for speed."""
 
 
+_CONTAINERS = (dict, list)  # a tuple built once: `dict | list` would build a union per call
+
+
 class _Dumper(yaml.CSafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
         # Only a mapping or list met twice becomes an anchor and alias (which keeps an alias-heavy
         # input from expanding on output); the base check walks a list of scalar types per value.
-        return not isinstance(data, dict | list)
+        return not isinstance(data, _CONTAINERS)
+
+
+_PLACED_KEYS = frozenset((*_LEADING_KEYS, "status"))
+_STR_ONLY = frozenset({str})
+_FIRST = operator.itemgetter(0)
 
 
 def _represent_mapping(dumper: _Dumper, data: dict[Any, Any]) -> yaml.MappingNode:
-    return dumper.represent_mapping("tag:yaml.org,2002:map", sorted(data.items(), key=_key_order))
+    # Most mappings (labels, env entries, specs) have only string keys and none placed first or
+    # last: `_key_order` then sorts by the key itself, which C does without a call per key.
+    if _PLACED_KEYS.isdisjoint(data) and set(map(type, data)) <= _STR_ONLY:
+        items = sorted(data.items(), key=_FIRST)
+    else:
+        items = sorted(data.items(), key=_key_order)
+    return dumper.represent_mapping("tag:yaml.org,2002:map", items)
 
 
 # Plain scalars that PyYAML reads as strings but go-yaml v2 (kubectl, Helm, Argo CD, Flux) reads

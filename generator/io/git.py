@@ -1,4 +1,5 @@
-"""Git at the edges: which commit the sources came from, and committing the rendered tree."""
+"""Git at the edges: which commit the sources came from, committing the rendered tree, and reading
+a rendered tree at a ref (for `diff --against REF`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import git
 
-from generator.core.errors import GitError
+from generator.core.errors import GitError, UsageError
 from generator.io.repo import TreeChanges
 
 _FALLBACK_IDENTITY = {
@@ -118,3 +119,45 @@ def commit_subtree(root: Path, subtree: str, build_message: Callable[[TreeChange
         raise GitError(
             f"cannot commit the rendered tree in {root}: {error.stderr.strip() or error}"
         ) from error
+
+
+@dataclass(frozen=True, slots=True)
+class TreeAtRef:
+    commit: str
+    files: dict[str, bytes]  # paths relative to the subtree; empty when the ref has no such subtree
+
+
+def read_tree_at(repo_dir: Path | None, ref: str, subtree: str) -> TreeAtRef:
+    """The files under `subtree` as committed at `ref`, read from Git's objects: no checkout, the
+    work tree is not touched. `subtree` is relative to `repo_dir`, which may be a folder inside a
+    larger work tree; without one, to the top of the current directory's work tree."""
+    where = repo_dir or Path.cwd()
+    try:
+        repo = git.Repo(where, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as error:
+        raise UsageError(
+            f"--against {ref}: not a directory, and {where} is not in a Git repository"
+        ) from error
+    with repo:
+        try:
+            commit = repo.commit(ref)
+        except (git.BadName, git.BadObject, ValueError) as error:
+            raise UsageError(
+                f"--against {ref}: not a directory, and not a commit of the Git repository at "
+                f"{repo.working_tree_dir or where}"
+            ) from error
+        top = Path(repo.working_tree_dir or where).resolve()
+        base = repo_dir.resolve() if repo_dir else top
+        prefix = Path(os.path.relpath(base / subtree, top)).as_posix()
+        try:
+            tree = commit.tree / prefix
+        except KeyError:
+            return TreeAtRef(commit.hexsha, {})
+        if tree.type != "tree":
+            return TreeAtRef(commit.hexsha, {})
+        files = {
+            str(item.path).removeprefix(f"{prefix}/"): item.data_stream.read()
+            for item in tree.traverse()
+            if isinstance(item, git.Blob)
+        }
+        return TreeAtRef(commit.hexsha, dict(sorted(files.items())))

@@ -13,11 +13,12 @@ from typing import Any
 
 from generator.core.charts import ChartRenderer
 from generator.core.errors import InvalidSpec, Problem
-from generator.core.layout import app_files
-from generator.core.objects import describe, object_key
+from generator.core.layout import app_files, staged_app_files
+from generator.core.objects import Manifest, describe, object_key
 from generator.core.report import AppRender, Level, Note, report_dict
 from generator.core.sources import SourceDocument, SourceSet
 from generator.core.validation import SchemaRegistry, validate_sources
+from generator.core.wiring import ARGOCD, DEFAULT_TARGET, FLUX, TargetOptions
 from generator.core.yamlio import load_trusted_document
 from generator.domains.btp_operator import render_btp_operator
 from generator.domains.cap import render_cap_applications
@@ -33,8 +34,10 @@ from generator.io.git import SourceRevision, commit_subtree, source_revisions
 from generator.io.repo import LocalFilesystem, TreeChanges, read_tree, write_subtree
 from generator.io.sources import load_sources
 from generator.pipeline.validate import ValidateOptions, validate_rendered_files
+from generator.pipeline.wiring import cluster_wiring
 from generator.transforms.guards import assert_no_credentials
 from generator.transforms.metadata import drop_empty_metadata_maps
+from generator.transforms.ordering import flux_stages
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,7 @@ class RenderRequest:
     commit: bool = False
     validate: ValidateOptions | None = None  # validate the objects before writing them
     kyma: KymaOptions = KymaOptions()
+    target: TargetOptions = DEFAULT_TARGET  # Argo CD or Flux layout, and the wiring
 
 
 @dataclass(slots=True)
@@ -112,13 +116,23 @@ def reject_duplicate_objects(apps: list[AppRender]) -> None:
         raise InvalidSpec("the sources render the same object more than once", problems)
 
 
-def lay_out_cluster(apps: list[AppRender]) -> dict[str, str]:
+def lay_out_app(manifests: list[Manifest], target: str) -> dict[str, str]:
+    """One app directory: flat with sync waves (Argo CD), or in stage directories (Flux)."""
+    if target != FLUX:
+        return app_files(manifests)
+    placed = flux_stages(manifests)
+    # The sync wave may have been an object's only annotation.
+    drop_empty_metadata_maps([manifest for manifest, _ in placed])
+    return staged_app_files([(manifest, stage.directory) for manifest, stage in placed])
+
+
+def lay_out_cluster(apps: list[AppRender], target: str = ARGOCD) -> dict[str, str]:
     files: dict[str, str] = {}
     for app in apps:
         if not app.manifests:
             continue
         drop_empty_metadata_maps(app.manifests)
-        for name, text in app_files(app.manifests).items():
+        for name, text in lay_out_app(app.manifests, target).items():
             files[f"{app.app}/{name}"] = text
     return dict(sorted(files.items()))
 
@@ -143,6 +157,7 @@ def render_cluster(
     *,
     kyma: KymaOptions = KymaOptions(),
     previous: Mapping[str, str] | None = None,  # the cluster directory as the last render wrote it
+    target: TargetOptions = DEFAULT_TARGET,
 ) -> RenderResult:
     """Everything up to, not including, writing: pure apart from reading the sources and charts."""
     documents = load_sources(sources)
@@ -153,7 +168,7 @@ def render_cluster(
     kyma_plan = plan_kyma_modules(source_set, kyma_context(kyma, catalog, previous or {}, where))
     apps = render_domains(source_set, engine, kyma_plan)
     reject_duplicate_objects(apps)
-    files = lay_out_cluster(apps)
+    files = {**lay_out_cluster(apps, target.target), **cluster_wiring(cluster, apps, target)}
     assert_no_credentials([m for app in apps for m in app.manifests], files)
     return RenderResult(
         cluster=cluster,
@@ -174,6 +189,9 @@ def cluster_stream(result: RenderResult) -> str:
     )
 
 
+MAX_DESCRIBED_CHANGES = 500
+
+
 def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
     """`+ app: Kind ns/name` lines for the commit message."""
 
@@ -185,9 +203,14 @@ def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
         body = load_trusted_document(text.decode("utf-8") if isinstance(text, bytes) else text)
         return f"{path.split('/', maxsplit=1)[0]}: {describe(body) if isinstance(body, dict) else path}"
 
-    lines = [f"+ {ref(p, files[p])}" for p in changes.added]
-    lines += [f"~ {ref(p, files[p])}" for p in changes.changed]
-    lines += [f"- {ref(p, changes.previous[p])}" for p in changes.removed]
+    listed: list[tuple[str, str, str | bytes]] = [("+", p, files[p]) for p in changes.added]
+    listed += [("~", p, files[p]) for p in changes.changed]
+    listed += [("-", p, changes.previous[p]) for p in changes.removed]
+    # A commit message is one command-line argument (at most 128 KiB) and a few hundred lines are
+    # all a reader takes in; the rest is counted, and not parsed.
+    lines = [f"{sign} {ref(path, text)}" for sign, path, text in listed[:MAX_DESCRIBED_CHANGES]]
+    if len(listed) > MAX_DESCRIBED_CHANGES:
+        lines.append(f"... and {len(listed) - MAX_DESCRIBED_CHANGES} more")
     return lines
 
 
@@ -225,7 +248,13 @@ def render_into_repo(
     subtree = cluster_subtree(request.cluster)
     previous = {path: data.decode("utf-8") for path, data in read_tree(request.out / subtree).items()}
     result = render_cluster(
-        request.sources, request.cluster, engine, schemas, kyma=request.kyma, previous=previous
+        request.sources,
+        request.cluster,
+        engine,
+        schemas,
+        kyma=request.kyma,
+        previous=previous,
+        target=request.target,
     )
     if request.validate is not None:
         result.notes += validate_render(request.out / subtree, result.files, request.validate)

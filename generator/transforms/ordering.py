@@ -25,18 +25,30 @@ How each tool expresses the stages (the stages are the contract; only this mappi
   Wave 0 is Argo CD's default, so RESOURCES objects carry no annotation. Argo CD applies a wave
   only when the previous one is healthy, and skips the dry run of objects whose CRD is in the
   same sync.
-- Flux (for a later Flux target): one directory per stage inside the app, `<app>/<NN>-<slug>/`
+- Flux (`render --target flux`): one directory per stage inside the app, `<app>/<NN>-<slug>/`
   with `NN` the stage value times ten (`00-crds`, `10-resources`, `20-custom-resources`), each
   synced by a Flux Kustomization with `wait: true` that `dependsOn` the previous stage's; a step
-  adds `-<step>` (`30-release-jobs-1`).
+  adds `-<step>` (`30-release-jobs-1`). Domains keep annotating Argo CD waves; the Flux layout
+  reads the stage back from the wave and removes the annotation, so both targets write the same
+  object bytes apart from it (`flux_stages`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import IntEnum
+from typing import NamedTuple
 
-from generator.core.objects import KubeObject, Manifest, annotations_of, api_group, get_path, kind_of
+from generator.core.errors import InvalidSpec, Problem
+from generator.core.objects import (
+    KubeObject,
+    Manifest,
+    annotations_of,
+    api_group,
+    describe,
+    get_path,
+    kind_of,
+)
 
 ARGOCD_SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 
@@ -122,3 +134,67 @@ def annotate_argocd_sync_waves(manifests: list[Manifest]) -> list[Manifest]:
         if wave != 0:
             annotations_of(manifest.body)[ARGOCD_SYNC_WAVE] = str(wave)
     return manifests
+
+
+def stage_of_sync_wave(wave: int) -> tuple[Stage, int]:
+    """The stage and step an Argo CD sync wave stands for: the inverse of `argocd_sync_wave`."""
+    for stage in sorted(Stage, reverse=True):
+        step = wave - _ARGOCD_WAVES[stage]
+        if 0 <= step < stage_steps(stage):
+            return stage, step
+    raise ValueError(f"sync wave {wave} is outside the waves of every stage")
+
+
+class FluxStage(NamedTuple):
+    """One stage (and step) of an app in the Flux target; sorts in sync order."""
+
+    stage: Stage
+    step: int = 0
+
+    @property
+    def directory(self) -> str:
+        """`<NN>-<slug>[-<step>]`, the stage's directory inside the app."""
+        base = f"{self.stage.value * 10:02d}-{self.stage.slug}"
+        return f"{base}-{self.step}" if self.step else base
+
+
+def _without_sync_wave(manifest: Manifest) -> Manifest:
+    """A copy of the manifest without the sync-wave annotation; the original is left as it is."""
+    meta = dict(manifest.body["metadata"])
+    meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k != ARGOCD_SYNC_WAVE}
+    return Manifest({**manifest.body, "metadata": meta}, manifest.origin)
+
+
+def _sync_wave(manifest: Manifest) -> int:
+    text = get_path(manifest.body, "metadata", "annotations", ARGOCD_SYNC_WAVE)
+    if text is None:
+        return 0
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidSpec(
+            "an object has a sync wave that is not a number",
+            [Problem(manifest.origin, f"{ARGOCD_SYNC_WAVE}: {text!r}", object_ref=describe(manifest.body))],
+        ) from None
+
+
+def flux_stages(manifests: list[Manifest]) -> list[tuple[Manifest, FluxStage]]:
+    """Every manifest of one app with its Flux stage, the sync-wave annotation removed.
+
+    The stage comes from the wave the domain annotated (every object is already in its stage
+    for Argo CD), so both targets share one ordering decision.
+    """
+    placed = []
+    problems = []
+    for manifest in manifests:
+        wave = _sync_wave(manifest)
+        try:
+            stage, step = stage_of_sync_wave(wave)
+        except ValueError as error:
+            problems.append(Problem(manifest.origin, str(error), object_ref=describe(manifest.body)))
+            continue
+        has_wave = get_path(manifest.body, "metadata", "annotations", ARGOCD_SYNC_WAVE) is not None
+        placed.append((_without_sync_wave(manifest) if has_wave else manifest, FluxStage(stage, step)))
+    if problems:
+        raise InvalidSpec("objects have sync waves without a Flux stage", problems)
+    return placed

@@ -20,3 +20,18 @@ def test_post_render_benchmark_runs() -> None:
     assert done.returncode == 0, done.stderr
     assert "ratio:" in done.stdout
     assert done.stdout.count("\n") >= 9
+
+
+def test_cap_tenants_benchmark_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.cap_tenants", "--tenants", "40", "--repeat", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("ratio:") == 2  # the upgrade wave (the goal's scenario) and steady
+    assert "upgrade-wave: 40 tenants" in done.stdout
+    assert "      40 tenants:" in done.stdout  # the linearity table reached the full size

@@ -37,6 +37,10 @@ def test_multi_tenant_application_matches_snapshot(
     assert sorted({path.split("/")[2] for path in tree}) == [
         "cap-clusterdomain.shops-external",
         "cap-domain.bookshop.bookshop",
+        "cap-tenant.bookshop.acme",
+        "cap-tenant.bookshop.bookshop-provider",
+        "cap-tenant.bookshop.globex",
+        "cap-tenant.bookshop.initech",
         "cap.bookshop.bookshop",
     ]
     assert tree_as_yaml(tree) == yaml_snapshot
@@ -85,13 +89,13 @@ def test_a_new_version_gets_new_jobs_and_leaves_the_old_ones_byte_for_byte(
 
     after = render_repo(cap_source, tmp_path / "repo")
 
-    jobs_before = {path for path in before if "/job-" in path}
+    jobs_before = {path for path in before if path.startswith(f"{APP_DIR}/job-")}  # tenant Jobs are elsewhere
     assert jobs_before == {
         f"{APP_DIR}/job-bookshop-1-0-0-html5-content.yaml",
         f"{APP_DIR}/job-bookshop-1-0-0-portal-content.yaml",
     }
     assert all(after[path] == before[path] for path in jobs_before)
-    assert {path for path in after if "/job-" in path} - jobs_before == {
+    assert {path for path in after if path.startswith(f"{APP_DIR}/job-")} - jobs_before == {
         f"{APP_DIR}/job-bookshop-1-1-0-content.yaml"
     }
 
@@ -111,7 +115,8 @@ def test_content_jobs_run_in_order_after_the_workloads_and_routing_comes_last() 
     assert waves["cap.catalog.catalog-api/virtualservice-catalog-api-catalog.yaml"] == "100"
     assert waves["cap.catalog.catalog-api/virtualservice-catalog-api-catalog-admin.yaml"] == "100"
     staged = {path for path, wave in waves.items() if wave is not None}
-    assert all("/job-" in path or "/virtualservice-" in path for path in staged), staged
+    routing_or_jobs = ("/job-", "/virtualservice-", "-ready.yaml")  # -ready: the versions' tenant gates
+    assert all(any(part in path for part in routing_or_jobs) for path in staged), staged
     # Gateways, Certificates and DNS entries are in the default wave 0, before any VirtualService.
     assert waves["cap-domain.catalog.catalog-api/gateway-catalog-api.yaml"] is None
     assert waves["cap-domain.catalog.catalog-api/certificate-catalog--catalog-api.yaml"] is None

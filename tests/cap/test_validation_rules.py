@@ -801,6 +801,8 @@ CASES: list[Any] = [
                     "spec": {
                         **copy.deepcopy(d["app"]["spec"]),
                         "btpAppName": "shop2",
+                        # A provider subdomain of its own: shared.example.org serves one tenant per subdomain.
+                        "provider": {**d["app"]["spec"]["provider"], "subDomain": "shop2-provider"},
                         "domains": {
                             "primary": "shop2.example.org",
                             "secondary": ["shared.example.org"],

@@ -14,7 +14,7 @@ TOOLS_DIR = REPO_ROOT / ".cache" / "tools"
 TOOLS_BIN = TOOLS_DIR / "bin"
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-tools.sh"
 
-TOOL_NAMES = frozenset({"kube-apiserver", "etcd", "helm3", "helm4", "kustomize", "sops"})
+TOOL_NAMES = frozenset({"kube-apiserver", "etcd", "helm3", "helm4", "kustomize", "sops", "actionlint"})
 
 
 class ToolNotBuiltError(FileNotFoundError):

@@ -1,4 +1,5 @@
-"""CAP applications (CAP Operator's CAPApplication, CAPApplicationVersion, Domain, ClusterDomain)."""
+"""CAP applications: CAP Operator's CAPApplication, CAPApplicationVersion, CAPTenant, Domain and
+ClusterDomain."""
 
 from generator.domains.cap.render import render_cap_applications
 

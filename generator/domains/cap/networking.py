@@ -25,7 +25,7 @@ from typing import Any
 
 from generator.core.objects import KubeObject
 from generator.core.report import Level, Note
-from generator.domains.cap.dns import dns_records
+from generator.domains.cap.dns import DnsRecord, dns_records
 from generator.domains.cap.identity import (
     DNS_NAME_HASH,
     certificate_name,
@@ -101,26 +101,25 @@ def certificate(domain: Domain) -> KubeObject:
     }
 
 
+def dns_entry(domain: Domain, record: DnsRecord) -> KubeObject:
+    meta = _meta(domain, dns_entry_name(domain, record.name), gateway_namespace(domain))
+    meta["labels"][DNS_NAME_HASH] = sha1_hex(record.name)
+    meta["annotations"][DNS_CLASS_ANNOTATION] = "garden"
+    return {
+        "apiVersion": "dns.gardener.cloud/v1alpha1",
+        "kind": "DNSEntry",
+        "metadata": meta,
+        "spec": {
+            "dnsName": record.name,
+            "targets": [record.target],
+            "ttl": DNS_TTL,
+            "cnameLookupInterval": CNAME_LOOKUP_INTERVAL,
+        },
+    }
+
+
 def dns_entries(domain: Domain, subdomains: Iterable[str]) -> list[KubeObject]:
-    entries = []
-    for record in dns_records(domain, subdomains):
-        meta = _meta(domain, dns_entry_name(domain, record.name), gateway_namespace(domain))
-        meta["labels"][DNS_NAME_HASH] = sha1_hex(record.name)
-        meta["annotations"][DNS_CLASS_ANNOTATION] = "garden"
-        entries.append(
-            {
-                "apiVersion": "dns.gardener.cloud/v1alpha1",
-                "kind": "DNSEntry",
-                "metadata": meta,
-                "spec": {
-                    "dnsName": record.name,
-                    "targets": [record.target],
-                    "ttl": DNS_TTL,
-                    "cnameLookupInterval": CNAME_LOOKUP_INTERVAL,
-                },
-            }
-        )
-    return entries
+    return [dns_entry(domain, record) for record in dns_records(domain, subdomains)]
 
 
 def domain_objects(domain: Domain, subdomains: Iterable[str]) -> list[KubeObject]:

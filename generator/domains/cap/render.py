@@ -12,8 +12,9 @@ What CAP Operator reconciled in the cluster is rendered once per render (referen
 3. Per Domain and ClusterDomain, its own app (shared by every application on it): the domain as
    written, Gateway, certificate and DNS entries (networking).
 4. Sync stages order it all: content jobs one after another after the workloads, VirtualServices
-   last (transforms.ordering). Tenants (CAPTenant, their VirtualServices and operation Jobs) are
-   rendered by the tenants domain, from the models here.
+   last (transforms.ordering).
+5. Per tenant (CAPTenant records and the provider tenant), its own app: see `tenants`. The
+   application's app gets one gate per version, which the tenants' operation Jobs wait for.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ from generator.domains.cap.jobs import content_job, content_job_notes
 from generator.domains.cap.model import Application, Domain, Version
 from generator.domains.cap.network_policies import version_network_policies
 from generator.domains.cap.networking import domain_notes, domain_objects
+from generator.domains.cap.tenants import (
+    build_tenant_catalog,
+    render_cap_tenants,
+    tenant_operation_notes,
+    version_gate_manifests,
+)
 from generator.domains.cap.validation import catalog_problems
 from generator.domains.cap.workloads import deployment_objects
 from generator.transforms.ordering import Stage, annotate_argocd_stage
@@ -85,18 +92,19 @@ def render_application(app: Application, catalog: CapCatalog) -> AppRender:
     notes: list[Note] = []
     for version in versions:
         manifests += version_manifests(app, version, catalog)
-        notes += content_job_notes(version)
+        notes += content_job_notes(version) + tenant_operation_notes(app, version)
     current = current_version(versions)
     if current is not None:
         routes = exposure_virtual_services(app, current, catalog.domains_of(app))
         manifests += [annotate_argocd_stage(m, Stage.ROUTING) for m in _manifests(routes, ORIGIN)]
+    manifests += version_gate_manifests(app, versions, ORIGIN)
     return AppRender(application_app(app), manifests, notes)
 
 
 def served_subdomains(domain: Domain, catalog: CapCatalog) -> set[str]:
     """Subdomains served on a domain: the exposures of each application's current version.
 
-    Tenant subdomains join these when tenants are rendered.
+    Tenant subdomains are not among them: each tenant's DNS entries are in its own app.
     """
     found = set()
     for app in catalog.applications_on(domain):
@@ -115,6 +123,9 @@ def render_domain(domain: Domain, catalog: CapCatalog) -> AppRender:
 def render_cap_applications(sources: SourceSet) -> list[AppRender]:
     """Every CAP application and domain of the sources, or nothing when there is none."""
     catalog = build_catalog(sources)
-    raise_if_problems(InvalidSpec, "invalid CAP applications", catalog_problems(catalog))
+    tenants = build_tenant_catalog(sources, catalog)
+    problems = catalog_problems(catalog) + list(tenants.problems)
+    raise_if_problems(InvalidSpec, "invalid CAP applications", problems)
     apps = [render_application(app, catalog) for app in catalog.applications]
-    return apps + [render_domain(domain, catalog) for domain in catalog.domains]
+    apps += [render_domain(domain, catalog) for domain in catalog.domains]
+    return apps + render_cap_tenants(tenants, catalog)

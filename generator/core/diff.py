@@ -1,0 +1,220 @@
+"""Comparing two rendered cluster trees object by object, for `btp-gitops diff`.
+
+Objects are matched by app and identity (group, kind, namespace, name), not by file, so an
+object that moves between files (another layout target, a renamed file) is one change, not an
+added and a removed file. Files that hold no object (kustomization.yaml, records such as
+`.kyma-modules.json`) are matched by path. Every text a change shows is masked first
+(generator.core.diff_masking).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import yaml
+
+from generator.core.diff_masking import ABSENT, mask_pair, mask_text_pair
+from generator.core.objects import KubeObject, describe, object_key
+from generator.core.yamlio import dump_object, load_trusted_document, split_documents
+
+CLUSTER_ROOT = ""  # the "app" of files directly under clusters/<cluster>/
+
+
+class ChangeKind(StrEnum):
+    ADDED = "added"
+    CHANGED = "changed"
+    REMOVED = "removed"
+
+    @property
+    def sign(self) -> str:
+        return {"added": "+", "changed": "~", "removed": "-"}[self.value]
+
+
+_KIND_ORDER = {ChangeKind.ADDED: 0, ChangeKind.CHANGED: 1, ChangeKind.REMOVED: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    """One object of a rendered tree, or one file that holds no object."""
+
+    app: str
+    path: str
+    text: str
+    body: KubeObject | None  # None: compared as text
+
+    @property
+    def subject(self) -> str:
+        return describe(self.body) if self.body is not None else self.path
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    app: str
+    kind: ChangeKind
+    subject: str  # "Deployment kyma-system/manager", or the path of a file without objects
+    old_path: str | None
+    new_path: str | None
+    diff: str  # unified diff of the masked texts; "" when the texts only moved or were reformatted
+    note: str = ""  # why a change has no diff lines
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "app": self.app,
+            "change": self.kind.value,
+            "subject": self.subject,
+            "old_path": self.old_path,
+            "new_path": self.new_path,
+            "note": self.note,
+            "diff": self.diff,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AppSummary:
+    app: str
+    added: int
+    changed: int
+    removed: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDiff:
+    changes: tuple[Change, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+    def count(self, kind: ChangeKind) -> int:
+        return sum(1 for change in self.changes if change.kind is kind)
+
+    def apps(self) -> list[AppSummary]:
+        """Per app with changes, in app order."""
+        counts: dict[str, Counter[ChangeKind]] = {}
+        for change in self.changes:
+            counts.setdefault(change.app, Counter())[change.kind] += 1
+        return [
+            AppSummary(app, found[ChangeKind.ADDED], found[ChangeKind.CHANGED], found[ChangeKind.REMOVED])
+            for app, found in sorted(counts.items())
+        ]
+
+
+def app_of(path: str) -> str:
+    return path.split("/", 1)[0] if "/" in path else CLUSTER_ROOT
+
+
+def _decoded(data: str | bytes) -> str:
+    return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+
+
+def _objects_in(text: str) -> list[tuple[str, KubeObject]] | None:
+    """(document text, object) for every document of a file, or None unless each one is a
+    Kubernetes object (then the file is compared as text)."""
+    try:
+        pieces = split_documents(text)
+        documents = [(piece, load_trusted_document(piece)) for piece in pieces]
+    except yaml.YAMLError:
+        return None
+    if not documents or not all(_is_object(body) for _, body in documents):
+        return None
+    return documents
+
+
+def _is_object(body: Any) -> bool:
+    return isinstance(body, dict) and bool(body.get("kind")) and isinstance(body.get("metadata"), dict)
+
+
+def tree_entries(files: Mapping[str, str | bytes]) -> dict[tuple[str, ...], TreeEntry]:
+    """Entries of a tree (paths relative to the cluster directory) by identity."""
+    entries: dict[tuple[str, ...], TreeEntry] = {}
+    for path in sorted(files):
+        text = _decoded(files[path])
+        app = app_of(path)
+        documents = _objects_in(text) if path.endswith((".yaml", ".yml")) else None
+        if documents is None:
+            entries[("file", path)] = TreeEntry(app, path, text, None)
+            continue
+        for piece, body in documents:
+            identity = ("object", app, *object_key(body))
+            # The same object twice in one app (a hand-edited tree): the later one as a file.
+            key = identity if identity not in entries else ("file", path)
+            entries[key] = TreeEntry(app, path, piece if len(documents) > 1 else text, body)
+    return entries
+
+
+def compare_trees(
+    old: Mapping[str, str | bytes], new: Mapping[str, str | bytes], prefix: str = ""
+) -> ClusterDiff:
+    """Every added, changed and removed object or file from `old` to `new`; `prefix` (e.g.
+    `clusters/demo/`) is put before paths in diff headers."""
+    before, after = tree_entries(old), tree_entries(new)
+    changes = []
+    for identity in sorted(before.keys() | after.keys()):
+        change = _change(before.get(identity), after.get(identity), prefix)
+        if change is not None:
+            changes.append(change)
+    changes.sort(key=lambda c: (c.app, _KIND_ORDER[c.kind], c.subject, c.new_path or c.old_path or ""))
+    return ClusterDiff(tuple(changes))
+
+
+def _change_kind(before: TreeEntry | None, after: TreeEntry | None) -> ChangeKind | None:
+    if before is None:
+        return None if after is None else ChangeKind.ADDED
+    if after is None:
+        return ChangeKind.REMOVED
+    same = before.text == after.text and before.path == after.path
+    return None if same else ChangeKind.CHANGED
+
+
+def _change(before: TreeEntry | None, after: TreeEntry | None, prefix: str) -> Change | None:
+    kind = _change_kind(before, after)
+    entry = after or before
+    if kind is None or entry is None:
+        return None
+    diff = _unified_diff(before, after, prefix)
+    return Change(
+        app=entry.app,
+        kind=kind,
+        subject=entry.subject,
+        old_path=before.path if before else None,
+        new_path=after.path if after else None,
+        diff=diff,
+        note=_note(before, after) if not diff else "",
+    )
+
+
+def _note(before: TreeEntry | None, after: TreeEntry | None) -> str:
+    if before is not None and after is not None and before.path != after.path:
+        return f"moved from {before.path}" + (" and reformatted" if before.text != after.text else "")
+    return "reformatted (same content)"
+
+
+def _masked_texts(before: TreeEntry | None, after: TreeEntry | None) -> tuple[str, str]:
+    if (before is None or before.body is not None) and (after is None or after.body is not None):
+        old, new = mask_pair(before.body if before else ABSENT, after.body if after else ABSENT)
+        return (dump_object(old) if before else "", dump_object(new) if after else "")
+    # A file without objects on at least one side: compared as text.
+    return mask_text_pair(before.text if before else "", after.text if after else "")
+
+
+def _unified_diff(before: TreeEntry | None, after: TreeEntry | None, prefix: str) -> str:
+    old_text, new_text = _masked_texts(before, after)
+    lines = difflib.unified_diff(
+        _lines(old_text),
+        _lines(new_text),
+        fromfile=f"a/{prefix}{before.path}" if before else "/dev/null",
+        tofile=f"b/{prefix}{after.path}" if after else "/dev/null",
+    )
+    return "".join(lines)
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"  # a missing final newline is not worth a diff line of its own
+    return lines

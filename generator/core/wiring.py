@@ -1,0 +1,220 @@
+"""Wiring: the objects that make Argo CD or Flux sync a rendered cluster directory.
+
+The wiring is written beside the apps, never inside one: `clusters/<cluster>/.wiring/` holds the
+objects and its own kustomization.yaml, and `clusters/<cluster>/kustomization.yaml` lists
+`.wiring` as its only resource. Nothing gets applied twice:
+
+- Argo CD (`--target argocd`): the ApplicationSet's git directory generator makes one Application
+  per directory matching `clusters/<cluster>/*`. Argo CD's repo server never lists directories
+  whose name starts with a dot, and the generator excludes `.wiring` explicitly as well, so the
+  wiring is never an Application of its own.
+- Flux (`--target flux`): each stage directory `<app>/<NN>-<slug>/` is the path of exactly one
+  Kustomization; `.wiring/` is the path of none of them.
+- The cluster-level kustomization.yaml makes the cluster directory itself a safe entry point: an
+  Argo CD Application or a Flux Kustomization pointed at `clusters/<cluster>` applies the wiring
+  only. Without it Flux would generate a kustomization of every manifest below that path (apps
+  included) and apply them beside the Kustomizations that own them.
+
+Flux Kustomizations are written whenever the target is Flux (they carry the stage ordering);
+`--emit-wiring` adds the GitRepository they read, or for Argo CD the ApplicationSet. Paths in
+the wiring assume the render's `--out` is the root of the Git repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from generator.core.layout import KUSTOMIZATION, file_names, kustomization
+from generator.core.objects import KubeObject
+from generator.core.yamlio import dump_object
+
+ARGOCD = "argocd"
+FLUX = "flux"
+TARGETS = (ARGOCD, FLUX)
+WIRING_DIR = ".wiring"
+
+FLUX_GIT_INTERVAL = "1m"  # how often Flux looks for a new commit
+FLUX_SYNC_INTERVAL = "10m"  # how often a Kustomization re-applies (drift correction)
+FLUX_TIMEOUT = "10m"  # a stage's apply plus health wait; release Jobs run inside it
+
+# What cert-manager (or Gardener's CA injector) writes into objects after the sync: Argo CD must
+# not see it as drift. The jq paths are Argo CD's own documented form.
+CA_BUNDLE_FIELDS = (
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration", ".webhooks[]?.clientConfig.caBundle"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", ".webhooks[]?.clientConfig.caBundle"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition", ".spec.conversion.webhook.clientConfig.caBundle"),
+)
+# Server-side apply leaves fields other managers own alone (injected caBundles, defaults), and
+# CRs whose CRD arrives in the same sync must not fail Argo CD's dry run.
+ARGOCD_SYNC_OPTIONS = ("ServerSideApply=true", "SkipDryRunOnMissingResource=true")
+IN_CLUSTER = "https://kubernetes.default.svc"
+_MAX_NAME = 63  # Flux copies a Kustomization's name into label values
+
+
+@dataclass(frozen=True, slots=True)
+class TargetOptions:
+    """The GitOps tool a render is laid out and wired for: `--target T [--emit-wiring ...]`."""
+
+    target: str = ARGOCD
+    emit: bool = False  # --emit-wiring: the ApplicationSet (Argo CD) or GitRepository (Flux)
+    repo_url: str | None = None  # required with emit
+    revision: str = "main"  # branch Argo CD and Flux follow
+    argocd_project: str = "default"
+    argocd_namespace: str = "argocd"
+    flux_namespace: str = "flux-system"
+    flux_source: str = "flux-system"  # the GitRepository read without emit (`flux bootstrap`'s)
+
+    @property
+    def writes_wiring(self) -> bool:
+        return self.emit or self.target == FLUX
+
+
+DEFAULT_TARGET = TargetOptions()
+
+
+def wiring_name(cluster: str) -> str:
+    """Name of the ApplicationSet or GitRepository of one cluster."""
+    return bounded_name(f"btp-gitops-{cluster}")
+
+
+def bounded_name(name: str) -> str:
+    """`name`, or a prefix of it and a hash when it would not fit a label value."""
+    if len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: _MAX_NAME - 9].rstrip('.-')}-{digest}"
+
+
+def argocd_application_set(cluster: str, options: TargetOptions) -> KubeObject:
+    """One Application per app directory of the cluster, synced in waves, pruned."""
+    repo_url = _required_repo_url(options)
+    root = f"clusters/{cluster}"
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "ApplicationSet",
+        "metadata": {"name": wiring_name(cluster), "namespace": options.argocd_namespace},
+        "spec": {
+            "goTemplate": True,
+            "goTemplateOptions": ["missingkey=error"],
+            "generators": [
+                {
+                    "git": {
+                        "repoURL": repo_url,
+                        "revision": options.revision,
+                        "directories": [
+                            {"path": f"{root}/*"},
+                            {"path": f"{root}/{WIRING_DIR}", "exclude": True},
+                        ],
+                    }
+                }
+            ],
+            "template": {
+                "metadata": {"name": "{{.path.basename}}"},
+                "spec": {
+                    "project": options.argocd_project,
+                    "source": {
+                        "repoURL": repo_url,
+                        "targetRevision": options.revision,
+                        "path": "{{.path.path}}",
+                    },
+                    "destination": {"server": IN_CLUSTER},
+                    "syncPolicy": {
+                        "automated": {"prune": True, "selfHeal": True},
+                        "syncOptions": list(ARGOCD_SYNC_OPTIONS),
+                    },
+                    "ignoreDifferences": [
+                        {"group": group, "kind": kind, "jqPathExpressions": [path]}
+                        for group, kind, path in CA_BUNDLE_FIELDS
+                    ],
+                },
+            },
+        },
+    }
+
+
+def flux_git_repository(cluster: str, options: TargetOptions) -> KubeObject:
+    return {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": wiring_name(cluster), "namespace": options.flux_namespace},
+        "spec": {
+            "interval": FLUX_GIT_INTERVAL,
+            "url": _required_repo_url(options),
+            "ref": {"branch": options.revision},
+        },
+    }
+
+
+def flux_kustomization_name(app: str, stage_dir: str) -> str:
+    return bounded_name(f"{app}-{stage_dir}")
+
+
+def flux_kustomizations(
+    cluster: str, app: str, stage_dirs: Sequence[str], options: TargetOptions
+) -> list[KubeObject]:
+    """One Kustomization per stage of one app (`stage_dirs` in sync order), each waiting for its
+    objects to be healthy and depending on the stage before it."""
+    source = wiring_name(cluster) if options.emit else options.flux_source
+    objects = []
+    for index, stage_dir in enumerate(stage_dirs):
+        spec: dict[str, Any] = {
+            "interval": FLUX_SYNC_INTERVAL,
+            "path": f"./clusters/{cluster}/{app}/{stage_dir}",
+            "prune": True,
+            "wait": True,
+            "timeout": FLUX_TIMEOUT,
+            "sourceRef": {"kind": "GitRepository", "name": source},
+        }
+        if index:
+            spec["dependsOn"] = [{"name": flux_kustomization_name(app, stage_dirs[index - 1])}]
+        objects.append(
+            {
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": {
+                    "name": flux_kustomization_name(app, stage_dir),
+                    "namespace": options.flux_namespace,
+                },
+                "spec": spec,
+            }
+        )
+    return objects
+
+
+def wiring_objects(
+    cluster: str, app_stages: Mapping[str, Sequence[str]], options: TargetOptions
+) -> list[KubeObject]:
+    """The wiring of one cluster; `app_stages` maps each app to its stage directories (Flux)."""
+    if options.target == FLUX:
+        source = [flux_git_repository(cluster, options)] if options.emit else []
+        stages = [
+            obj
+            for app in sorted(app_stages)
+            for obj in flux_kustomizations(cluster, app, app_stages[app], options)
+        ]
+        return [*source, *stages]
+    return [argocd_application_set(cluster, options)] if options.emit else []
+
+
+def wiring_files(
+    cluster: str, app_stages: Mapping[str, Sequence[str]], options: TargetOptions
+) -> dict[str, str]:
+    """Files relative to `clusters/<cluster>/`: `.wiring/*` and the cluster's kustomization.yaml."""
+    if not options.writes_wiring:
+        return {}
+    objects = wiring_objects(cluster, app_stages, options)
+    names = file_names(objects)
+    files = {f"{WIRING_DIR}/{name}": dump_object(obj) for name, obj in zip(names, objects, strict=True)}
+    files[f"{WIRING_DIR}/{KUSTOMIZATION}"] = kustomization(names)
+    files[KUSTOMIZATION] = kustomization([WIRING_DIR])
+    return dict(sorted(files.items()))
+
+
+def _required_repo_url(options: TargetOptions) -> str:
+    if not options.repo_url:
+        # The CLI refuses --emit-wiring without --repo-url; reaching this is a bug.
+        raise ValueError("the wiring needs the Git repository's URL")
+    return options.repo_url

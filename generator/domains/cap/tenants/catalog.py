@@ -1,0 +1,189 @@
+"""Every tenant of the sources, grouped by application, and the rules about their records.
+
+Grouping is one pass over the records (a dictionary per application), so that the render is
+linear in tenants. An application's provider tenant is its record whose `tenantId` is the
+provider's, else derived from `spec.provider` (model.derived_provider_tenant). Rules checked here,
+each problem at its record's field: the application exists and has tenants (not services-only);
+names are unique per namespace and tenant ids per application; a provider record is named
+`<ca>-provider` and has the provider's subdomain; the deprovision annotation says "true" or
+"false"; a subdomain serves one tenant or exposure per domain (domains may be shared by
+applications); the application's routing annotations are well-formed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from generator.core.errors import Problem
+from generator.core.sources import SourceDocument, SourceSet
+from generator.domains.cap.catalog import CapCatalog
+from generator.domains.cap.exposures import current_version
+from generator.domains.cap.model import Application, Provider, problem_at
+from generator.domains.cap.tenants.model import (
+    CAP_TENANT,
+    DEPROVISION_ANNOTATION,
+    Tenant,
+    TenantType,
+    derived_provider_tenant,
+    provider_tenant_name,
+    tenant_from_source,
+)
+from generator.domains.cap.tenants.routing import RoutingSettings, routing_settings
+from generator.domains.cap.tenants.selection import record_of
+
+ApplicationKey = tuple[str, str]  # (namespace, name)
+
+
+@dataclass(frozen=True, slots=True)
+class ApplicationTenants:
+    """The tenants of one multi-tenant application, the provider first."""
+
+    app: Application
+    tenants: tuple[Tenant, ...]
+    routing: RoutingSettings
+
+
+@dataclass(frozen=True, slots=True)
+class TenantCatalog:
+    applications: tuple[ApplicationTenants, ...]
+    problems: tuple[Problem, ...] = field(default=())
+
+
+def _orphan_problem(
+    tenant: Tenant, source: SourceDocument, apps: dict[ApplicationKey, Application]
+) -> Problem | None:
+    app = apps.get((tenant.namespace, tenant.application))
+    if app is None:
+        return problem_at(
+            source,
+            "spec.capApplicationInstance",
+            f"no CAPApplication {tenant.application} in namespace {tenant.namespace} in the sources",
+        )
+    if app.services_only:
+        return problem_at(
+            source,
+            "spec.capApplicationInstance",
+            f"CAPApplication {app.name} is services-only (no spec.provider): it has no tenants",
+        )
+    return None
+
+
+def _with_provider(
+    app: Application, provider: Provider, records: list[Tenant]
+) -> tuple[list[Tenant], list[Problem]]:
+    """The application's tenants with its provider first: its record, or one derived from the spec."""
+    found = next((t for t in records if t.tenant_id == provider.tenant_id and t.source), None)
+    if found is None or found.source is None:
+        return [derived_provider_tenant(app, provider), *records], []
+    recorded = tenant_from_source(found.source, TenantType.PROVIDER)
+    problems = []
+    if recorded.name != provider_tenant_name(app):
+        problems.append(
+            problem_at(
+                found.source,
+                "metadata.name",
+                f"the provider tenant's record must be named {provider_tenant_name(app)} "
+                f"(tenantId {provider.tenant_id} is CAPApplication {app.name}'s provider)",
+            )
+        )
+    if recorded.sub_domain != provider.sub_domain:
+        problems.append(
+            problem_at(
+                found.source,
+                "spec.subDomain",
+                f"the provider tenant's subdomain is {provider.sub_domain} (CAPApplication {app.name})",
+            )
+        )
+    return [recorded, *(t for t in records if t is not found)], problems
+
+
+def _tenant_id_problems(app: Application, tenants: list[Tenant]) -> Iterator[Problem]:
+    """A subaccount subscribes to an application once (subdomains: `_subdomain_problems`)."""
+    first: dict[str, Tenant] = {}
+    for tenant in tenants:
+        other = first.setdefault(tenant.tenant_id, tenant)
+        if other is not tenant:
+            yield problem_at(
+                record_of(tenant, app),
+                "spec.tenantId",
+                f"tenant {tenant.tenant_id} is also {other.ref} of CAPApplication {app.name}",
+            )
+
+
+def _annotation_problems(tenant: Tenant, app: Application) -> Iterator[Problem]:
+    value = tenant.annotations.get(DEPROVISION_ANNOTATION)
+    if value is not None and value not in ("true", "false"):
+        yield problem_at(
+            record_of(tenant, app),
+            f"metadata.annotations.{DEPROVISION_ANNOTATION}",
+            'must be "true" or "false"',
+        )
+
+
+def _name_problems(groups: list[ApplicationTenants]) -> Iterator[Problem]:
+    """A tenant's name is its app directory and its objects' names: one per namespace."""
+    first: dict[tuple[str, str], Tenant] = {}
+    for group in groups:
+        for tenant in group.tenants:
+            other = first.setdefault((tenant.namespace, tenant.name), tenant)
+            if other is tenant:
+                continue
+            if other.source is None:
+                taken = f"the name of CAPApplication {other.application}'s provider tenant"
+            elif other.application != tenant.application:
+                taken = f"also a tenant of CAPApplication {other.application}"
+            else:
+                taken = f"recorded twice (also in {other.source.file})"
+            yield problem_at(record_of(tenant, group.app), "metadata.name", f"{tenant.name} is {taken}")
+
+
+def _subdomain_problems(catalog: CapCatalog, groups: list[ApplicationTenants]) -> Iterator[Problem]:
+    """A host is one VirtualService: a subdomain of a domain serves one tenant or one exposure."""
+    served: dict[tuple[str, str], str] = {}  # (domain host, subdomain) -> what serves it
+    for app in catalog.applications:
+        current = current_version(catalog.versions_of(app))
+        for domain in catalog.domains_of(app):
+            for exposure in current.service_exposures if current else ():
+                served.setdefault(
+                    (domain.host, exposure.sub_domain), f"an exposure of CAPApplication {app.name}"
+                )
+    for group in groups:
+        for domain in catalog.domains_of(group.app):
+            for tenant in group.tenants:
+                owner = served.setdefault((domain.host, tenant.sub_domain), tenant.ref)
+                if owner != tenant.ref:
+                    yield problem_at(
+                        record_of(tenant, group.app),
+                        "spec.subDomain",
+                        f"{tenant.sub_domain}.{domain.host} is also served by {owner}",
+                    )
+
+
+def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatalog:
+    apps = {(a.namespace, a.name): a for a in catalog.applications}
+    records: dict[ApplicationKey, list[Tenant]] = defaultdict(list)
+    problems: list[Problem] = []
+    for document in sources.of_kind(*CAP_TENANT):
+        tenant = tenant_from_source(document, TenantType.CONSUMER)
+        orphan = _orphan_problem(tenant, document, apps)
+        if orphan is not None:
+            problems.append(orphan)
+        else:
+            records[(tenant.namespace, tenant.application)].append(tenant)
+    groups = []
+    for app in catalog.applications:
+        if app.provider is None:  # services-only
+            continue
+        tenants, provider_problems = _with_provider(
+            app, app.provider, records.get((app.namespace, app.name), [])
+        )
+        settings, routing_problems = routing_settings(app)
+        problems += provider_problems + routing_problems
+        problems += _tenant_id_problems(app, tenants)
+        problems += [p for t in tenants for p in _annotation_problems(t, app)]
+        groups.append(ApplicationTenants(app, tuple(tenants), settings))
+    problems += _name_problems(groups)
+    problems += _subdomain_problems(catalog, groups)
+    return TenantCatalog(tuple(groups), tuple(problems))

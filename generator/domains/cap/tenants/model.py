@@ -1,0 +1,181 @@
+"""Typed views of CAPTenant records: the spec the subscription server wrote, the status the
+controller recorded, and the provider tenant every multi-tenant CAPApplication implies.
+
+A record is one file holding one CAPTenant (the format is in the README, "CAP tenants"). The
+document has passed schemas/captenant.sme.sap.com.v1alpha1.json, so the views only read fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from generator.core.objects import get_path
+from generator.core.sources import SourceDocument
+from generator.domains.cap.model import API_VERSION, Application, Provider, TenantOperation
+
+CAP_TENANT = (API_VERSION, "CAPTenant")
+
+# Set by the subscription server when a tenant unsubscribes: deprovision it, then drop its record.
+DEPROVISION_ANNOTATION = "btp-gitops.io/deprovision"
+# CAP Operator's annotation naming the Secret that holds the tenant's subscription payload.
+SUBSCRIPTION_CONTEXT_ANNOTATION = "sme.sap.com/subscription-context-secret"
+SUBSCRIPTION_CONTEXT_KEY = "subscriptionContext"
+PROVIDER_SUFFIX = "-provider"  # CAP Operator names the provider tenant `<ca>-provider`
+
+
+class TenantType(StrEnum):
+    PROVIDER = "provider"
+    CONSUMER = "consumer"
+
+
+class TenantState(StrEnum):
+    """`status.state`, as the controller records it (CAP Operator's states)."""
+
+    PROVISIONING = "Provisioning"
+    PROVISIONING_ERROR = "ProvisioningError"
+    UPGRADING = "Upgrading"
+    UPGRADE_ERROR = "UpgradeError"
+    READY = "Ready"
+    DELETING = "Deleting"
+
+
+class UpgradeStrategy(StrEnum):
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedOperation:
+    """`status.lastCompletedOperation`: an operation on a version that is done and never re-run."""
+
+    operation: TenantOperation
+    version_instance: str  # CAPApplicationVersion name
+
+
+@dataclass(frozen=True, slots=True)
+class TenantStatus:
+    state: TenantState | None = None
+    current_instance: str = ""  # status.currentCAPApplicationVersionInstance; "" before provisioning
+    previous_instances: tuple[str, ...] = ()
+    last_completed: CompletedOperation | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """One tenant of one application; `source` is None for a provider tenant without a record."""
+
+    name: str
+    namespace: str
+    application: str  # spec.capApplicationInstance
+    sub_domain: str
+    tenant_id: str
+    tenant_type: TenantType
+    version: str  # spec.version, "" when unset
+    upgrade_strategy: UpgradeStrategy
+    marked_for_deprovisioning: bool
+    subscription_context_secret: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    status: TenantStatus
+    source: SourceDocument | None
+
+    @property
+    def is_provider(self) -> bool:
+        return self.tenant_type == TenantType.PROVIDER
+
+    @property
+    def deleting(self) -> bool:
+        """Marked for deprovisioning, or already deprovisioning (which is never called off)."""
+        return self.marked_for_deprovisioning or self.status.state == TenantState.DELETING
+
+    @property
+    def ref(self) -> str:
+        return f"CAPTenant {self.namespace}/{self.name}"
+
+
+def _text(body: Any, *path: str) -> str:
+    value = get_path(body, *path)
+    return str(value) if value is not None else ""
+
+
+def _string_map(body: Any, *path: str) -> dict[str, str]:
+    value = get_path(body, *path)
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _status(body: Any) -> TenantStatus:
+    status = body.get("status")
+    if not isinstance(status, dict):
+        return TenantStatus()
+    completed = status.get("lastCompletedOperation")
+    state = status.get("state")
+    return TenantStatus(
+        state=TenantState(state) if state else None,
+        current_instance=_text(status, "currentCAPApplicationVersionInstance"),
+        previous_instances=tuple(str(v) for v in status.get("previousCAPApplicationVersions") or []),
+        last_completed=(
+            CompletedOperation(
+                TenantOperation(completed["operation"]), str(completed["capApplicationVersionInstance"])
+            )
+            if isinstance(completed, dict)
+            else None
+        ),
+    )
+
+
+def subscription_context_secret_name(tenant_name: str) -> str:
+    """The Secret a tenant's subscription payload is in, unless its record's annotation names one."""
+    return f"{tenant_name}-subscription-context"
+
+
+def tenant_from_source(source: SourceDocument, tenant_type: TenantType) -> Tenant:
+    body = source.body
+    spec = body.get("spec") or {}
+    name = _text(body, "metadata", "name")
+    annotations = _string_map(body, "metadata", "annotations")
+    return Tenant(
+        name=name,
+        namespace=_text(body, "metadata", "namespace"),
+        application=_text(spec, "capApplicationInstance"),
+        sub_domain=_text(spec, "subDomain"),
+        tenant_id=_text(spec, "tenantId"),
+        tenant_type=tenant_type,
+        version=_text(spec, "version"),
+        upgrade_strategy=UpgradeStrategy(spec.get("versionUpgradeStrategy") or UpgradeStrategy.ALWAYS),
+        marked_for_deprovisioning=annotations.get(DEPROVISION_ANNOTATION) == "true",
+        subscription_context_secret=(
+            annotations.get(SUBSCRIPTION_CONTEXT_ANNOTATION) or subscription_context_secret_name(name)
+        ),
+        labels=_string_map(body, "metadata", "labels"),
+        annotations=annotations,
+        status=_status(body),
+        source=source,
+    )
+
+
+def provider_tenant_name(app: Application) -> str:
+    return f"{app.name}{PROVIDER_SUFFIX}"
+
+
+def derived_provider_tenant(app: Application, provider: Provider) -> Tenant:
+    """The provider tenant CAP Operator created for a multi-tenant application (`provider` is its
+    `spec.provider`), before any record of it exists: not provisioned yet, on the newest version."""
+    name = provider_tenant_name(app)
+    return Tenant(
+        name=name,
+        namespace=app.namespace,
+        application=app.name,
+        sub_domain=provider.sub_domain,
+        tenant_id=provider.tenant_id,
+        tenant_type=TenantType.PROVIDER,
+        version="",
+        upgrade_strategy=UpgradeStrategy.ALWAYS,
+        marked_for_deprovisioning=False,
+        subscription_context_secret=subscription_context_secret_name(name),
+        labels={},
+        annotations={},
+        status=TenantStatus(),
+        source=None,
+    )

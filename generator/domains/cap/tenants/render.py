@@ -1,0 +1,217 @@
+"""Tenants -> one app per tenant, `cap-tenant.<namespace>.<tenant>`, in sync stages:
+
+    RESOURCES      the CAPTenant (as recorded, without status; the derived provider's from the
+                   CAPApplication) and the DNS entries of its subdomain
+    RELEASE_JOBS   the Jobs of its pending operation, step n of the operation at step n - 1:
+                   strictly one after another
+    ROUTING        its VirtualService: switched only once every Job before it succeeded
+
+An app per tenant keeps tenants apart: adding one adds a directory and changes no other file,
+and a failed operation holds back only its own tenant's later steps and routing. What a tenant
+needs from its application's app (a healthy target version) it waits for through the version
+gate its Jobs read (jobs.version_gate), which the application's app creates in its own routing
+stage.
+
+Work shared by the tenants of an application (its versions, domains, routing annotations, step
+templates) is done once per application, so a render is linear in tenants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.core.errors import InvalidSpec, Problem, raise_if_problems
+from generator.core.objects import KubeObject, Manifest
+from generator.core.report import AppRender, Level, Note
+from generator.domains.cap.catalog import CapCatalog
+from generator.domains.cap.identity import owner_labels
+from generator.domains.cap.model import Application, Domain, TenantOperation, Version, problem_at
+from generator.domains.cap.tenants.catalog import ApplicationTenants, TenantCatalog
+from generator.domains.cap.tenants.jobs import StepTemplate, operation_job, step_templates, version_gate
+from generator.domains.cap.tenants.model import CAP_TENANT, Tenant
+from generator.domains.cap.tenants.names import (
+    BTP_TENANT_ID,
+    TENANT_TYPE,
+    application_labels_for_tenants,
+    tenant_app,
+    tenant_labels,
+)
+from generator.domains.cap.tenants.routing import TenantRoutes, tenant_dns_entries, tenant_virtual_service
+from generator.domains.cap.tenants.selection import (
+    TenantPlan,
+    VersionIndex,
+    plan_tenant,
+    record_of,
+    session_versions,
+)
+from generator.transforms.ordering import Stage, annotate_argocd_stage, stage_steps
+
+StepKey = tuple[str, TenantOperation]  # (CAPApplicationVersion name, operation)
+
+
+@dataclass(slots=True)
+class ApplicationContext:
+    """What every tenant of one application shares, computed once."""
+
+    group: ApplicationTenants
+    versions: VersionIndex
+    domains: tuple[Domain, ...]
+    labels: dict[str, str]
+    steps: dict[StepKey, tuple[StepTemplate, ...]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def app(self) -> Application:
+        return self.group.app
+
+    def steps_of(self, operation: TenantOperation, version: Version) -> tuple[StepTemplate, ...]:
+        key = (version.name, operation)
+        if key not in self.steps:
+            found = step_templates(self.app, version, operation)
+            if len(found) > stage_steps(Stage.RELEASE_JOBS):
+                self.problems.append(
+                    problem_at(
+                        version.source,
+                        f"spec.tenantOperations.{operation.value}",
+                        f"{len(found)} steps; at most {stage_steps(Stage.RELEASE_JOBS)} fit the sync stages",
+                    )
+                )
+                found = ()
+            self.steps[key] = found
+        return self.steps[key]
+
+
+def _origin(tenant: Tenant, app: Application) -> str:
+    source = record_of(tenant, app)
+    return f"{source.file}#{source.document}"
+
+
+def tenant_object(app: Application, tenant: Tenant, application_labels: dict[str, str]) -> KubeObject:
+    """The CAPTenant for the cluster (the controller works on it): the record without its status,
+    labelled as CAP Operator labelled tenants, owned by the application."""
+    spec: dict[str, Any] = {
+        "capApplicationInstance": tenant.application,
+        "subDomain": tenant.sub_domain,
+        "tenantId": tenant.tenant_id,
+    }
+    if tenant.source is not None:
+        spec = dict(tenant.source.body["spec"])
+    owner, owner_annotations = owner_labels(app.namespace, app.name)
+    labels = {
+        **tenant.labels,
+        **application_labels,
+        **owner,
+        BTP_TENANT_ID: tenant.tenant_id,
+        TENANT_TYPE: tenant.tenant_type.value,
+    }
+    return {
+        "apiVersion": CAP_TENANT[0],
+        "kind": CAP_TENANT[1],
+        "metadata": {
+            "name": tenant.name,
+            "namespace": tenant.namespace,
+            "labels": labels,
+            "annotations": {**tenant.annotations, **owner_annotations},
+        },
+        "spec": spec,
+    }
+
+
+def _job_manifests(
+    context: ApplicationContext,
+    tenant: Tenant,
+    plan: TenantPlan,
+    identity: tuple[dict[str, str], dict[str, str]],
+) -> list[Manifest]:
+    if plan.operation is None:
+        return []
+    origin = _origin(tenant, context.app)
+    templates = context.steps_of(plan.operation.operation, plan.operation.version)
+    return [
+        annotate_argocd_stage(
+            Manifest(operation_job(context.app, tenant, identity, template), origin),
+            Stage.RELEASE_JOBS,
+            index,
+        )
+        for index, template in enumerate(templates)
+    ]
+
+
+def render_tenant(context: ApplicationContext, tenant: Tenant, plan: TenantPlan) -> AppRender:
+    app = context.app
+    origin = _origin(tenant, app)
+    identity = tenant_labels(context.labels, tenant)
+    manifests = [Manifest(tenant_object(app, tenant, context.labels), origin)]
+    if plan.route_to is not None:
+        manifests += [Manifest(entry, origin) for entry in tenant_dns_entries(tenant, context.domains)]
+    manifests += _job_manifests(context, tenant, plan, identity)
+    if plan.route_to is not None:
+        routes = TenantRoutes(plan.route_to, session_versions(tenant, context.versions, plan.route_to))
+        service = tenant_virtual_service(tenant, identity, context.domains, routes, context.group.routing)
+        manifests.append(annotate_argocd_stage(Manifest(service, origin), Stage.ROUTING))
+    notes = (
+        [Note(Level.WARNING, "TenantVersionMissing", _subject(tenant, app), plan.warning)]
+        if plan.warning
+        else []
+    )
+    return AppRender(tenant_app(tenant), manifests, notes)
+
+
+def _subject(tenant: Tenant, app: Application) -> str:
+    source = record_of(tenant, app)
+    return f"{source.file}: document {source.document} ({tenant.ref})"
+
+
+def _context(group: ApplicationTenants, catalog: CapCatalog) -> ApplicationContext:
+    return ApplicationContext(
+        group=group,
+        versions=VersionIndex.of(catalog.versions_of(group.app)),
+        domains=tuple(catalog.domains_of(group.app)),
+        labels=application_labels_for_tenants(group.app),
+    )
+
+
+def render_cap_tenants(tenants: TenantCatalog, catalog: CapCatalog) -> list[AppRender]:
+    """An app per tenant that has anything left to render; every problem of every tenant at once."""
+    apps = []
+    problems: list[Problem] = []
+    for group in tenants.applications:
+        context = _context(group, catalog)
+        for tenant in group.tenants:
+            plan = plan_tenant(tenant, group.app, context.versions)
+            problems += plan.problems
+            if not plan.problems and not plan.retired:
+                apps.append(render_tenant(context, tenant, plan))
+        problems += context.problems
+    raise_if_problems(InvalidSpec, "invalid CAP tenants", problems)
+    return apps
+
+
+def version_gate_manifests(app: Application, versions: list[Version], origin: str) -> list[Manifest]:
+    """The gates of a multi-tenant application's versions, for its own app (routing stage)."""
+    if app.services_only:
+        return []
+    gates = [Manifest(version_gate(app, version), origin) for version in versions]
+    return [annotate_argocd_stage(gate, Stage.ROUTING) for gate in gates]
+
+
+def tenant_operation_notes(app: Application, version: Version) -> list[Note]:
+    """A tenant Job removed by its TTL before the controller recorded the operation would run again."""
+    if app.services_only:
+        return []
+    used = {step.workload for op in TenantOperation for step in version.tenant_operation_steps(op)}
+    return [
+        Note(
+            Level.WARNING,
+            "JobRecreatedAfterTtl",
+            f"{version.source.file}: document {version.source.document} ({version.source.ref}): "
+            f"{workload.definition_path('ttlSecondsAfterFinished')}",
+            f"tenant operation Jobs of {workload.name} are deleted "
+            f"{workload.definition['ttlSecondsAfterFinished']}s after they finish; until the controller "
+            "records the operation as completed, Argo CD and Flux see such a Job missing and run it again: "
+            "leave ttlSecondsAfterFinished unset for tenant operations",
+        )
+        for workload in version.workloads
+        if workload.name in used and "ttlSecondsAfterFinished" in workload.definition
+    ]

@@ -1,0 +1,69 @@
+"""`btp-gitops diff`: render in memory and compare with the rendered repo at a Git ref or directory.
+
+read the tree to compare with -> render (nothing written) -> compare object by object -> report
+
+The tree to compare with is `clusters/<cluster>/` of a directory (a checkout of the GitOps repo)
+or of a commit of a Git repository, read from Git's objects without a checkout. It is also what
+the render reads back as its previous state (Kyma's records), exactly as `render` reads the
+repo it writes into, so the diff shows what `render` would write there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.core.charts import ChartRenderer
+from generator.core.diff import ClusterDiff, compare_trees
+from generator.core.diff_report import DiffTitle
+from generator.core.validation import SchemaRegistry
+from generator.core.wiring import DEFAULT_TARGET, TargetOptions
+from generator.io.git import read_tree_at
+from generator.io.repo import read_tree
+from generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
+
+_SHORT_COMMIT = 12
+
+
+@dataclass(frozen=True, slots=True)
+class DiffRequest:
+    sources: tuple[Path, ...]
+    against: str  # a directory (the GitOps repo's root) if one exists there, else a Git ref of `repo`
+    cluster: str
+    kyma: KymaOptions
+    repo: Path | None = None  # the GitOps repo for a ref (a folder of a work tree); None: cwd's work tree
+    target: TargetOptions = DEFAULT_TARGET
+
+
+@dataclass(frozen=True, slots=True)
+class DiffResult:
+    title: DiffTitle
+    diff: ClusterDiff
+    render: RenderResult
+
+
+def tree_to_compare(request: DiffRequest) -> tuple[str, dict[str, bytes]]:
+    """(how to name it in the report, its files relative to `clusters/<cluster>/`)."""
+    subtree = cluster_subtree(request.cluster)
+    directory = Path(request.against)
+    if directory.is_dir():
+        return f"directory {request.against}", read_tree(directory / subtree)
+    found = read_tree_at(request.repo, request.against, subtree)
+    return f"{request.against} ({found.commit[:_SHORT_COMMIT]})", found.files
+
+
+def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaRegistry) -> DiffResult:
+    label, old = tree_to_compare(request)
+    previous = {path: data.decode("utf-8", errors="replace") for path, data in old.items()}
+    result = render_cluster(
+        request.sources,
+        request.cluster,
+        engine,
+        schemas,
+        kyma=request.kyma,
+        previous=previous,
+        target=request.target,
+    )
+    new = {**result.files, **result.records}
+    diff = compare_trees(old, new, prefix=f"{cluster_subtree(request.cluster)}/")
+    return DiffResult(DiffTitle(request.cluster, label), diff, result)

@@ -1,0 +1,23 @@
+"""The wiring of one rendered cluster (see generator.core.wiring), from its rendered apps."""
+
+from __future__ import annotations
+
+from generator.core.report import AppRender
+from generator.core.wiring import FLUX, TargetOptions, wiring_files
+from generator.transforms.ordering import flux_stages
+
+
+def flux_app_stages(apps: list[AppRender]) -> dict[str, list[str]]:
+    """Each app's stage directories in sync order: the order of its Kustomizations' dependsOn."""
+    stages = {}
+    for app in apps:
+        if app.manifests:
+            ordered = sorted({stage for _, stage in flux_stages(app.manifests)})
+            stages[app.app] = [stage.directory for stage in ordered]
+    return stages
+
+
+def cluster_wiring(cluster: str, apps: list[AppRender], target: TargetOptions) -> dict[str, str]:
+    """Files relative to `clusters/<cluster>/`; none for Argo CD without --emit-wiring."""
+    stages = flux_app_stages(apps) if target.target == FLUX else {}
+    return wiring_files(cluster, stages, target)
