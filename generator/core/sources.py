@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator.core.errors import Problem
 from generator.core.objects import KubeObject, describe
 
 
@@ -29,6 +30,17 @@ class SourceDocument:
     @property
     def ref(self) -> str:
         return describe(self.body)
+
+
+def problem_at(source: SourceDocument, field_path: str | None, message: str) -> Problem:
+    """A problem located at a field of a source document (file, document, object, field)."""
+    return Problem(
+        file=source.file,
+        document=source.document,
+        object_ref=source.ref,
+        field_path=field_path,
+        message=message,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from datetime import datetime
 from generator.core.charts import ChartRenderer
 from generator.core.errors import InvalidSpec, Problem, UsageError, raise_if_problems
 from generator.core.report import AppRender
-from generator.core.sources import SourceDocument, SourceSet
+from generator.core.sources import SourceDocument, SourceSet, problem_at
 from generator.domains.kyma.catalog import Catalog, build_catalog, foreign_documents
 from generator.domains.kyma.content import ModuleRender, ReadManifests, app_name, kept_app, render_module
 from generator.domains.kyma.maintenance import MaintenancePolicy, PolicyText, parse_policy
@@ -41,7 +41,6 @@ from generator.domains.kyma.model import (
     CustomResourcePolicy,
     Kyma,
     ModuleRequest,
-    problem_at,
     qualified,
 )
 from generator.domains.kyma.record import RECORD_FILE, Record, read_record, record_text

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from generator.core.errors import Problem
 from generator.core.objects import get_path
 from generator.core.sources import SourceDocument
 
@@ -76,16 +75,6 @@ class DnsMode(StrEnum):
     WILDCARD = "Wildcard"
     SUBDOMAIN = "Subdomain"
     CUSTOM = "Custom"
-
-
-def problem_at(source: SourceDocument, field_path: str | None, message: str) -> Problem:
-    return Problem(
-        file=source.file,
-        document=source.document,
-        object_ref=source.ref,
-        field_path=field_path,
-        message=message,
-    )
 
 
 def _text(body: Any, *path: str | int) -> str:

@@ -12,7 +12,7 @@ from collections import defaultdict
 import semver
 
 from generator.core.errors import Problem
-from generator.core.sources import SourceDocument
+from generator.core.sources import SourceDocument, problem_at
 from generator.domains.cap.catalog import CapCatalog
 from generator.domains.cap.dns import VARIABLES, unsupported_actions, uses_subdomain
 from generator.domains.cap.exposures import current_version, semantic_version
@@ -26,7 +26,6 @@ from generator.domains.cap.model import (
     DnsMode,
     Domain,
     Version,
-    problem_at,
 )
 from generator.domains.cap.version_rules import VersionRules, is_label_value
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from generator.core.errors import Problem
+from generator.core.sources import problem_at
 from generator.domains.cap.identity import binding_volume_name, service_name
 from generator.domains.cap.model import (
     TENANT_JOB_TYPES,
@@ -22,7 +23,6 @@ from generator.domains.cap.model import (
     TenantOperationStep,
     Version,
     Workload,
-    problem_at,
 )
 from generator.transforms.ordering import Stage, stage_steps
 

@@ -11,14 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from generator.core.errors import Problem
-from generator.core.sources import SourceDocument
+from generator.core.sources import SourceDocument, problem_at
 from generator.domains.kyma.model import (
     CATALOG_KINDS,
     MODULE_RELEASE_META,
     MODULE_TEMPLATE,
     ReleaseMeta,
     Template,
-    problem_at,
 )
 
 

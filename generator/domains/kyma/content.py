@@ -20,7 +20,7 @@ from generator.core.kinds import ScopeIndex
 from generator.core.layout import KUSTOMIZATION
 from generator.core.objects import Manifest, describe, name_of
 from generator.core.report import AppRender, Level, Note
-from generator.core.sources import SourceDocument
+from generator.core.sources import SourceDocument, problem_at
 from generator.core.yamlio import load_trusted_document
 from generator.domains.charts import render_chart_deterministically
 from generator.domains.kyma.model import (
@@ -29,7 +29,6 @@ from generator.domains.kyma.model import (
     CustomResourcePolicy,
     RawManifest,
     Template,
-    problem_at,
 )
 from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from generator.transforms.metadata import add_labels, set_default_namespace

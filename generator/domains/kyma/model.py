@@ -13,7 +13,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from generator.core.errors import Problem
 from generator.core.objects import KubeObject, get_path
 from generator.core.sources import SourceDocument
 
@@ -47,16 +46,6 @@ def is_enabled(labels: Mapping[str, str], key: str) -> bool:
 
 def qualified(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
-
-
-def problem_at(source: SourceDocument, field_path: str | None, message: str) -> Problem:
-    return Problem(
-        file=source.file,
-        document=source.document,
-        object_ref=source.ref,
-        field_path=field_path,
-        message=message,
-    )
 
 
 def _labels(source: SourceDocument) -> dict[str, str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import semver
 
 from generator.core.errors import Problem
+from generator.core.sources import problem_at
 from generator.domains.kyma.catalog import Catalog
 from generator.domains.kyma.model import (
     BETA_LABEL,
@@ -33,7 +34,6 @@ from generator.domains.kyma.model import (
     ModuleRequest,
     ReleaseMeta,
     Template,
-    problem_at,
     qualified,
 )
 

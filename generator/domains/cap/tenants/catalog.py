@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from generator.core.errors import Problem
-from generator.core.sources import SourceDocument, SourceSet
+from generator.core.sources import SourceDocument, SourceSet, problem_at
 from generator.domains.cap.catalog import CapCatalog
 from generator.domains.cap.exposures import current_version
-from generator.domains.cap.model import Application, Provider, problem_at
+from generator.domains.cap.model import Application, Provider
 from generator.domains.cap.tenants.model import (
     CAP_TENANT,
     DEPROVISION_ANNOTATION,

@@ -24,9 +24,10 @@ from typing import Any
 from generator.core.errors import InvalidSpec, Problem, raise_if_problems
 from generator.core.objects import KubeObject, Manifest
 from generator.core.report import AppRender, Level, Note
+from generator.core.sources import problem_at
 from generator.domains.cap.catalog import CapCatalog
 from generator.domains.cap.identity import owner_labels
-from generator.domains.cap.model import Application, Domain, TenantOperation, Version, problem_at
+from generator.domains.cap.model import Application, Domain, TenantOperation, Version
 from generator.domains.cap.tenants.catalog import ApplicationTenants, TenantCatalog
 from generator.domains.cap.tenants.jobs import StepTemplate, operation_job, step_templates, version_gate
 from generator.domains.cap.tenants.model import CAP_TENANT, Tenant

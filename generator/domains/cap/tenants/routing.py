@@ -33,9 +33,10 @@ from typing import Any
 
 from generator.core.errors import Problem
 from generator.core.objects import KubeObject
+from generator.core.sources import problem_at
 from generator.domains.cap.dns import DnsRecord, expand, uses_subdomain
 from generator.domains.cap.identity import CAV_VERSION, gateway_reference, service_host
-from generator.domains.cap.model import Application, DnsMode, Domain, Version, problem_at
+from generator.domains.cap.model import Application, DnsMode, Domain, Version
 from generator.domains.cap.networking import dns_entry
 from generator.domains.cap.tenants.model import Tenant
 

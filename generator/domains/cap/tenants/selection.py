@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 import semver
 
 from generator.core.errors import Problem
-from generator.core.sources import SourceDocument
+from generator.core.sources import SourceDocument, problem_at
 from generator.domains.cap.exposures import semantic_version
-from generator.domains.cap.model import Application, TenantOperation, Version, problem_at
+from generator.domains.cap.model import Application, TenantOperation, Version
 from generator.domains.cap.tenants.model import Tenant, UpgradeStrategy
 
 
