@@ -48,6 +48,7 @@ from generator.io.cluster import ClusterReader
 from generator.io.crd_files import default_crd_dir
 from generator.io.helm import EmbeddedHelm, HelmCli
 from generator.io.kube_schemas import resolve_kubernetes_version
+from generator.io.progress import progress_for
 from generator.io.schemas import load_schema_registry
 from generator.io.sources import display_path, load_sources
 from generator.pipeline.crds import check_crds, write_crds
@@ -156,7 +157,13 @@ def run_render(args: argparse.Namespace) -> int:
         kyma=kyma_options(args),
         target=target_options(args),
     )
-    result = render_into_repo(request, chart_engine(args), load_schema_registry(args.schemas))
+    progress = progress_for(sys.stderr, os.environ)
+    try:
+        result = render_into_repo(
+            request, chart_engine(args), load_schema_registry(args.schemas), progress=progress
+        )
+    finally:
+        progress.finish()
     if args.output == "json":
         json.dump(result.report(), sys.stdout, indent=2, sort_keys=True)
         print()

@@ -6,7 +6,7 @@ object and field path; nothing stops at the first error.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ import referencing.jsonschema
 
 from generator.core.errors import Problem, SchemaViolation, raise_if_problems
 from generator.core.objects import format_field_path
+from generator.core.progress import NO_PROGRESS, Progress, counted
 from generator.core.sources import SourceDocument
 
 GroupVersionKind = tuple[str, str]  # (apiVersion, kind)
@@ -138,7 +139,10 @@ def problems_in(document: SourceDocument, registry: SchemaRegistry) -> list[Prob
     return problems
 
 
-def validate_sources(documents: Iterable[SourceDocument], registry: SchemaRegistry) -> None:
+def validate_sources(
+    documents: Sequence[SourceDocument], registry: SchemaRegistry, progress: Progress = NO_PROGRESS
+) -> None:
     """Raise SchemaViolation listing every problem in every document, if there is any."""
-    problems = [problem for document in documents for problem in problems_in(document, registry)]
+    checked = counted(documents, progress, "validating sources", len(documents))
+    problems = [problem for document in checked for problem in problems_in(document, registry)]
     raise_if_problems(SchemaViolation, "invalid source documents", problems)

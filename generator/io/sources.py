@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from generator.core.progress import NO_PROGRESS, Progress, counted
 from generator.core.sources import SourceDocument
 from generator.core.yamlio import SourceSyntaxProblem, load_source_documents
 
@@ -78,9 +79,14 @@ def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocumen
         problems.append(error.problem)
 
 
-def load_sources(paths: Iterable[Path]) -> list[SourceDocument]:
+def load_sources(paths: Iterable[Path], progress: Progress = NO_PROGRESS) -> list[SourceDocument]:
     """Parse every document under `paths`; raise SourceSyntaxError listing every unreadable one."""
     problems: list[Problem] = []
-    documents = [doc for path in source_files(paths) for doc in _documents_of(path, problems)]
+    files = list(source_files(paths))
+    documents = [
+        doc
+        for path in counted(files, progress, "reading sources", len(files))
+        for doc in _documents_of(path, problems)
+    ]
     raise_if_problems(SourceSyntaxError, "cannot read source documents", problems)
     return documents

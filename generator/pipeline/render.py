@@ -15,6 +15,7 @@ from generator.core.charts import ChartRenderer
 from generator.core.errors import InvalidSpec, Problem
 from generator.core.layout import app_files, staged_app_files
 from generator.core.objects import Manifest, describe, object_key
+from generator.core.progress import NO_PROGRESS, Progress, counted
 from generator.core.report import AppRender, Level, Note, report_dict
 from generator.core.sources import SourceDocument, SourceSet
 from generator.core.validation import SchemaRegistry, validate_sources
@@ -126,9 +127,11 @@ def lay_out_app(manifests: list[Manifest], target: str) -> dict[str, str]:
     return staged_app_files([(manifest, stage.directory) for manifest, stage in placed])
 
 
-def lay_out_cluster(apps: list[AppRender], target: str = ARGOCD) -> dict[str, str]:
+def lay_out_cluster(
+    apps: list[AppRender], target: str = ARGOCD, progress: Progress = NO_PROGRESS
+) -> dict[str, str]:
     files: dict[str, str] = {}
-    for app in apps:
+    for app in counted(apps, progress, "writing apps", len(apps)):
         if not app.manifests:
             continue
         drop_empty_metadata_maps(app.manifests)
@@ -158,17 +161,19 @@ def render_cluster(
     kyma: KymaOptions = KymaOptions(),
     previous: Mapping[str, str] | None = None,  # the cluster directory as the last render wrote it
     target: TargetOptions = DEFAULT_TARGET,
+    progress: Progress = NO_PROGRESS,
 ) -> RenderResult:
     """Everything up to, not including, writing: pure apart from reading the sources and charts."""
-    documents = load_sources(sources)
-    catalog = load_sources(kyma.catalogs)
-    validate_sources([*documents, *catalog], schemas)
+    documents = load_sources(sources, progress)
+    catalog = load_sources(kyma.catalogs, progress)
+    validate_sources([*documents, *catalog], schemas, progress)
     source_set = SourceSet.of(documents)
     where = f"clusters/{cluster}"
     kyma_plan = plan_kyma_modules(source_set, kyma_context(kyma, catalog, previous or {}, where))
+    progress.update("rendering", 0)
     apps = render_domains(source_set, engine, kyma_plan)
     reject_duplicate_objects(apps)
-    files = {**lay_out_cluster(apps, target.target), **cluster_wiring(cluster, apps, target)}
+    files = {**lay_out_cluster(apps, target.target, progress), **cluster_wiring(cluster, apps, target)}
     assert_no_credentials([m for app in apps for m in app.manifests], files)
     return RenderResult(
         cluster=cluster,
@@ -244,6 +249,7 @@ def render_into_repo(
     engine: ChartRenderer,
     schemas: SchemaRegistry,
     fs: LocalFilesystem | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> RenderResult:
     subtree = cluster_subtree(request.cluster)
     previous = {path: data.decode("utf-8") for path, data in read_tree(request.out / subtree).items()}
@@ -255,12 +261,16 @@ def render_into_repo(
         kyma=request.kyma,
         previous=previous,
         target=request.target,
+        progress=progress,
     )
     if request.validate is not None:
+        progress.update("validating output", 0)
         result.notes += validate_render(request.out / subtree, result.files, request.validate)
     written = {**result.files, **result.records}
+    progress.update("writing the repo", 0)
     result.changes = write_subtree(request.out, subtree, written, fs)
     if request.commit:
+        progress.update("committing", 0)
         revisions = source_revisions(list(request.sources))
         result.commit = commit_subtree(
             request.out,
