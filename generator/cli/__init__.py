@@ -8,18 +8,19 @@ the table). Controller commands (`controller`, `subscription-server`) are contri
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from generator import __version__
+from generator.cli.output import print_notes
+from generator.cli.post_render import add_post_render_parser
 from generator.core.charts import ChartRenderer
 from generator.core.diff_report import (
     DEFAULT_MAX_LENGTH,
@@ -36,26 +37,20 @@ from generator.core.errors import (
     BtpGitopsError,
     InputError,
     Problem,
-    SourceSyntaxError,
     UsageError,
 )
-from generator.core.objects import Manifest
-from generator.core.report import Note
 from generator.core.wiring import ARGOCD, TARGETS, TargetOptions
 from generator.domains.kyma.status import report_table
 from generator.domains.kyma_modules import PolicyText
-from generator.io.cluster import ClusterReader
 from generator.io.crd_files import default_crd_dir
 from generator.io.helm import EmbeddedHelm, HelmCli
 from generator.io.kube_schemas import resolve_kubernetes_version
 from generator.io.progress import progress_for
 from generator.io.schemas import load_schema_registry
-from generator.io.sources import display_path, load_sources
+from generator.io.sources import display_path
 from generator.pipeline.crds import check_crds, write_crds
 from generator.pipeline.diff import DiffRequest, diff_cluster
 from generator.pipeline.module_resources import generate_module_resources
-from generator.pipeline.post_render import CERTIFICATE_MODES, MODULES, PostRenderRequest, post_render
-from generator.pipeline.post_render import certificate_plan as post_render_certificate_plan
 from generator.pipeline.render import (
     KymaOptions,
     RenderRequest,
@@ -65,20 +60,6 @@ from generator.pipeline.render import (
     validate_render,
 )
 from generator.pipeline.validate import ValidateOptions, validate_paths
-from generator.transforms.certificates import CertificatePlan
-from generator.transforms.operator_secret import (
-    REQUIRED_SECRET,
-    REQUIRED_SECRET_NAMESPACE,
-    OperatorCredentials,
-    missing_secret_error,
-    operator_credentials_from_secret,
-)
-from generator.transforms.self_signed_certificates import (
-    NO_EXISTING_CERTIFICATES,
-    ExistingCertificates,
-    existing_certificates_from_secrets,
-    generate_rsa_4096_key,
-)
 
 Handler = Callable[[argparse.Namespace], int]
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader exited
@@ -88,11 +69,6 @@ def chart_engine(args: argparse.Namespace) -> ChartRenderer:
     if args.helm_binary:
         return HelmCli(args.helm_binary)
     return EmbeddedHelm()
-
-
-def _print_notes(notes: list[Note], stream: TextIO) -> None:
-    for note in notes:
-        print(f"  {note.level}: {note.reason}: {note.subject}: {note.message}", file=stream)
 
 
 def run_render_to_stdout(args: argparse.Namespace) -> int:
@@ -116,8 +92,8 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
         result.notes += validate_render(where, result.files, validate_options(args))
     sys.stdout.write(cluster_stream(result))
     for app in result.apps:
-        _print_notes(app.notes, sys.stderr)
-    _print_notes(result.notes, sys.stderr)
+        print_notes(app.notes, sys.stderr)
+    print_notes(result.notes, sys.stderr)
     return EXIT_OK
 
 
@@ -178,8 +154,8 @@ def run_render(args: argparse.Namespace) -> int:
     for app in result.apps:
         if app.notes:
             print(f"{app.app}:")
-            _print_notes(app.notes, sys.stdout)
-    _print_notes(result.notes, sys.stdout)
+            print_notes(app.notes, sys.stdout)
+    print_notes(result.notes, sys.stdout)
     for kyma in result.kymas:
         print("\n".join(report_table(kyma)))
     if request.commit:
@@ -225,8 +201,8 @@ def run_diff(args: argparse.Namespace) -> int:
         sys.stdout.write(text_report(result.diff, result.title))
     # Notes go to stderr: stdout is the report, which a workflow posts as it is.
     for app in result.render.apps:
-        _print_notes(app.notes, sys.stderr)
-    _print_notes(result.render.notes, sys.stderr)
+        print_notes(app.notes, sys.stderr)
+    print_notes(result.render.notes, sys.stderr)
     return EXIT_CHANGES if args.exit_code and not result.diff.empty else EXIT_OK
 
 
@@ -261,7 +237,7 @@ def run_module_resources(args: argparse.Namespace) -> int:
         f"wrote {args.out}: {len(result.files)} files; {len(changes.added)} added, "
         f"{len(changes.changed)} changed, {len(changes.removed)} removed"
     )
-    _print_notes(result.notes, sys.stdout)
+    print_notes(result.notes, sys.stdout)
     return EXIT_OK
 
 
@@ -295,130 +271,6 @@ def run_crds(args: argparse.Namespace) -> int:
         f"{len(changes.changed)} changed, {len(changes.removed)} removed"
     )
     return EXIT_OK
-
-
-def _credentials_from_file(path: Path) -> OperatorCredentials:
-    secrets = [d for d in load_sources([path]) if d.kind == "Secret"]
-    if len(secrets) != 1:
-        names = ", ".join(d.ref for d in secrets) or "none"
-        raise InputError(
-            "--credentials must name a file holding one Secret",
-            [Problem(str(path), f"found {len(secrets)} Secrets ({names})")],
-        )
-    secret = secrets[0]
-    return operator_credentials_from_secret(secret.body, f"{secret.file}: document {secret.document}")
-
-
-def _credentials(args: argparse.Namespace) -> OperatorCredentials | None:
-    if args.credentials:
-        return _credentials_from_file(Path(args.credentials))
-    if not args.from_cluster:
-        return None
-    reader = ClusterReader(args.kubeconfig, args.context)
-    secret = reader.read_secret(REQUIRED_SECRET_NAMESPACE, REQUIRED_SECRET)
-    if secret is None:
-        raise missing_secret_error(reader.where())
-    return operator_credentials_from_secret(
-        secret, f"{reader.where()}: Secret {REQUIRED_SECRET_NAMESPACE}/{REQUIRED_SECRET}"
-    )
-
-
-def _read_stdin() -> str:
-    data = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise SourceSyntaxError(
-            "the manifest stream is not valid post-renderer input",
-            [Problem("<stdin>", f"not UTF-8 text (byte {error.start})")],
-        ) from error
-
-
-def _existing_certificates(args: argparse.Namespace, plan: CertificatePlan) -> ExistingCertificates:
-    """Certificates self-signed mode may reuse: from --existing-certificates, else the cluster."""
-    if args.certificates != "self-signed":
-        return NO_EXISTING_CERTIFICATES
-    if args.existing_certificates:
-        documents = load_sources([Path(args.existing_certificates)])
-        secrets = [Manifest(d.body, f"{d.file}: document {d.document}") for d in documents]
-        return existing_certificates_from_secrets(secrets, plan)
-    if not args.from_cluster:
-        return NO_EXISTING_CERTIFICATES
-    reader = ClusterReader(args.kubeconfig, args.context)
-    found = [
-        Manifest(secret, f"{reader.where()}: Secret {plan.namespace}/{name}")
-        for name in (plan.ca_secret, plan.serving_secret)
-        if (secret := reader.read_secret(plan.namespace, name)) is not None
-    ]
-    return existing_certificates_from_secrets(found, plan)
-
-
-def run_post_render(args: argparse.Namespace) -> int:
-    if args.certificates != "self-signed" and args.existing_certificates:
-        raise UsageError("--existing-certificates is only read with --certificates self-signed")
-    issuer = {"name": args.issuer, "kind": args.issuer_kind} if args.issuer else None
-    if issuer and args.issuer_namespace:
-        issuer["namespace"] = args.issuer_namespace
-    request = PostRenderRequest(
-        module=args.module,
-        certificate_mode=args.certificates,
-        namespace=args.namespace,
-        chart_version=args.chart_version,
-        credentials=_credentials(args),
-        enable_limited_cache=args.limited_cache == "true",
-        manager_image=args.manager_image,
-        issuer=issuer,
-    )
-    request = dataclasses.replace(
-        request, existing_certificates=_existing_certificates(args, post_render_certificate_plan(request))
-    )
-    result = post_render(_read_stdin(), request, datetime.now(UTC), generate_rsa_4096_key)
-    sys.stdout.write(result.text)
-    sys.stdout.flush()
-    _print_notes(result.notes, sys.stderr)
-    return EXIT_OK
-
-
-def _add_post_render_parser(commands: Any) -> None:
-    parser = commands.add_parser(
-        "post-render",
-        help="Helm post-renderer: module transforms on the manifest stream (stdin to stdout)",
-        description="Reads the manifests Helm rendered on stdin and writes them back, transformed, on "
-        "stdout (Helm 3 --post-renderer, Helm 4 postrenderer/v1 plugin). Diagnostics go to stderr.",
-    )
-    parser.add_argument("--module", choices=MODULES, default="btp-operator")
-    parser.add_argument(
-        "--certificates",
-        choices=CERTIFICATE_MODES,
-        default="cert-manager",
-        help="how webhook serving certificates are issued (default: cert-manager); self-signed generates "
-        "a CA and serving certificate here, reusing existing ones until they near expiry",
-    )
-    parser.add_argument(
-        "--existing-certificates",
-        metavar="FILE",
-        help="self-signed: Secrets ca-server-cert and webhook-server-cert to reuse (else --from-cluster)",
-    )
-    parser.add_argument("--issuer", metavar="NAME", help="an existing cert-manager issuer to use")
-    parser.add_argument("--issuer-kind", choices=("Issuer", "ClusterIssuer"), default="Issuer")
-    parser.add_argument("--issuer-namespace", help="gardener: namespace of --issuer (else Gardener's)")
-    parser.add_argument("--namespace", default="kyma-system", help="namespace of namespaced objects")
-    parser.add_argument("--chart-version", help="chart-version label (default: from helm.sh/chart labels)")
-    parser.add_argument(
-        "--credentials",
-        metavar="FILE",
-        help="a Secret manifest with the Service Manager credentials (as sap-btp-manager holds them)",
-    )
-    parser.add_argument(
-        "--from-cluster",
-        action="store_true",
-        help=f"read {REQUIRED_SECRET_NAMESPACE}/{REQUIRED_SECRET} (and certificates) from the cluster",
-    )
-    parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --from-cluster")
-    parser.add_argument("--context", help="kubeconfig context for --from-cluster")
-    parser.add_argument("--limited-cache", choices=("true", "false"), default="true")
-    parser.add_argument("--manager-image", metavar="IMAGE", help="image of the container named manager")
-    parser.set_defaults(handler=run_post_render)
 
 
 def validate_options(args: argparse.Namespace) -> ValidateOptions:
@@ -631,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     crds.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")
     crds.set_defaults(handler=run_crds)
 
-    _add_post_render_parser(commands)
+    add_post_render_parser(commands)
     _add_diff_parser(commands)
 
     validate = commands.add_parser(

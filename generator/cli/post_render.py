@@ -1,0 +1,160 @@
+"""`btp-gitops post-render`: the Helm post-renderer command (stdin to stdout).
+
+Gathers what the pure pipeline needs from the edges (the stream on stdin, credentials from a
+file or the cluster, existing certificates, the clock and the key factory) and prints its result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from generator.cli.output import print_notes
+from generator.core.errors import EXIT_OK, InputError, Problem, SourceSyntaxError, UsageError
+from generator.core.objects import Manifest
+from generator.io.cluster import ClusterReader
+from generator.io.sources import load_sources
+from generator.pipeline.post_render import CERTIFICATE_MODES, MODULES, PostRenderRequest, post_render
+from generator.pipeline.post_render import certificate_plan as post_render_certificate_plan
+from generator.transforms.certificates import CertificatePlan
+from generator.transforms.operator_secret import (
+    REQUIRED_SECRET,
+    REQUIRED_SECRET_NAMESPACE,
+    OperatorCredentials,
+    missing_secret_error,
+    operator_credentials_from_secret,
+)
+from generator.transforms.self_signed_certificates import (
+    NO_EXISTING_CERTIFICATES,
+    ExistingCertificates,
+    existing_certificates_from_secrets,
+    generate_rsa_4096_key,
+)
+
+
+def _credentials_from_file(path: Path) -> OperatorCredentials:
+    secrets = [d for d in load_sources([path]) if d.kind == "Secret"]
+    if len(secrets) != 1:
+        names = ", ".join(d.ref for d in secrets) or "none"
+        raise InputError(
+            "--credentials must name a file holding one Secret",
+            [Problem(str(path), f"found {len(secrets)} Secrets ({names})")],
+        )
+    secret = secrets[0]
+    return operator_credentials_from_secret(secret.body, f"{secret.file}: document {secret.document}")
+
+
+def _credentials(args: argparse.Namespace) -> OperatorCredentials | None:
+    if args.credentials:
+        return _credentials_from_file(Path(args.credentials))
+    if not args.from_cluster:
+        return None
+    reader = ClusterReader(args.kubeconfig, args.context)
+    secret = reader.read_secret(REQUIRED_SECRET_NAMESPACE, REQUIRED_SECRET)
+    if secret is None:
+        raise missing_secret_error(reader.where())
+    return operator_credentials_from_secret(
+        secret, f"{reader.where()}: Secret {REQUIRED_SECRET_NAMESPACE}/{REQUIRED_SECRET}"
+    )
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SourceSyntaxError(
+            "the manifest stream is not valid post-renderer input",
+            [Problem("<stdin>", f"not UTF-8 text (byte {error.start})")],
+        ) from error
+
+
+def _existing_certificates(args: argparse.Namespace, plan: CertificatePlan) -> ExistingCertificates:
+    """Certificates self-signed mode may reuse: from --existing-certificates, else the cluster."""
+    if args.certificates != "self-signed":
+        return NO_EXISTING_CERTIFICATES
+    if args.existing_certificates:
+        documents = load_sources([Path(args.existing_certificates)])
+        secrets = [Manifest(d.body, f"{d.file}: document {d.document}") for d in documents]
+        return existing_certificates_from_secrets(secrets, plan)
+    if not args.from_cluster:
+        return NO_EXISTING_CERTIFICATES
+    reader = ClusterReader(args.kubeconfig, args.context)
+    found = [
+        Manifest(secret, f"{reader.where()}: Secret {plan.namespace}/{name}")
+        for name in (plan.ca_secret, plan.serving_secret)
+        if (secret := reader.read_secret(plan.namespace, name)) is not None
+    ]
+    return existing_certificates_from_secrets(found, plan)
+
+
+def run_post_render(args: argparse.Namespace) -> int:
+    if args.certificates != "self-signed" and args.existing_certificates:
+        raise UsageError("--existing-certificates is only read with --certificates self-signed")
+    issuer = {"name": args.issuer, "kind": args.issuer_kind} if args.issuer else None
+    if issuer and args.issuer_namespace:
+        issuer["namespace"] = args.issuer_namespace
+    request = PostRenderRequest(
+        module=args.module,
+        certificate_mode=args.certificates,
+        namespace=args.namespace,
+        chart_version=args.chart_version,
+        credentials=_credentials(args),
+        enable_limited_cache=args.limited_cache == "true",
+        manager_image=args.manager_image,
+        issuer=issuer,
+    )
+    request = dataclasses.replace(
+        request, existing_certificates=_existing_certificates(args, post_render_certificate_plan(request))
+    )
+    result = post_render(_read_stdin(), request, datetime.now(UTC), generate_rsa_4096_key)
+    sys.stdout.write(result.text)
+    sys.stdout.flush()
+    print_notes(result.notes, sys.stderr)
+    return EXIT_OK
+
+
+def add_post_render_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "post-render",
+        help="Helm post-renderer: module transforms on the manifest stream (stdin to stdout)",
+        description="Reads the manifests Helm rendered on stdin and writes them back, transformed, on "
+        "stdout (Helm 3 --post-renderer, Helm 4 postrenderer/v1 plugin). Diagnostics go to stderr.",
+    )
+    parser.add_argument("--module", choices=MODULES, default="btp-operator")
+    parser.add_argument(
+        "--certificates",
+        choices=CERTIFICATE_MODES,
+        default="cert-manager",
+        help="how webhook serving certificates are issued (default: cert-manager); self-signed generates "
+        "a CA and serving certificate here, reusing existing ones until they near expiry",
+    )
+    parser.add_argument(
+        "--existing-certificates",
+        metavar="FILE",
+        help="self-signed: Secrets ca-server-cert and webhook-server-cert to reuse (else --from-cluster)",
+    )
+    parser.add_argument("--issuer", metavar="NAME", help="an existing cert-manager issuer to use")
+    parser.add_argument("--issuer-kind", choices=("Issuer", "ClusterIssuer"), default="Issuer")
+    parser.add_argument("--issuer-namespace", help="gardener: namespace of --issuer (else Gardener's)")
+    parser.add_argument("--namespace", default="kyma-system", help="namespace of namespaced objects")
+    parser.add_argument("--chart-version", help="chart-version label (default: from helm.sh/chart labels)")
+    parser.add_argument(
+        "--credentials",
+        metavar="FILE",
+        help="a Secret manifest with the Service Manager credentials (as sap-btp-manager holds them)",
+    )
+    parser.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help=f"read {REQUIRED_SECRET_NAMESPACE}/{REQUIRED_SECRET} (and certificates) from the cluster",
+    )
+    parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --from-cluster")
+    parser.add_argument("--context", help="kubeconfig context for --from-cluster")
+    parser.add_argument("--limited-cache", choices=("true", "false"), default="true")
+    parser.add_argument("--manager-image", metavar="IMAGE", help="image of the container named manager")
+    parser.set_defaults(handler=run_post_render)
