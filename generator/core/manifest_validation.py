@@ -280,7 +280,7 @@ def validate_manifests(
     report = ValidationReport(kubernetes_version=schemas.kubernetes_version)
     for document in documents:
         report.objects += 1
-        problems, missing_schema = _problems_of(document, schemas)
+        problems, missing_schema = _problems_of(document, schemas, ignore_missing_schemas)
         if missing_schema and ignore_missing_schemas:
             report.warnings.extend(problems)
         else:
@@ -288,7 +288,9 @@ def validate_manifests(
     return report
 
 
-def _problems_of(document: ManifestDocument, schemas: ManifestSchemas) -> tuple[list[Problem], bool]:
+def _problems_of(
+    document: ManifestDocument, schemas: ManifestSchemas, ignore_missing_schemas: bool = False
+) -> tuple[list[Problem], bool]:
     """(problems, whether they are only that no schema is known)."""
     body = document.body
     if not isinstance(body, dict):
@@ -299,7 +301,8 @@ def _problems_of(document: ManifestDocument, schemas: ManifestSchemas) -> tuple[
     api_version, kind = body["apiVersion"], body["kind"]
     validator = schemas.validator(api_version, kind)
     if validator is None:
-        return [document.problem(_no_schema_message(api_version, kind, schemas))], True
+        message = _no_schema_message(api_version, kind, schemas, ignore_missing_schemas)
+        return [document.problem(message)], True
     found = {(path, message) for error in validator.iter_errors(body) for path, message in _describe(error)}
     found |= _name_problems(body)
     return [document.problem(message, path) for path, message in sorted(found)], False
@@ -327,13 +330,15 @@ def _name_problems(body: dict[str, Any]) -> set[tuple[str, str]]:
     return {("metadata.name", "required field is missing")}
 
 
-def _no_schema_message(api_version: str, kind: str, schemas: ManifestSchemas) -> str:
+def _no_schema_message(api_version: str, kind: str, schemas: ManifestSchemas, ignored: bool = False) -> str:
     others = [known for known in schemas.known_api_versions(kind) if known != api_version]
     hint = f" (known apiVersions of {kind}: {', '.join(others)})" if others else ""
-    return (
-        f"no schema for {api_version} {kind} in Kubernetes {schemas.kubernetes_version}{hint}; "
-        "pass --crds with its CRD or --ignore-missing-schemas"
+    advice = (
+        "not validated (--ignore-missing-schemas)"
+        if ignored
+        else ("pass --crds with its CRD or --ignore-missing-schemas")
     )
+    return f"no schema for {api_version} {kind} in Kubernetes {schemas.kubernetes_version}{hint}; {advice}"
 
 
 _BOUNDS = {
