@@ -21,6 +21,13 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
 fi
 
 if $with_tools; then
+  # Debian packages the tests run for real: Prometheus (version-cleanup rules).
+  if ! command -v prometheus >/dev/null 2>&1; then
+    sudo_cmd=""
+    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  fi
   bash scripts/build-tools.sh
   bash scripts/fetch-crds.sh
 fi

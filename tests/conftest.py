@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-pytest_plugins = ["tests.support.kubeapi"]
+pytest_plugins = ["tests.support.kubeapi", "tests.support.prometheus"]
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -44,7 +44,7 @@ from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from generator.transforms.metadata import add_labels, add_pod_template_labels, set_default_namespace
 from generator.transforms.operator_config import OPERATOR_CONFIGMAP, OperatorSettings, apply_operator_settings
 from generator.transforms.operator_secret import OperatorCredentials, install_operator_secret
-from generator.transforms.ordering import annotate_argocd_sync_waves
+from generator.transforms.ordering import Stage, annotate_argocd_stage, annotate_argocd_sync_waves
 from generator.transforms.workloads import set_container_image
 
 APP = "btp-operator"
@@ -309,7 +309,9 @@ def render_btp_operator(sources: SourceSet, engine: ChartRenderer) -> list[AppRe
     config = select_module_config(sources, request)
     rendered, manifests, pin_notes = render_chart_deterministically(engine, chart_request(config))
     app = render_module_objects(config, rendered, manifests)
-    app.manifests.append(requested_resource(request))
+    # The BtpOperator syncs after the operator and, pruned in reverse order, is deleted before it:
+    # its deletion finalizer deprovisions ServiceInstances while the operator still serves them.
+    app.manifests.append(annotate_argocd_stage(requested_resource(request), Stage.CUSTOM_RESOURCES))
     app.notes = notes + pin_notes + app.notes
     return [app]
 

@@ -77,12 +77,14 @@ def test_flux_without_emit_wiring_reads_the_bootstrap_source(tmp_path: Path, run
     kinds = {load(path)["kind"] for path in (cluster / ".wiring").glob("*-*.yaml")}
     assert kinds == {"Kustomization"}
     stages = [load(path) for path in sorted((cluster / ".wiring").glob("kustomization-*.yaml"))]
-    assert [obj["spec"]["sourceRef"] for obj in stages] == [{"kind": "GitRepository", "name": "platform"}] * 2
-    crds, resources = stages
+    assert [obj["spec"]["sourceRef"] for obj in stages] == [{"kind": "GitRepository", "name": "platform"}] * 3
+    crds, resources, custom_resources = stages
     assert crds["spec"]["path"] == f"./clusters/{CLUSTER}/btp-operator/00-crds"
     assert "dependsOn" not in crds["spec"]
     assert resources["spec"]["dependsOn"] == [{"name": "btp-operator-00-crds"}]
     assert resources["spec"]["wait"] is True and resources["spec"]["prune"] is True
+    assert custom_resources["spec"]["path"] == f"./clusters/{CLUSTER}/btp-operator/20-custom-resources"
+    assert custom_resources["spec"]["dependsOn"] == [{"name": "btp-operator-10-resources"}]
 
 
 def test_argocd_options_shape_the_application_set(tmp_path: Path, run_cli: RunCli) -> None:

@@ -6,8 +6,9 @@ provider's, else derived from `spec.provider` (model.derived_provider_tenant). R
 each problem at its record's field: the application exists and has tenants (not services-only);
 names are unique per namespace and tenant ids per application; a provider record is named
 `<ca>-provider` and has the provider's subdomain; the deprovision annotation says "true" or
-"false"; a subdomain serves one tenant or exposure per domain (domains may be shared by
-applications); the application's routing annotations are well-formed.
+"false" (on a record, and on a CAPApplication, where it marks the application for retirement); a
+subdomain serves one tenant or exposure per domain (domains may be shared by applications); the
+application's routing annotations are well-formed.
 """
 
 from __future__ import annotations
@@ -113,13 +114,20 @@ def _tenant_id_problems(app: Application, tenants: list[Tenant]) -> Iterator[Pro
 
 
 def _annotation_problems(tenant: Tenant, app: Application) -> Iterator[Problem]:
-    value = tenant.annotations.get(DEPROVISION_ANNOTATION)
+    yield from _deprovision_mark_problems(record_of(tenant, app), tenant.annotations)
+
+
+def _deprovision_mark_problems(source: SourceDocument, annotations: dict[str, str]) -> Iterator[Problem]:
+    value = annotations.get(DEPROVISION_ANNOTATION)
     if value is not None and value not in ("true", "false"):
         yield problem_at(
-            record_of(tenant, app),
-            f"metadata.annotations.{DEPROVISION_ANNOTATION}",
-            'must be "true" or "false"',
+            source, f"metadata.annotations.{DEPROVISION_ANNOTATION}", 'must be "true" or "false"'
         )
+
+
+def _application_mark_problems(app: Application) -> Iterator[Problem]:
+    annotations = app.source.body.get("metadata", {}).get("annotations") or {}
+    yield from _deprovision_mark_problems(app.source, {str(k): str(v) for k, v in annotations.items()})
 
 
 def _name_problems(groups: list[ApplicationTenants]) -> Iterator[Problem]:
@@ -174,6 +182,7 @@ def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatal
             records[(tenant.namespace, tenant.application)].append(tenant)
     groups = []
     for app in catalog.applications:
+        problems += _application_mark_problems(app)
         if app.provider is None:  # services-only
             continue
         tenants, provider_problems = _with_provider(

@@ -139,6 +139,16 @@ def _job_manifests(
     ]
 
 
+def operation_jobs(
+    app: Application, tenant: Tenant, operation: TenantOperation, version: Version
+) -> list[KubeObject]:
+    """The Jobs of one operation of one tenant on one version, in step order, named and built as a
+    render builds them, without the sync-stage annotation (the controller runs a deprovisioning
+    itself when a CAPTenant is deleted from the cluster, and must name its Jobs as a render does)."""
+    identity = tenant_labels(application_labels_for_tenants(app), tenant)
+    return [operation_job(app, tenant, identity, t) for t in step_templates(app, version, operation)]
+
+
 def render_tenant(context: ApplicationContext, tenant: Tenant, plan: TenantPlan) -> AppRender:
     app = context.app
     origin = _origin(tenant, app)

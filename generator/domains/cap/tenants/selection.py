@@ -6,10 +6,12 @@ its application in the sources:
 - desired version: `spec.version` when set; otherwise the newest version, except that
   `versionUpgradeStrategy: never` keeps a provisioned tenant on its current version.
 - deprovisioning, on the current version, for a tenant marked for it (`btp-gitops.io/deprovision:
-  "true"`, or state Deleting); a tenant with no current version is deprovisioned on the version
-  its provisioning targeted (it may have run, or half run, before the controller recorded it).
-  Once `lastCompletedOperation` records the deprovisioning the tenant renders nothing. A
-  deprovisioning whose version is no longer in the sources waits, with a warning.
+  "true"`, or state Deleting), and for every tenant of an application marked for retirement (the
+  same annotation on the CAPApplication: the provider too, and no tenant gets anything else); a
+  tenant with no current version is deprovisioned on the version its provisioning targeted (it
+  may have run, or half run, before the controller recorded it). Once `lastCompletedOperation`
+  records the deprovisioning the tenant renders nothing. A deprovisioning whose version is no
+  longer in the sources waits, with a warning.
 - provisioning, on the desired version, for a tenant with no current version (state Provisioning,
   ProvisioningError, or no status at all).
 - upgrade, to the desired version, when it differs from the current one. A lower desired version
@@ -33,7 +35,7 @@ from generator.core.errors import Problem
 from generator.core.sources import SourceDocument, problem_at
 from generator.domains.cap.exposures import semantic_version
 from generator.domains.cap.model import Application, TenantOperation, Version
-from generator.domains.cap.tenants.model import Tenant, UpgradeStrategy
+from generator.domains.cap.tenants.model import DEPROVISION_ANNOTATION, Tenant, UpgradeStrategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,11 +199,18 @@ def _serving_plan(tenant: Tenant, app: Application, versions: VersionIndex) -> T
     return TenantPlan(planned, route_to=desired, warning=warning)
 
 
+def application_retiring(app: Application) -> bool:
+    """The CAPApplication is marked for deletion (`btp-gitops.io/deprovision: "true"`): its tenants
+    are deprovisioned, then the controller removes its files from the sources."""
+    annotations = app.source.body.get("metadata", {}).get("annotations") or {}
+    return annotations.get(DEPROVISION_ANNOTATION) == "true"
+
+
 def plan_tenant(tenant: Tenant, app: Application, versions: VersionIndex) -> TenantPlan:
     """The tenant's operation and routing; problems instead when its record cannot be honoured."""
     if versions.newest is None:
         return TenantPlan()  # no version to run on yet: only the record is rendered
-    if tenant.deleting:
+    if tenant.deleting or application_retiring(app):
         return _deprovisioning_plan(tenant, app, versions)
     return _serving_plan(tenant, app, versions)
 

@@ -1,0 +1,436 @@
+"""Pending subscription callbacks: what to report for a tenant's operation, and delivering it.
+
+A pending callback is the ConfigMap `btp-gitops-callback-<tenant>` the subscription server opens
+when it records a subscribe or unsubscribe (controller.subscription.cluster_side): the callback
+path, the deadline, the subscription URL and the operation the caller waits for. Its life:
+
+    open ──verdict──> decided ──PUT answered 2xx──> deleted
+                        │  PUT failed: attempt counted, retried after a backoff
+                        └─ attempts exhausted: labelled `btp-gitops.io/pending-callback: failed`,
+                           a Warning Event, and kept for people to look at (relabel "true" to retry)
+
+Verdicts, CAP Operator's messages (`decide`):
+
+    provisioning     SUCCEEDED once the tenant's record says it runs on a version; FAILED once the
+                     record says ProvisioningError
+    deprovisioning   SUCCEEDED once the record is gone (removed after its deprovisioning
+                     completed) or records the deprovisioning; FAILED when its Jobs failed
+    either           FAILED at the deadline (`callbackTimeoutMillis`) when neither came
+
+The record is read from Git after the outcome was recorded there, so a SUCCEEDED callback never
+overtakes the Git write that makes it true. The verdict is stored on the ConfigMap (annotation
+`btp-gitops.io/callback-delivery`) before the first attempt, so every retry, also after a restart,
+reports the same thing even if the tenant changed meanwhile (a late success after a FAILED at the
+deadline). The stored state carries a fingerprint of the callback it belongs to: when the server
+opens a new callback under the same name (a repeated subscribe), the old state is ignored.
+
+Delivery is at least once: the PUT and the ConfigMap's deletion cannot be one step, so a crash
+between them sends the callback again after the restart (the SaaS registry takes a repeated
+status of an operation). Marking "sent" before the PUT instead would lose the callback on a crash.
+
+`additionalOutput` (provisioning only, as CAP Operator sends it): the CAPApplication's
+`sme.sap.com/saas-additional-output` annotation, a JSON object; anything else is left out with a
+warning. `subscriptionUrl` (`applicationUrl` for the subscription manager) is the callback's
+`appUrl`. No token, client secret or payload is ever logged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from controller.errors import ConfigurationError, ControllerError, PermanentError
+from controller.events import NORMAL, WARNING, record_event
+from controller.kube import CONFIG_MAP, KubeClient, KubeObject, NotFound
+from controller.records import ApplicationRecord
+from controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, Operation, rfc3339
+from controller.subscription.credentials import CredentialReader, CredentialsUnavailable, ServiceNotBound
+from controller.subscription.ledger import AppTarget, ServiceRef
+from controller.subscription.saas_client import (
+    CallbackFailed,
+    CallbackStatus,
+    CallbackTarget,
+    SaasCallbackClient,
+)
+from generator.domains.cap.model import TenantOperation
+from generator.domains.cap.tenants.model import TenantState, TenantStatus
+
+log = logging.getLogger("btp_gitops.controller.cap.callbacks")
+
+DELIVERY_ANNOTATION = "btp-gitops.io/callback-delivery"
+ADDITIONAL_OUTPUT_ANNOTATION = "sme.sap.com/saas-additional-output"
+PENDING = "true"
+ABANDONED = "failed"
+SUBSCRIPTION_MANAGER = "SMS"
+
+# CAP Operator's callback messages; a failure gets its reason appended.
+MESSAGES = {
+    (Operation.PROVISIONING, True): "Provisioning successful",
+    (Operation.PROVISIONING, False): "Provisioning failed",
+    (Operation.DEPROVISIONING, True): "Deprovisioning successful",
+    (Operation.DEPROVISIONING, False): "Deprovisioning failed",
+}
+
+# What keeps one attempt from delivering: counted, backed off, finally given up. A cluster that
+# does not answer (KubeUnavailable) is not the callback's fault: the runtime retries that.
+_DELIVERY_ERRORS = (
+    CallbackFailed,
+    CredentialsUnavailable,
+    ServiceNotBound,
+    ConfigurationError,
+    PermanentError,
+)
+
+
+class InvalidCallback(PermanentError):
+    """A pending-callback ConfigMap that lacks what a callback needs; it is set aside, not retried."""
+
+    reason = "InvalidCallback"
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackSettings:
+    max_attempts: int = 10
+    backoff_initial: float = 10.0  # seconds before the second attempt, doubled per attempt
+    backoff_max: float = 900.0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    succeeded: bool
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryState:
+    """What is stored on the ConfigMap once a verdict is reached."""
+
+    fingerprint: str
+    verdict: Verdict
+    attempts: int = 0
+    retry_at: dt.datetime | None = None
+    last_error: str = ""
+
+    def encode(self) -> str:
+        return json.dumps(
+            {
+                "for": self.fingerprint,
+                "status": "SUCCEEDED" if self.verdict.succeeded else "FAILED",
+                "message": self.verdict.message,
+                "attempts": self.attempts,
+                "retryAt": self.retry_at.astimezone(dt.UTC).isoformat() if self.retry_at else "",
+                "lastError": self.last_error,
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> DeliveryState | None:
+        """None for anything unreadable: the verdict is then reached again."""
+        try:
+            data = json.loads(text)
+            retry_at = parse_time(data["retryAt"]) if data.get("retryAt") else None
+            verdict = Verdict(data["status"] == "SUCCEEDED", str(data["message"]))
+            return cls(
+                str(data["for"]), verdict, int(data["attempts"]), retry_at, str(data.get("lastError", ""))
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
+def parse_time(text: str) -> dt.datetime:
+    moment = dt.datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCallback:
+    """A pending-callback ConfigMap, read."""
+
+    namespace: str
+    config_map: str
+    tenant_name: str
+    tenant_id: str
+    operation: Operation
+    callback_path: str
+    deadline: dt.datetime
+    app_url: str
+    application: str
+    subscription_type: str
+    state: DeliveryState | None  # None until a verdict is stored for this very callback
+
+    @property
+    def fingerprint(self) -> str:
+        parts = (self.operation.value, self.tenant_id, self.callback_path, rfc3339(self.deadline))
+        return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:16]
+
+    @classmethod
+    def of(cls, obj: KubeObject) -> PendingCallback:
+        meta = obj.get("metadata") or {}
+        data: Mapping[str, str] = obj.get("data") or {}
+        where = f"ConfigMap {meta.get('namespace')}/{meta.get('name')}"
+        missing = [k for k in ("operation", "tenantName", "callbackPath", "deadline") if not data.get(k)]
+        if missing:
+            raise InvalidCallback(f"{where} lacks {', '.join(missing)}")
+        try:
+            operation, deadline = Operation(data["operation"]), parse_time(data["deadline"])
+        except ValueError as error:
+            raise InvalidCallback(f"{where}: operation or deadline is not readable") from error
+        callback = cls(
+            namespace=str(meta.get("namespace") or ""),
+            config_map=str(meta.get("name") or ""),
+            tenant_name=data["tenantName"],
+            tenant_id=data.get("tenantId", ""),
+            operation=operation,
+            callback_path=data["callbackPath"],
+            deadline=deadline,
+            app_url=data.get("appUrl", ""),
+            application=data.get("application", ""),
+            subscription_type=data.get("subscriptionType", ""),
+            state=None,
+        )
+        stored = DeliveryState.decode((meta.get("annotations") or {}).get(DELIVERY_ANNOTATION, ""))
+        if stored is not None and stored.fingerprint == callback.fingerprint:
+            callback = replace(callback, state=stored)
+        return callback
+
+    def describe(self) -> str:
+        return f"{self.operation.value} callback of tenant {self.namespace}/{self.tenant_name}"
+
+
+def is_pending(obj: KubeObject | None) -> bool:
+    return (
+        obj is not None
+        and ((obj.get("metadata") or {}).get("labels") or {}).get(PENDING_CALLBACK_LABEL) == PENDING
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TenantFacts:
+    """What the source tree (and the tenant's Jobs) say about the tenant a callback waits for."""
+
+    recorded: bool  # a record of the tenant (or its derived provider) is in the tree
+    status: TenantStatus
+    failure: str = ""  # why the operation the callback waits for failed, from its Jobs ("" if not)
+
+
+def _provisioned(status: TenantStatus) -> bool:
+    done = status.last_completed
+    return bool(status.current_instance) and not (done and done.operation == TenantOperation.DEPROVISIONING)
+
+
+def _deprovisioned(facts: TenantFacts) -> bool:
+    done = facts.status.last_completed
+    return not facts.recorded or (done is not None and done.operation == TenantOperation.DEPROVISIONING)
+
+
+def _failed(operation: Operation, reason: str) -> Verdict:
+    base = MESSAGES[(operation, False)]
+    return Verdict(False, f"{base}: {reason}" if reason else base)
+
+
+def decide(callback: PendingCallback, facts: TenantFacts, now: dt.datetime) -> Verdict | None:
+    """The callback's verdict, or None while the tenant's operation may still end either way."""
+    operation = callback.operation
+    if operation == Operation.PROVISIONING:
+        if facts.recorded and _provisioned(facts.status):
+            return Verdict(True, MESSAGES[(operation, True)])
+        if facts.recorded and facts.status.state == TenantState.PROVISIONING_ERROR:
+            return _failed(operation, facts.failure)
+    else:
+        if _deprovisioned(facts):
+            return Verdict(True, MESSAGES[(operation, True)])
+        if facts.failure:
+            return _failed(operation, facts.failure)
+    if now >= callback.deadline:
+        return _failed(operation, f"not completed by the deadline {rfc3339(callback.deadline)}")
+    return None
+
+
+def app_target(app: ApplicationRecord) -> AppTarget:
+    """The application as the credential reader and the SaaS client know it."""
+    return AppTarget(
+        namespace=app.namespace,
+        name=app.name,
+        btp_app_name=app.btp_app_name,
+        provider_subaccount_id=app.provider_subaccount_id,
+        identifier_hash=app.identifier_hash,
+        services=tuple(ServiceRef(s.name, s.secret, s.service_class) for s in app.services),
+        annotations=dict(app.annotations),
+    )
+
+
+def additional_output(app: ApplicationRecord) -> dict[str, Any] | None:
+    text = app.annotations.get(ADDITIONAL_OUTPUT_ANNOTATION)
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        log.warning(
+            "CAPApplication %s/%s: %s is not a JSON object; the callback goes without additionalOutput",
+            app.namespace,
+            app.name,
+            ADDITIONAL_OUTPUT_ANNOTATION,
+        )
+        return None
+    return value
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class CallbackDelivery:
+    """Stores verdicts on pending callbacks and sends them, with bounded retries."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        settings: CallbackSettings = CallbackSettings(),
+        *,
+        client: SaasCallbackClient | None = None,
+        count_callback: Callable[[str], None] | None = None,
+        clock: Callable[[], dt.datetime] = _utcnow,
+    ) -> None:
+        self._kube = kube
+        self._settings = settings
+        self._client = client or SaasCallbackClient()
+        self._credentials = CredentialReader(kube)
+        self._count = count_callback
+        self._clock = clock
+
+    def now(self) -> dt.datetime:
+        return self._clock()
+
+    def settle(
+        self, callback: PendingCallback, verdict: Verdict | None, app: ApplicationRecord | None
+    ) -> float | None:
+        """Store `verdict` (unless one is stored) and deliver it when due. The seconds until this
+        callback needs another look, or None when it is done with (sent, or given up)."""
+        now = self.now()
+        state = callback.state
+        if state is None:
+            if verdict is None:
+                return max((callback.deadline - now).total_seconds(), 0.0) + 1.0
+            state = DeliveryState(callback.fingerprint, verdict)
+            if not self._store(callback, state):
+                return None
+            log.info("%s: %s (%s)", callback.describe(), _status(verdict), verdict.message)
+        if state.retry_at is not None and state.retry_at > now:
+            return (state.retry_at - now).total_seconds()
+        try:
+            self._send(callback, state.verdict, app)
+        except _DELIVERY_ERRORS as error:
+            return self._attempt_failed(callback, state, error)
+        self._sent(callback, state.verdict)
+        return None
+
+    def set_aside(self, obj: KubeObject, error: ControllerError) -> None:
+        """A pending callback that cannot be read: labelled failed, with a Warning Event."""
+        meta = obj.get("metadata") or {}
+        log.error(
+            "pending callback %s/%s set aside: %s", meta.get("namespace"), meta.get("name"), error.message
+        )
+        self._abandon(str(meta.get("namespace")), str(meta.get("name")), {})
+        record_event(self._kube, obj, WARNING, "CallbackInvalid", error.message)
+
+    # --- delivery -------------------------------------------------------------------------------
+
+    def _send(self, callback: PendingCallback, verdict: Verdict, app: ApplicationRecord | None) -> None:
+        if app is None:
+            raise PermanentError(
+                f"CAPApplication {callback.namespace}/{callback.application} is not in the source "
+                "repository: its credentials cannot be found"
+            )
+        target_app = app_target(app)
+        if callback.subscription_type == SUBSCRIPTION_MANAGER:
+            target = CallbackTarget.of_subscription_manager(
+                self._credentials.subscription_manager(target_app)
+            )
+        else:
+            target = CallbackTarget.of_saas_registry(self._credentials.saas_registry(target_app))
+        output = additional_output(app) if callback.operation == Operation.PROVISIONING else None
+        status = CallbackStatus(verdict.succeeded, verdict.message, callback.app_url, output)
+        self._client.send_status(target, callback.callback_path, status)
+
+    def _sent(self, callback: PendingCallback, verdict: Verdict) -> None:
+        log.info("%s: %s delivered", callback.describe(), _status(verdict))
+        self._counted("succeeded" if verdict.succeeded else "failed")
+        current = self._kube.get(CONFIG_MAP, callback.config_map, callback.namespace)
+        if current is None:
+            return
+        record_event(self._kube, current, NORMAL, "CallbackSent", f"{_status(verdict)}: {verdict.message}")
+        # Only this callback goes: a new one the server opened under the same name meanwhile stays.
+        if is_pending(current) and PendingCallback.of(current).fingerprint == callback.fingerprint:
+            self._kube.delete(CONFIG_MAP, callback.config_map, callback.namespace)
+
+    def _attempt_failed(
+        self, callback: PendingCallback, state: DeliveryState, error: ControllerError
+    ) -> float | None:
+        self._counted("error")
+        attempts = state.attempts + 1
+        if attempts >= self._settings.max_attempts:
+            log.error("%s: given up after %d attempts: %s", callback.describe(), attempts, error.message)
+            abandoned = replace(state, attempts=attempts, retry_at=None, last_error=error.message)
+            self._abandon(callback.namespace, callback.config_map, {DELIVERY_ANNOTATION: abandoned.encode()})
+            self._event(
+                callback, WARNING, "CallbackAbandoned", f"given up after {attempts} attempts: {error.message}"
+            )
+            return None
+        delay = float(min(self._settings.backoff_max, self._settings.backoff_initial * 2 ** (attempts - 1)))
+        retry_at = self.now() + dt.timedelta(seconds=delay)
+        log.warning(
+            "%s: attempt %d failed (%s); next attempt in %.1fs",
+            callback.describe(),
+            attempts,
+            error.message,
+            delay,
+        )
+        if not self._store(
+            callback, replace(state, attempts=attempts, retry_at=retry_at, last_error=error.message)
+        ):
+            return None
+        self._event(callback, WARNING, "CallbackFailed", f"attempt {attempts}: {error.message}")
+        return delay
+
+    # --- the ConfigMap --------------------------------------------------------------------------
+
+    def _store(self, callback: PendingCallback, state: DeliveryState) -> bool:
+        """False when the ConfigMap is gone (withdrawn by the server): nothing is owed any more."""
+        patch = {"metadata": {"annotations": {DELIVERY_ANNOTATION: state.encode()}}}
+        try:
+            self._kube.patch(CONFIG_MAP, callback.config_map, patch, callback.namespace)
+        except NotFound:
+            log.info("%s: withdrawn meanwhile", callback.describe())
+            return False
+        return True
+
+    def _abandon(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        patch: dict[str, Any] = {"metadata": {"labels": {PENDING_CALLBACK_LABEL: ABANDONED}}}
+        if annotations:
+            patch["metadata"]["annotations"] = annotations
+        try:
+            self._kube.patch(CONFIG_MAP, name, patch, namespace)
+        except NotFound:
+            return
+
+    def _event(self, callback: PendingCallback, kind: str, reason: str, message: str) -> None:
+        current = self._kube.get(CONFIG_MAP, callback.config_map, callback.namespace)
+        if current is not None:
+            record_event(self._kube, current, kind, reason, message)
+
+    def _counted(self, outcome: str) -> None:
+        if self._count is not None:
+            self._count(outcome)
+
+
+def _status(verdict: Verdict) -> str:
+    return "SUCCEEDED" if verdict.succeeded else "FAILED"

@@ -1,0 +1,82 @@
+"""The controller's exception tree; third-party errors are wrapped at the boundary (`raise ... from e`).
+
+    ControllerError                 root; `controller.cli` turns it into an exit code and message
+    ├── ConfigurationError          bad flags or settings: the process exits, nothing is retried
+    ├── TemporaryError              retry the reconcile after `delay` seconds (bounded backoff)
+    │   ├── KubeUnavailable         the API server did not answer, or answered 5xx / 429
+    │   ├── GitPushRejected         the remote moved on: fetch, re-apply, push again
+    │   └── PrometheusUnavailable   a cleanup rule cannot be evaluated now
+    ├── PermanentError              retrying without a change to the object cannot help
+    │   └── KubeRequestRefused      the API server refused the request (4xx other than 409/429)
+    ├── GitError                    the source repository cannot be cloned, read or pushed
+    └── AuthenticationFailed        a callback without valid credentials (the server answers 401/403)
+
+Reasons are machine-readable (`reason`) so statuses and Events carry them; messages never contain
+secret values or response bodies that could.
+"""
+
+from __future__ import annotations
+
+
+class ControllerError(Exception):
+    """Root of every error the controller raises on purpose."""
+
+    exit_code = 1
+    reason = "Error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigurationError(ControllerError):
+    exit_code = 2
+    reason = "InvalidConfiguration"
+
+
+class TemporaryError(ControllerError):
+    """Try again later; `delay` is a hint in seconds, the runtime caps and backs it off."""
+
+    reason = "Retrying"
+
+    def __init__(self, message: str, delay: float = 10.0) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class PermanentError(ControllerError):
+    reason = "Failed"
+
+
+class KubeUnavailable(TemporaryError):
+    reason = "KubeUnavailable"
+
+
+class KubeRequestRefused(PermanentError):
+    reason = "KubeRequestRefused"
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class GitError(ControllerError):
+    reason = "GitError"
+
+
+class GitPushRejected(TemporaryError):
+    reason = "GitPushRejected"
+
+
+class PrometheusUnavailable(TemporaryError):
+    reason = "PrometheusUnavailable"
+
+
+class AuthenticationFailed(ControllerError):
+    """`status` is the HTTP status to answer (401 no or bad credentials, 403 not allowed)."""
+
+    reason = "Unauthorized"
+
+    def __init__(self, message: str, status: int = 401) -> None:
+        super().__init__(message)
+        self.status = status

@@ -1,0 +1,506 @@
+"""The controller's writer for the source repository: many concurrent edits, few commits, safe pushes.
+
+The subscription server and the reconcilers describe an edit as a `TreeChange`, a pure function of
+the working tree, and `SourceRepo.submit` queues it. One writer thread owns the clone:
+
+    take the first queued change, wait `batch_window` for more (at most `max_batch`)
+    fetch, hard-reset to origin/<branch>, apply every change        (a change that raises leaves
+                                                                      the batch; the rest are applied
+                                                                      again on a clean tree)
+    one commit for the batch, if anything changed                   (never an empty commit)
+    plain push                                                      rejected: back off, fetch, apply
+                                                                      again, push again (max_attempts)
+
+A change's future resolves only once the push carrying it succeeded, so whoever answers a caller
+after `apply` knows the change is durable on the remote. Because changes are re-applied to the
+remote's newest tree after every rejection, other writers (people, CI, other controllers) may push
+to the same branch at any time without any change being lost or applied twice.
+
+Reads (`read`) run under the writer's lock, on a tree that is exactly a commit of the remote.
+Git runs with a fixed identity and with hooks and commit signing off, so the local Git
+configuration cannot change what is committed. Nothing here prints a remote URL's credentials:
+every message built from Git's output is masked first.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import git
+
+from controller.errors import ControllerError, GitError, GitPushRejected
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+REMOTE = "origin"
+COMMITTED_BY_TRAILER = "Committed-By: btp-gitops controller"
+
+# Git's markers of a push the remote refused to take as it is: another writer got there first
+# ("fetch first", "non-fast-forward"), a concurrent update of the ref, or a hook that declined.
+_REJECTION_MARKERS = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch first")
+_MISSING_BRANCH_MARKERS = ("couldn't find remote ref", "could not find remote ref")
+# Greedy up to the last `@` before the host's `/`: a password may hold an unescaped `@` itself.
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s]*@")
+_MAX_DETAIL = 400
+
+
+def mask_credentials(text: str) -> str:
+    """`text` with the user:password part of every URL in it replaced by `***`."""
+    return _URL_USERINFO.sub(r"\g<scheme>***@", text)
+
+
+@dataclass(frozen=True, slots=True)
+class RepoSettings:
+    url: str  # the remote (a bare repo path in tests; https/ssh in production)
+    workdir: Path  # where the controller keeps its own clone (created if missing)
+    branch: str = "main"
+    author_name: str = "btp-gitops controller"
+    author_email: str = "btp-gitops-controller@users.noreply.local"
+    max_attempts: int = 10  # push attempts per batch before its changes fail
+    backoff_initial: float = 0.05  # seconds, doubled per attempt with jitter, capped at backoff_max
+    backoff_max: float = 2.0
+    batch_window: float = 0.05  # how long the writer waits for more changes to share one commit
+    max_batch: int = 250
+
+
+class TreeChange(Protocol):
+    """Edits files under `tree` (the clone's working tree at the remote's newest commit) and returns a
+    one-line summary of what it changed, or None when nothing needed changing. It must be a pure
+    function of the tree: after the remote moved on it is applied again to the new tree. It raises
+    controller.errors.PermanentError (or a subclass) when it cannot be applied; that fails only its own
+    request."""
+
+    def __call__(self, tree: Path) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CommitOutcome:
+    commit: str | None  # sha of the pushed commit that carries the change; None when nothing changed
+    summary: str | None  # the change's own summary line
+    attempts: int  # push attempts the batch needed
+
+
+@dataclass(slots=True)
+class _Request:
+    change: TreeChange
+    message: str
+    future: concurrent.futures.Future[CommitOutcome]
+    summary: str | None = None
+
+
+class _PushRejected(Exception):
+    """The remote refused the push; `detail` is Git's masked explanation."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _detail(output: str) -> str:
+    """Git's own explanation, masked, on one line and bounded (it may quote long ref lists)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    text = mask_credentials("; ".join(lines))
+    return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."
+
+
+def _backoff(settings: RepoSettings, attempt: int) -> float:
+    """Exponential with jitter: competing writers that collided do not collide again in step."""
+    ceiling = min(settings.backoff_max, settings.backoff_initial * 2 ** (attempt - 1))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def commit_message(changes: list[tuple[str, str]]) -> str:
+    """The message of a batch's commit; `changes` are (message, summary) of the changes that changed
+    something. One change keeps its own message; several get a count and their summaries, sorted."""
+    if len(changes) == 1:
+        text = changes[0][0].strip() or changes[0][1]
+    else:
+        listed = "\n".join(f"- {_one_line(summary)}" for summary in sorted(s for _, s in changes))
+        text = f"Record {len(changes)} changes\n\n{listed}"
+    return f"{text}\n\n{COMMITTED_BY_TRAILER}\n"
+
+
+class SourceRepo:
+    """The source repository as the controller edits it: one clone, one writer thread."""
+
+    def __init__(self, settings: RepoSettings) -> None:
+        self._settings = settings
+        self._tree = settings.workdir
+        self._remote = mask_credentials(settings.url)
+        self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # the working tree: the writer's cycles and every read
+        self._state = threading.Lock()  # accepting submissions / stopping
+        self._accepting = True
+        self._thread: threading.Thread | None = None
+        self._repo: git.Repo | None = None
+        self._head = ""
+        self._last_fetch_started = float("-inf")
+        self._tree_pristine = False  # the tree is exactly origin/<branch>, nothing else in it
+        self._env = self._git_environment()
+        self._head_listeners: list[Callable[[Path, str], None]] = []
+        self._announced_head = ""
+
+    # --- public API -----------------------------------------------------------------------------
+
+    @property
+    def head(self) -> str:
+        """Sha of the last commit known to be on the remote's branch ("" before `start`)."""
+        return self._head
+
+    def start(self) -> None:
+        """Clone the remote into `workdir` (or reuse the clone there), check out the remote's newest
+        commit, and start the writer. Raises GitError when the remote or its branch cannot be read."""
+        with self._state:
+            if self._thread is not None:
+                raise GitError(f"the writer of {self._remote} is already running")
+            self._accepting = True
+        with self._lock:
+            self._repo = self._open_clone()
+            self._fetch()
+            self._run_git(
+                "checkout", "--quiet", "--force", "--no-track", "-B", self._settings.branch, self._tracking
+            )
+            self._run_git("clean", "-ffdxq")
+            self._tree_pristine = True
+        thread = threading.Thread(
+            target=self._write_loop, name=f"source-repo-writer:{self._tree}", daemon=True
+        )
+        self._thread = thread
+        thread.start()
+        log.info("source repository %s (branch %s) at %s", self._remote, self._settings.branch, self._head)
+
+    def stop(self) -> None:
+        """Finish every change queued so far, then stop the writer. Changes submitted afterwards (or
+        left when the writer never ran) fail with GitError."""
+        with self._state:
+            self._accepting = False
+            thread, self._thread = self._thread, None
+            if thread is not None:
+                self._queue.put(None)
+        if thread is not None:
+            thread.join()
+        self._fail_queued(GitError(f"the writer of {self._remote} has stopped"))
+        with self._lock:
+            if self._repo is not None:
+                self._repo.close()
+                self._repo = None
+
+    def on_new_head(self, listener: Callable[[Path, str], None]) -> None:
+        """Call `listener(tree, head)` whenever the clone's tree is at a new commit of the remote
+        (after our push, or a read that fetched), under the tree's lock: readers keep what they
+        need of each commit (an index) and then answer without waiting for the lock."""
+        with self._lock:
+            self._head_listeners.append(listener)
+            if self._tree_pristine and self._head:
+                listener(self._tree, self._head)
+
+    def _announce_head(self) -> None:
+        if not self._tree_pristine or self._head == self._announced_head:
+            return
+        self._announced_head = self._head
+        for listener in self._head_listeners:
+            try:
+                listener(self._tree, self._head)
+            except Exception:  # a reader's failure must not fail the writer's push
+                log.exception("a listener of %s failed on %s", self._remote, self._head[:12])
+
+    def submit(self, change: TreeChange, message: str) -> concurrent.futures.Future[CommitOutcome]:
+        """Queue `change`; the future resolves once a push carrying it succeeded (commit None when it
+        changed nothing), or fails with the change's own error, GitPushRejected or GitError."""
+        future: concurrent.futures.Future[CommitOutcome] = concurrent.futures.Future()
+        with self._state:
+            if self._accepting:
+                self._queue.put(_Request(change, message, future))
+                return future
+        future.set_exception(GitError(f"the writer of {self._remote} has stopped"))
+        return future
+
+    def apply(self, change: TreeChange, message: str, timeout: float | None = None) -> CommitOutcome:
+        """`submit` and wait (concurrent.futures.TimeoutError after `timeout` seconds: the change
+        may still be pushed later)."""
+        return self.submit(change, message).result(timeout)
+
+    def read(self, reader: Callable[[Path], T], *, refresh: bool = True) -> T:
+        """Run `reader` on the tree at a commit of the remote, under the writer's lock; with `refresh`,
+        that commit is at least as new as the remote's branch when `read` was called. `reader` must
+        not edit the tree, nor wait for a change of this repository (the writer waits for the lock)."""
+        called = time.monotonic()
+        with self._lock:
+            self._require_started()
+            # A fetch that began after this call is as fresh as one of our own: concurrent readers
+            # (and the writer) share it rather than each paying for a round trip.
+            if refresh and self._last_fetch_started < called:
+                self._fetch()
+                self._tree_pristine = self._tree_pristine and self._local_head() == self._head
+            if not self._tree_pristine:
+                self._reset_to_remote()
+            self._announce_head()
+            return reader(self._tree)
+
+    # --- the writer -----------------------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch, stopping = self._collect_batch(first)
+            if batch:
+                self._process_safely(batch)
+            if stopping:
+                return
+
+    def _collect_batch(self, first: _Request) -> tuple[list[_Request], bool]:
+        """The first request and whatever else arrives within the batch window; (batch, stop seen)."""
+        batch = [first] if first.future.set_running_or_notify_cancel() else []
+        deadline = time.monotonic() + self._settings.batch_window
+        while len(batch) < self._settings.max_batch:
+            remaining = deadline - time.monotonic()
+            try:
+                item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                return batch, True
+            if item.future.set_running_or_notify_cancel():  # a cancelled future is dropped here
+                batch.append(item)
+        return batch, False
+
+    def _process_safely(self, batch: list[_Request]) -> None:
+        """Nothing may end the writer thread: an unexpected failure fails its batch and is logged."""
+        try:
+            self._process(batch)
+        except Exception as error:
+            log.exception("writing a batch of %d changes to %s failed", len(batch), self._remote)
+            self._tree_pristine = False  # whatever state the tree was left in, a reset comes first
+            failure = GitError(f"writing to {self._remote} failed unexpectedly ({type(error).__name__})")
+            for request in batch:
+                if not request.future.done():
+                    request.future.set_exception(failure)
+
+    def _process(self, batch: list[_Request]) -> None:
+        live = list(batch)
+        pushes = 0
+        detail = ""
+        while True:
+            with self._lock:
+                try:
+                    commit = self._prepare_commit(live)
+                    if commit is None:
+                        self._resolve(live, None, pushes)
+                        return
+                    pushes += 1
+                    self._push()
+                    self._head = commit
+                    self._tree_pristine = True
+                    self._resolve(live, commit, pushes)
+                    self._announce_head()  # after the answers: they need not wait for readers' indexes
+                    log.info(
+                        "pushed %s to %s (%d changes, attempt %d)",
+                        commit[:12],
+                        self._remote,
+                        len(live),
+                        pushes,
+                    )
+                    return
+                except _PushRejected as rejection:
+                    detail = rejection.detail
+                    self._restore_quietly()
+                except GitError as error:
+                    self._restore_quietly()
+                    self._fail(live, error)
+                    return
+            if pushes >= self._settings.max_attempts:
+                self._fail(
+                    live,
+                    GitPushRejected(
+                        f"{self._remote} rejected {pushes} pushes to {self._settings.branch}: {detail}",
+                        delay=self._settings.backoff_max,
+                    ),
+                )
+                return
+            log.info("push to %s rejected (attempt %d): %s; trying again", self._remote, pushes, detail)
+            time.sleep(_backoff(self._settings, pushes))
+
+    def _prepare_commit(self, live: list[_Request]) -> str | None:
+        """Bring the tree to the remote's newest commit, apply the batch, commit; None if unchanged."""
+        self._fetch()
+        self._reset_to_remote()
+        self._apply_all(live)
+        self._tree_pristine = False
+        changed = [r for r in live if r.summary is not None]
+        if not changed or not self._run_git("status", "--porcelain", "--untracked-files=all"):
+            for request in live:
+                request.summary = None
+            self._reset_to_remote()
+            return None
+        self._run_git("add", "--all")
+        message = commit_message([(r.message, r.summary or "") for r in changed])
+        self._run_git("commit", "--quiet", "--no-verify", "--cleanup=whitespace", "--message", message)
+        return self._local_head()
+
+    def _apply_all(self, live: list[_Request]) -> None:
+        """Apply every change in order; one that raises leaves `live` with its error, and the others
+        are applied again on a clean tree, so no half-applied edit of it is committed."""
+        while True:
+            failed = self._first_failure(live)
+            if failed is None:
+                return
+            request, error = failed
+            live.remove(request)
+            request.future.set_exception(error)
+            self._reset_to_remote()
+
+    def _first_failure(self, live: list[_Request]) -> tuple[_Request, Exception] | None:
+        for request in live:
+            try:
+                request.summary = request.change(self._tree)
+            except Exception as error:
+                reason = error.message if isinstance(error, ControllerError) else type(error).__name__
+                log.warning("change %r cannot be applied: %s", _one_line(request.message), reason)
+                return request, error
+        return None
+
+    def _resolve(self, live: list[_Request], commit: str | None, pushes: int) -> None:
+        for request in live:
+            carried = commit if request.summary is not None else None
+            request.future.set_result(CommitOutcome(carried, request.summary, pushes))
+
+    @staticmethod
+    def _fail(live: list[_Request], error: ControllerError) -> None:
+        for request in live:
+            request.future.set_exception(error)
+
+    def _fail_queued(self, error: GitError) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None and item.future.set_running_or_notify_cancel():
+                item.future.set_exception(error)
+
+    # --- Git --------------------------------------------------------------------------------------
+
+    @property
+    def _tracking(self) -> str:
+        return f"refs/remotes/{REMOTE}/{self._settings.branch}"
+
+    def _git_environment(self) -> dict[str, str]:
+        """Identity, no prompts, no hooks, no signing: the commit depends on the settings alone."""
+        settings = self._settings
+        overrides = {"core.hooksPath": "/dev/null", "commit.gpgSign": "false", "gc.autoDetach": "false"}
+        env = {
+            "GIT_AUTHOR_NAME": settings.author_name,
+            "GIT_AUTHOR_EMAIL": settings.author_email,
+            "GIT_COMMITTER_NAME": settings.author_name,
+            "GIT_COMMITTER_EMAIL": settings.author_email,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_CONFIG_COUNT": str(len(overrides)),
+        }
+        for index, (key, value) in enumerate(overrides.items()):
+            env[f"GIT_CONFIG_KEY_{index}"] = key
+            env[f"GIT_CONFIG_VALUE_{index}"] = value
+        return env
+
+    def _require_started(self) -> git.Repo:
+        if self._repo is None:
+            raise GitError(f"the source repository {self._remote} is not open (start() first)")
+        return self._repo
+
+    def _run_git(self, *args: str) -> str:
+        """Run one Git command in the clone; GitError (masked) when it fails."""
+        status, out, err = self._execute(*args)
+        if status != 0:
+            raise GitError(f"git {args[0]} failed for {self._remote}: {_detail(err or out)}")
+        return out
+
+    def _execute(self, *args: str) -> tuple[int, str, str]:
+        repo = self._require_started()
+        try:
+            status, out, err = repo.git.execute(
+                ["git", *args], with_extended_output=True, with_exceptions=False, env=self._env
+            )
+        except git.GitCommandNotFound as error:
+            raise GitError("the git executable was not found") from error
+        return int(status), str(out), str(err)
+
+    def _open_clone(self) -> git.Repo:
+        """The clone in `workdir`, created when missing, with `origin` pointing at the remote.
+
+        The URL goes into the clone's configuration through gitpython's config writer rather than a
+        `git remote` command line, which gitpython would log with any credentials in it."""
+        workdir = self._tree
+        try:
+            if (workdir / ".git").is_dir():
+                repo = git.Repo(workdir)
+            elif workdir.exists() and any(workdir.iterdir()):
+                raise GitError(f"{workdir} is neither empty nor a clone of {self._remote}")
+            else:
+                workdir.mkdir(parents=True, exist_ok=True)
+                repo = git.Repo.init(workdir, initial_branch=self._settings.branch)
+            with repo.config_writer() as config:
+                section = f'remote "{REMOTE}"'
+                config.set_value(section, "url", self._settings.url)
+                config.set_value(section, "fetch", f"+refs/heads/*:refs/remotes/{REMOTE}/*")
+        except (git.GitError, OSError) as error:
+            raise GitError(
+                f"cannot open a clone of {self._remote} in {workdir}: {type(error).__name__}"
+            ) from error
+        return repo
+
+    def _fetch(self) -> None:
+        started = time.monotonic()
+        branch = self._settings.branch
+        status, out, err = self._execute(
+            "fetch", "--quiet", "--no-tags", REMOTE, f"+refs/heads/{branch}:{self._tracking}"
+        )
+        if status != 0:
+            if any(marker in err for marker in _MISSING_BRANCH_MARKERS):
+                raise GitError(f"branch {branch} does not exist on {self._remote}")
+            raise GitError(f"cannot fetch branch {branch} from {self._remote}: {_detail(err or out)}")
+        self._head = self._run_git("rev-parse", "--verify", self._tracking)
+        self._last_fetch_started = started
+
+    def _push(self) -> None:
+        status, out, err = self._execute(
+            "push", "--quiet", REMOTE, f"HEAD:refs/heads/{self._settings.branch}"
+        )
+        if status == 0:
+            return
+        output = f"{err}\n{out}"
+        if any(marker in output for marker in _REJECTION_MARKERS):
+            raise _PushRejected(_detail(output))
+        raise GitError(f"cannot push branch {self._settings.branch} to {self._remote}: {_detail(output)}")
+
+    def _local_head(self) -> str:
+        return self._run_git("rev-parse", "--verify", "HEAD")
+
+    def _reset_to_remote(self) -> None:
+        self._run_git("reset", "--quiet", "--hard", self._tracking)
+        self._run_git("clean", "-ffdxq")
+        self._tree_pristine = True
+
+    def _restore_quietly(self) -> None:
+        """After a failed cycle: back to the remote's commit, or marked for a reset before any read."""
+        try:
+            self._reset_to_remote()
+        except GitError as error:
+            self._tree_pristine = False
+            log.warning("cannot reset the clone of %s: %s", self._remote, error.message)

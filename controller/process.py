@@ -1,0 +1,192 @@
+"""The two long-running processes, assembled from flags: what runs, in which order, and how it stops.
+
+Controller:  probes up (alive, and ready once listed) -> wait for the Lease -> start the source
+             repository and the reconcilers -> run until SIGTERM or the Lease is lost -> stop the
+             reconcilers, push what is queued, release the Lease. Losing the Lease ends the process
+             (exit 1): the Pod restarts as a candidate, so two leaders never overlap.
+Subscription server: the HTTP server and its Git writer; every replica answers (the writer
+             retries when another replica pushed first), so it needs no Lease.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from controller.errors import ConfigurationError
+from controller.gitstore import RepoSettings, SourceRepo
+from controller.health import ProbeServer
+from controller.kube import KubeClient, load_api_client
+from controller.leader import LeaderElector, LeaseSettings
+from controller.reconcilers import ReconcilerOptions, build_reconcilers
+from controller.runtime import Manager, RuntimeSettings
+from controller.subscription.git_ledger import GitTenantLedger
+from controller.subscription.server import SubscriptionServerSettings, build_subscription_server
+
+log = logging.getLogger("btp_gitops.controller")
+
+DEFAULT_MODULE_RESOURCES = Path("/app/module-resources")  # where the image ships them
+_CHECKOUT_MODULE_RESOURCES = Path(__file__).resolve().parents[1] / "module-resources"
+
+
+def module_resources_dir(given: Path | None) -> Path:
+    for candidate in (given, DEFAULT_MODULE_RESOURCES, _CHECKOUT_MODULE_RESOURCES):
+        if candidate is not None and (candidate / "apply").is_dir():
+            return candidate
+    raise ConfigurationError(
+        f"no module-resources directory (with apply/) at {given or DEFAULT_MODULE_RESOURCES}: "
+        "pass --module-resources"
+    )
+
+
+def process_identity() -> str:
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+def source_repo_from_args(args: argparse.Namespace) -> SourceRepo | None:
+    if not args.source_repo:
+        return None
+    return SourceRepo(
+        RepoSettings(url=args.source_repo, workdir=Path(args.workdir), branch=args.source_branch)
+    )
+
+
+@dataclass
+class ControllerProcess:
+    kube: KubeClient
+    options: ReconcilerOptions
+    runtime: RuntimeSettings
+    lease: LeaseSettings | None
+    probe_address: tuple[str, int]
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    _manager: Manager | None = None
+    _lost_lease: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ControllerProcess:
+        kube = KubeClient(load_api_client(args.kubeconfig, args.context))
+        options = ReconcilerOptions(
+            module_resources=module_resources_dir(args.module_resources),
+            source_repo=source_repo_from_args(args),
+            prometheus_url=args.prometheus_url,
+            cleanup_interval=args.cleanup_interval,
+            hard_delete_timeout=args.hard_delete_timeout,
+        )
+        lease = (
+            LeaseSettings(
+                namespace=args.namespace,
+                name=args.lease_name,
+                identity=process_identity(),
+                lease_duration=args.lease_duration,
+                renew_deadline=args.renew_deadline,
+                retry_period=args.retry_period,
+            )
+            if args.leader_elect
+            else None
+        )
+        if args.renew_deadline >= args.lease_duration:
+            raise ConfigurationError("--renew-deadline must be shorter than --lease-duration")
+        runtime = RuntimeSettings(resync_period=args.resync_period)
+        return cls(kube, options, runtime, lease, args.probe_address)
+
+    def _alive(self) -> bool:
+        return self._manager is None or self._manager.healthy()
+
+    def _ready(self) -> bool:
+        # A standby (no manager yet) is ready: it has nothing to serve until it leads.
+        return self._manager is None or self._manager.ready()
+
+    def _start_leading(self) -> None:
+        if self.options.source_repo is not None:
+            self.options.source_repo.start()
+        reconcilers = build_reconcilers(self.kube, self.options, self.registry)
+        log.info("starting reconcilers: %s", ", ".join(r.name for r in reconcilers))
+        self._manager = Manager(self.kube, reconcilers, self.runtime, self.registry)
+        self._manager.start()
+
+    def _stop_leading(self) -> None:
+        if self._manager is not None:
+            self._manager.stop()
+        if self.options.source_repo is not None:
+            self.options.source_repo.stop()
+
+    def run(self, stop: threading.Event) -> int:
+        probes = ProbeServer(
+            *self.probe_address, healthy=self._alive, ready=self._ready, registry=self.registry
+        )
+        probes.start()
+        log.info("probes on port %d", probes.port)
+        try:
+            if self.lease is None:
+                self._start_leading()
+                stop.wait()
+                self._stop_leading()
+                return 0
+            return self._run_elected(self.lease, stop)
+        finally:
+            probes.stop()
+
+    def _run_elected(self, lease: LeaseSettings, stop: threading.Event) -> int:
+        elector = LeaderElector(self.kube, lease)
+        ended = threading.Event()
+
+        def lead() -> None:
+            elector.run(self._start_leading, self._stop_leading)
+            ended.set()
+
+        leading = threading.Thread(target=lead, name="leader-election", daemon=True)
+        leading.start()
+        while not stop.wait(0.5):
+            if ended.is_set():
+                log.error("leadership lost: exiting so a new leader takes over cleanly")
+                return 1
+        elector.stop()
+        leading.join(30)
+        return 0
+
+
+@dataclass
+class SubscriptionServerProcess:
+    kube: KubeClient
+    settings: SubscriptionServerSettings
+    source_repo: SourceRepo
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SubscriptionServerProcess:
+        repo = source_repo_from_args(args)
+        if repo is None:
+            raise ConfigurationError("the subscription server records tenants in Git: pass --source-repo")
+        if args.callback_timeout_ms <= 0:
+            raise ConfigurationError("--callback-timeout-ms must be positive")
+        host, port = args.address
+        settings = SubscriptionServerSettings(
+            host=host,
+            port=port,
+            tls_cert_file=str(args.tls_cert) if args.tls_cert else None,
+            tls_key_file=str(args.tls_key) if args.tls_key else None,
+            namespaces=tuple(args.application_namespace),
+            callback_timeout=dt.timedelta(milliseconds=args.callback_timeout_ms),
+            jwks_ca_file=str(args.jwks_ca_file) if args.jwks_ca_file else None,
+        )
+        return cls(KubeClient(load_api_client(args.kubeconfig, args.context)), settings, repo)
+
+    def run(self, stop: threading.Event) -> int:
+        self.source_repo.start()
+        server = build_subscription_server(self.settings, self.kube, GitTenantLedger(self.source_repo))
+        try:
+            server.start()
+            log.info("subscription server on %s port %d", server.scheme, server.port)
+            stop.wait()
+        finally:
+            server.stop()
+            self.source_repo.stop()
+        return 0

@@ -1,0 +1,420 @@
+"""The subscription server's request handlers: authenticate, find the application, record, answer.
+
+Order of checks for every callback (each step answers with its own status):
+
+1. the credentials' form, without I/O: bearer token with a well-formed header and `jku` (SaaS
+   registry) or a readable forwarded client certificate (subscription manager) -> 401;
+2. the body and parameters -> 400, naming the field;
+3. the application (`sha1(providerSubaccountId + appName)`) or, for a subscription-manager DELETE,
+   the tenant by subscription GUID. When there is none, the caller is checked against every
+   application the server serves: a caller valid for some application learns 404, anyone else
+   gets 401. So unauthenticated callers cannot probe which applications exist, while a
+   misrouted SaaS registry still gets an honest 404;
+4. the credentials against that application's binding Secrets -> 401 / 403 (503 when the Secrets
+   cannot be read now);
+5. the work: cluster objects first (idempotent), then the tenant record, which the ledger returns
+   from only once it is pushed. 202 after that, never before; 503 with a JSON error when the
+   record could not be written (the pending callback opened for it is withdrawn).
+
+A SaaS registry PUT answers 202 `{"message", "tenant", "subscriptionUrl"}` (`applicationUrl` for
+the subscription manager): the SaaS registry ignores the body of an asynchronous answer, the URL is
+what the completion callback reports too. DELETE answers 202 or 404 (no such tenant).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from email.message import Message
+from typing import Any
+
+from controller.errors import AuthenticationFailed, ControllerError, PermanentError
+from controller.subscription.auth import (
+    TokenExpectation,
+    TokenVerifier,
+    bearer_token,
+    check_client_certificate,
+    forwarded_client_certificate,
+    token_key_url,
+    unverified_header,
+)
+from controller.subscription.cluster_side import ClusterSide, Operation, PendingCallback
+from controller.subscription.credentials import CredentialReader, CredentialsUnavailable, ServiceNotBound
+from controller.subscription.ledger import (
+    DEFAULT_CONTEXT_SECRET_SUFFIX,
+    AppTarget,
+    SubscriptionEntry,
+    TenantLedger,
+    TenantTarget,
+)
+from controller.subscription.metrics import SubscriptionMetrics
+from controller.subscription.payloads import (
+    InvalidPayload,
+    SubscriptionKind,
+    SubscriptionPayload,
+    parse_saas_payload,
+    parse_sms_payload,
+    parse_sms_unsubscription,
+)
+from controller.subscription.saas_client import check_callback_path
+from generator.domains.cap.identity import sha1_hex
+
+log = logging.getLogger("btp_gitops.subscription")
+
+STATUS_CALLBACK_HEADER = "STATUS_CALLBACK"
+CLIENT_CERT_HEADER = "X-Forwarded-Client-Cert"
+CREATED = "resource created successfully"
+UPDATED = "resource exists"
+DELETED = "resource deleted successfully"
+
+
+class NotFound(PermanentError):
+    reason = "NotFound"
+
+
+class NotSubscribable(PermanentError):
+    """The request conflicts with the application (services-only, or the provider's own subdomain)."""
+
+    reason = "NotSubscribable"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str
+    query: Mapping[str, list[str]]
+    headers: Message
+    body: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    payload: Any = None  # JSON-serialisable, or bytes sent as they are
+    content_type: str = "application/json"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerSettings:
+    callback_timeout: dt.timedelta = dt.timedelta(minutes=15)
+    namespaces: frozenset[str] = frozenset()  # empty: applications of every namespace
+
+
+@dataclass(slots=True)
+class SubscriptionService:
+    """Everything a handler needs; shared by all request threads (each part is thread-safe)."""
+
+    ledger: TenantLedger
+    credentials: CredentialReader
+    verifier: TokenVerifier
+    cluster: ClusterSide
+    metrics: SubscriptionMetrics
+    settings: HandlerSettings = field(default_factory=HandlerSettings)
+    now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
+
+    # --- applications and tenants ----------------------------------------------------------------
+
+    def served(self, app: AppTarget | None) -> AppTarget | None:
+        if app is None or (self.settings.namespaces and app.namespace not in self.settings.namespaces):
+            return None
+        return app
+
+    def application(self, kind: SubscriptionKind, request: Request, identifier_hash: str) -> AppTarget:
+        app = self.served(self.ledger.find_application(identifier_hash))
+        if app is None:
+            self.authenticate_for_any(kind, request)
+            raise NotFound("no application is registered for this provider subaccount and app name")
+        return app
+
+    def tenant_by_subscription(
+        self, request: Request, subscription_guid: str, tenant_id: str
+    ) -> TenantTarget:
+        tenant = self.ledger.find_tenant_by_subscription(subscription_guid, tenant_id)
+        if tenant is None or self.served(tenant.app) is None:
+            self.authenticate_for_any(SubscriptionKind.SMS, request)
+            raise NotFound("no tenant has this subscription")
+        return tenant
+
+    # --- authentication ----------------------------------------------------------------------------
+
+    def authenticate(self, kind: SubscriptionKind, request: Request, app: AppTarget) -> int | None:
+        """Check the caller against `app`'s credentials; the callback timeout (ms) they configure."""
+        try:
+            if kind is SubscriptionKind.SMS:
+                manager = self.credentials.subscription_manager(app)
+                check_client_certificate(
+                    request.headers.get(CLIENT_CERT_HEADER),
+                    manager.callback_certificate_subject,
+                    manager.callback_certificate_issuer,
+                )
+                return manager.callback_timeout_ms
+            xsuaa = self.credentials.xsuaa(app)
+            registry = self.credentials.saas_registry(app)
+            expected = TokenExpectation(
+                uaadomain=registry.uaadomain or xsuaa.uaadomain,
+                xsappname=xsuaa.xsappname,
+                clientid=registry.clientid,
+            )
+            self.verifier.verify(bearer_token(request.headers.get("Authorization")), expected)
+            return registry.callback_timeout_ms
+        except ServiceNotBound as error:
+            log.warning("cannot authenticate callers of %s/%s: %s", app.namespace, app.name, error.message)
+            raise AuthenticationFailed("the caller could not be authenticated") from error
+
+    def authenticate_for_any(self, kind: SubscriptionKind, request: Request) -> None:
+        """Pass when the caller is valid for some served application, else 401."""
+        for app in self.ledger.applications():
+            if self.served(app) is None:
+                continue
+            try:
+                self.authenticate(kind, request, app)
+            except (AuthenticationFailed, CredentialsUnavailable):
+                continue
+            except ControllerError as error:  # e.g. the issuer's keys are unreachable: try the others
+                log.debug("authenticating against %s/%s: %s", app.namespace, app.name, error.reason)
+                continue
+            return
+        raise AuthenticationFailed("the caller could not be authenticated")
+
+    # --- cluster and records -----------------------------------------------------------------------
+
+    def deadline(self, timeout_ms: int | None) -> dt.datetime:
+        timeout = dt.timedelta(milliseconds=timeout_ms) if timeout_ms else self.settings.callback_timeout
+        return self.now() + timeout
+
+    def open_then_record(self, callback: PendingCallback | None, record: Callable[[], bool]) -> bool:
+        """Open the pending callback, run `record`; withdraw the callback when it fails or finds nothing."""
+        previous = self.cluster.open_callback(callback) if callback else None
+        try:
+            recorded = record()
+        except BaseException:
+            self._withdraw(callback, previous)
+            raise
+        if not recorded:
+            self._withdraw(callback, previous)
+        return recorded
+
+    def _withdraw(self, callback: PendingCallback | None, previous: Any) -> None:
+        if callback is None:
+            return
+        try:
+            self.cluster.withdraw_callback(callback, previous)
+        except ControllerError as error:
+            # It then expires at its deadline and the watcher reports FAILED: late, but not lost.
+            log.warning(
+                "could not withdraw pending callback %s/%s: %s", callback.app.namespace, callback.name, error
+            )
+
+
+def callback_path(request: Request) -> str:
+    """The STATUS_CALLBACK header ('' when absent: a synchronous caller expects no callback)."""
+    value = (request.headers.get(STATUS_CALLBACK_HEADER) or "").strip()
+    if not value:
+        return ""
+    try:
+        return check_callback_path(value)
+    except ValueError as error:
+        raise InvalidPayload(STATUS_CALLBACK_HEADER, str(error)) from error
+
+
+def app_url(sub_domain: str, payload_domain: str, app: AppTarget) -> str:
+    domain = payload_domain or app.subscription_domain
+    return f"https://{sub_domain}.{domain}" if domain else ""
+
+
+def url_field(kind: SubscriptionKind) -> str:
+    return "applicationUrl" if kind is SubscriptionKind.SMS else "subscriptionUrl"
+
+
+# --- preliminary credential checks (no I/O) --------------------------------------------------------
+
+
+def precheck_bearer(request: Request) -> None:
+    token_key_url(unverified_header(bearer_token(request.headers.get("Authorization"))))
+
+
+def precheck_certificate(request: Request) -> None:
+    forwarded_client_certificate(request.headers.get(CLIENT_CERT_HEADER))
+
+
+def precheck(kind: SubscriptionKind, request: Request) -> None:
+    if kind is SubscriptionKind.SMS:
+        precheck_certificate(request)
+    else:
+        precheck_bearer(request)
+
+
+# --- subscribe ---------------------------------------------------------------------------------------
+
+
+def check_subscribable(app: AppTarget, payload: SubscriptionPayload) -> None:
+    """What the tenant record would refuse, answered before anything is written."""
+    if not app.multi_tenant:
+        raise NotSubscribable(
+            f"CAPApplication {app.namespace}/{app.name} is services-only: it has no tenants"
+        )
+    if payload.tenant_id == app.provider_tenant_id and payload.sub_domain != app.provider_sub_domain:
+        raise NotSubscribable("the provider tenant subscribes with a subdomain other than the application's")
+
+
+def subscribe(service: SubscriptionService, request: Request, payload: SubscriptionPayload) -> Response:
+    app = service.application(payload.kind, request, payload.identifier_hash)
+    timeout_ms = service.authenticate(payload.kind, request, app)
+    check_subscribable(app, payload)
+    path = callback_path(request)
+    existing = service.ledger.find_tenant(app, payload.tenant_id)
+    tenant_name = existing.name if existing else service.ledger.new_tenant_name(app, payload.tenant_id)
+    secret_name = (
+        existing.context_secret_name if existing else f"{tenant_name}{DEFAULT_CONTEXT_SECRET_SUFFIX}"
+    )
+    service.cluster.store_subscription_context(
+        app, secret_name, payload.tenant_id, payload.subscription_guid, payload.raw
+    )
+    url = app_url(payload.sub_domain, payload.subscription_domain, app)
+    callback = None
+    if path:
+        callback = PendingCallback(
+            app,
+            tenant_name,
+            payload.tenant_id,
+            payload.sub_domain,
+            Operation.PROVISIONING,
+            path,
+            service.deadline(timeout_ms),
+            url,
+            str(payload.kind),
+        )
+    entry = SubscriptionEntry(
+        app,
+        payload.tenant_id,
+        payload.sub_domain,
+        payload.subscription_guid,
+        payload.global_account_id,
+        secret_name,
+    )
+
+    def record() -> bool:
+        service.ledger.record_subscription(entry)
+        return True
+
+    service.open_then_record(callback, record)
+    message = UPDATED if existing else CREATED
+    return Response(202, {"message": message, "tenant": tenant_name, url_field(payload.kind): url})
+
+
+def saas_subscribe(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
+    precheck_bearer(request)
+    return subscribe(service, request, parse_saas_payload(request.body, params["tenantId"]))
+
+
+def sms_subscribe(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
+    precheck_certificate(request)
+    return subscribe(service, request, parse_sms_payload(request.body, params["tenantId"]))
+
+
+# --- unsubscribe -------------------------------------------------------------------------------------
+
+
+def unsubscribe(
+    service: SubscriptionService,
+    request: Request,
+    tenant: TenantTarget,
+    *,
+    kind: SubscriptionKind,
+    timeout_ms: int | None,
+    payload_domain: str = "",
+) -> Response:
+    path = callback_path(request)
+    callback = None
+    if path:
+        callback = PendingCallback(
+            tenant.app,
+            tenant.name,
+            tenant.tenant_id,
+            tenant.sub_domain,
+            Operation.DEPROVISIONING,
+            path,
+            service.deadline(timeout_ms),
+            app_url(tenant.sub_domain, payload_domain, tenant.app),
+            str(kind),
+        )
+    recorded = service.open_then_record(
+        callback, lambda: service.ledger.record_unsubscription(tenant.app, tenant.tenant_id)
+    )
+    if not recorded:
+        raise NotFound("the application has no tenant with this id")
+    return Response(202, {"message": DELETED, "tenant": tenant.name})
+
+
+def saas_unsubscribe(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
+    precheck_bearer(request)
+    payload = parse_saas_payload(request.body, params["tenantId"])
+    app = service.application(payload.kind, request, payload.identifier_hash)
+    timeout_ms = service.authenticate(payload.kind, request, app)
+    tenant = service.ledger.find_tenant(app, payload.tenant_id)
+    if tenant is None:
+        raise NotFound("the application has no tenant with this id")
+    return unsubscribe(
+        service,
+        request,
+        tenant,
+        kind=payload.kind,
+        timeout_ms=timeout_ms,
+        payload_domain=payload.subscription_domain,
+    )
+
+
+def sms_unsubscribe(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
+    precheck_certificate(request)
+    wanted = parse_sms_unsubscription(params["tenantId"], dict(request.query))
+    tenant = service.tenant_by_subscription(request, wanted.subscription_guid, wanted.tenant_id)
+    timeout_ms = service.authenticate(SubscriptionKind.SMS, request, tenant.app)
+    return unsubscribe(service, request, tenant, kind=SubscriptionKind.SMS, timeout_ms=timeout_ms)
+
+
+# --- dependencies ------------------------------------------------------------------------------------
+
+
+def dependencies(
+    service: SubscriptionService, request: Request, params: Mapping[str, str], kind: SubscriptionKind
+) -> Response:
+    precheck(kind, request)
+    account, name = params["providerSubaccountId"], params["appName"]
+    if not account.strip() or not name.strip():
+        raise InvalidPayload("path", "providerSubaccountId and appName must not be empty")
+    app = service.application(kind, request, sha1_hex(account, name))
+    service.authenticate(kind, request, app)
+    return Response(200, [{"xsappname": name} for name in service.credentials.dependency_xsappnames(app)])
+
+
+def saas_dependencies(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
+    return dependencies(service, request, params, SubscriptionKind.SAAS)
+
+
+def sms_dependencies(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
+    return dependencies(service, request, params, SubscriptionKind.SMS)
+
+
+# --- probes ------------------------------------------------------------------------------------------
+
+
+def healthz(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
+    return Response(200, {"status": "ok"})
+
+
+def readyz(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
+    try:
+        ready = service.ledger.ready()
+    except ControllerError as error:
+        log.warning("readiness: the tenant records are not available: %s", error.reason)
+        ready = False
+    if not ready:
+        return Response(503, {"error": "the tenant records are not available yet"})
+    return Response(200, {"status": "ready"})
+
+
+def metrics(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
+    return Response(200, service.metrics.exposition(), content_type=service.metrics.content_type)

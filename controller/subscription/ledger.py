@@ -1,0 +1,117 @@
+"""What the subscription server needs from the tenant records, as a small interface.
+
+The server never touches Git itself: it asks a `TenantLedger` which application a callback is for,
+which tenant record a tenant id has, and to record a subscription or an unsubscription durably.
+`git_ledger.GitTenantLedger` implements it on the source repository; the values here are the
+server's own view of the records, so the HTTP layer does not depend on how they are stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+XSUAA_CLASS = "xsuaa"
+SAAS_REGISTRY_CLASS = "saas-registry"
+SUBSCRIPTION_MANAGER_CLASS = "subscription-manager"
+PRIMARY_XSUAA_ANNOTATION = "sme.sap.com/primary-xsuaa"
+SUBSCRIPTION_DOMAIN_ANNOTATION = "sme.sap.com/subscription-domain"
+DEFAULT_CONTEXT_SECRET_SUFFIX = "-subscription-context"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceRef:
+    """One entry of the application's `spec.btp.services`: its binding Secret lives in the app's namespace."""
+
+    name: str
+    secret: str
+    service_class: str
+    subscription_dependency: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AppTarget:
+    """A CAPApplication as the server sees it: where it lives and which services it binds."""
+
+    namespace: str
+    name: str
+    btp_app_name: str
+    provider_subaccount_id: str
+    identifier_hash: str
+    services: tuple[ServiceRef, ...] = ()
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    provider_tenant_id: str = ""  # "" for a services-only application, which has no tenants
+    provider_sub_domain: str = ""
+
+    @property
+    def multi_tenant(self) -> bool:
+        return bool(self.provider_tenant_id)
+
+    def services_of_class(self, service_class: str) -> tuple[ServiceRef, ...]:
+        return tuple(s for s in self.services if s.service_class == service_class)
+
+    @property
+    def subscription_domain(self) -> str:
+        return self.annotations.get(SUBSCRIPTION_DOMAIN_ANNOTATION, "")
+
+
+@dataclass(frozen=True, slots=True)
+class TenantTarget:
+    """An existing CAPTenant record of an application."""
+
+    app: AppTarget
+    name: str
+    tenant_id: str
+    sub_domain: str
+    subscription_guid: str = ""
+    subscription_context_secret: str = ""
+    marked_for_deletion: bool = False
+
+    @property
+    def context_secret_name(self) -> str:
+        return self.subscription_context_secret or f"{self.name}{DEFAULT_CONTEXT_SECRET_SUFFIX}"
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionEntry:
+    """What a subscribe writes into the tenant's record (never the payload: it stays in the cluster)."""
+
+    app: AppTarget
+    tenant_id: str
+    sub_domain: str
+    subscription_guid: str
+    global_account_id: str
+    subscription_context_secret: str
+
+
+class TenantLedger(Protocol):
+    """The tenant records of every application the server answers for.
+
+    `record_*` return only once the change is durable (pushed); they raise a `ControllerError`
+    (`TemporaryError`, `GitError`, ...) when it could not be recorded, and then nothing was recorded.
+    """
+
+    def ready(self) -> bool:
+        """True once the records can be read (the source repository is available)."""
+        ...
+
+    def applications(self) -> Sequence[AppTarget]: ...
+
+    def find_application(self, identifier_hash: str) -> AppTarget | None: ...
+
+    def find_tenant(self, app: AppTarget, tenant_id: str) -> TenantTarget | None: ...
+
+    def find_tenant_by_subscription(self, subscription_guid: str, tenant_id: str) -> TenantTarget | None:
+        """The tenant with this subscription GUID and tenant id, in any application."""
+        ...
+
+    def new_tenant_name(self, app: AppTarget, tenant_id: str) -> str:
+        """The record name a subscribe of an unknown tenant creates."""
+        ...
+
+    def record_subscription(self, entry: SubscriptionEntry) -> None: ...
+
+    def record_unsubscription(self, app: AppTarget, tenant_id: str) -> bool:
+        """Mark the tenant for deprovisioning; False when the application has no such tenant."""
+        ...

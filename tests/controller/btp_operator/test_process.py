@@ -1,0 +1,198 @@
+"""`btp-gitops controller` as a real process against the real API server: probes and metrics,
+SIGTERM, two replicas with leader election (one acts; the standby takes over after the leader is
+killed with SIGKILL), and a controller killed with SIGKILL in the middle of a hard delete whose
+successor finishes the deprovisioning. The test plays the SAP BTP service operator (it clears
+its finalizer) and nothing else is faked."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from controller.btp_operator.status import current_reason
+from controller.kube import BTP_OPERATOR, LEASE, SERVICE_INSTANCE, KubeClient
+from tests.controller.btp_operator.cluster import (
+    MODULE_NAMESPACE,
+    MODULE_RESOURCES,
+    ModuleCluster,
+    ServiceOperand,
+)
+from tests.support.crds import load_crds, our_crd_files
+from tests.support.kubeapi import KubeAPI, install_crds
+
+pytestmark = pytest.mark.kube
+
+CLI = Path(sys.executable).parent / "btp-gitops"
+LEASE_NAME = "btp-gitops-controller"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Controller:
+    process: subprocess.Popen[str]
+    port: int
+    name: str
+    log: Path
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+        except OSError:
+            return 0, ""
+
+    def log_lines(self) -> list[dict[str, object]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.startswith("{")]
+
+
+def _wait(condition: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture
+def start_controller(kube_api: KubeAPI, kube_namespace: str, tmp_path: Path) -> Iterator[object]:
+    started: list[Controller] = []
+
+    def start(name: str, *extra: str) -> Controller:
+        port = _free_port()
+        log = tmp_path / f"{name}-{len(started)}.log"
+        args = [
+            str(CLI), "controller", "--kubeconfig", str(kube_api.kubeconfig), "--namespace", kube_namespace,
+            "--probe-address", f"127.0.0.1:{port}", "--module-resources", str(MODULE_RESOURCES),
+            "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.2", "--log-format", "json",
+            *extra,
+        ]  # fmt: skip
+        env = {**os.environ, "POD_NAME": name}
+        with log.open("w") as stderr:
+            process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=stderr, text=True, env=env)
+        controller = Controller(process, port, name, log)
+        started.append(controller)
+        return controller
+
+    yield start
+    for controller in started:
+        if controller.process.poll() is None:
+            controller.process.kill()
+            controller.process.wait(10)
+
+
+@pytest.fixture
+def crds_for_every_reconciler(kube_api: KubeAPI, cluster: ModuleCluster) -> None:
+    with kube_api.api_client() as api:
+        install_crds(api, load_crds(our_crd_files()))
+
+
+def _holder(kube: KubeClient, namespace: str) -> str:
+    lease = kube.get(LEASE, LEASE_NAME, namespace) or {}
+    return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+
+@pytest.mark.usefixtures("crds_for_every_reconciler")
+def test_probes_metrics_and_a_clean_stop(
+    start_controller: object, cluster: ModuleCluster, kube: KubeClient, kube_namespace: str
+) -> None:
+    assert callable(start_controller)
+    cluster.create_module_cr()
+    controller: Controller = start_controller("solo")
+    _wait(lambda: controller.get("/readyz")[0] == 200, 60, "readiness")
+    _wait(lambda: _holder(kube, kube_namespace).startswith("solo_"), 30, "the lease")
+    assert controller.get("/healthz") == (200, "ok\n")
+    _wait(
+        lambda: "btp_gitops_controller_reconcile_total{" in controller.get("/metrics")[1], 30, "a reconcile"
+    )
+    status, metrics = controller.get("/metrics")
+    assert status == 200 and 'reconciler="btp-operator"' in metrics
+    controller.process.send_signal(signal.SIGTERM)
+    assert controller.process.wait(20) == 0
+    assert _holder(kube, kube_namespace) == ""  # released: a standby need not wait for expiry
+    messages = [str(line["message"]) for line in controller.log_lines()]
+    assert any(
+        m.startswith("starting reconcilers: btp-operator, outdated-module-resources") for m in messages
+    )
+
+
+@pytest.mark.usefixtures("crds_for_every_reconciler")
+def test_one_leader_and_failover_after_sigkill(
+    start_controller: object, kube: KubeClient, kube_namespace: str
+) -> None:
+    assert callable(start_controller)
+    first: Controller = start_controller("replica-a")
+    _wait(lambda: _holder(kube, kube_namespace).startswith("replica-a_"), 30, "the first replica to lead")
+    second: Controller = start_controller("replica-b")
+    _wait(lambda: second.get("/readyz")[0] == 200, 30, "the standby to be ready")
+    time.sleep(1.5)
+    assert _holder(kube, kube_namespace).startswith("replica-a_")
+    assert not any(str(line["message"]).startswith("starting reconcilers") for line in second.log_lines())
+    first.process.kill()
+    first.process.wait(10)
+    _wait(lambda: _holder(kube, kube_namespace).startswith("replica-b_"), 30, "the standby to take over")
+    _wait(
+        lambda: any(str(line["message"]).startswith("starting reconcilers") for line in second.log_lines()),
+        30,
+        "the new leader to start its reconcilers",
+    )
+    lease = kube.get(LEASE, LEASE_NAME, kube_namespace) or {}
+    assert lease["spec"]["leaseTransitions"] == 1
+
+
+@pytest.mark.usefixtures("crds_for_every_reconciler")
+def test_sigkill_during_hard_delete_then_a_new_process_finishes(
+    start_controller: object,
+    cluster: ModuleCluster,
+    operand: ServiceOperand,
+    kube: KubeClient,
+    kube_namespace: str,
+) -> None:
+    assert callable(start_controller)
+    cluster.create_required_secret(
+        clientid="id", clientsecret="s3cret-value", sm_url="https://sm.example", tokenurl="https://t.example",
+        cluster_id="c1",
+    )  # fmt: skip
+    cluster.create_operator(available=True)
+    cluster.create_module_cr(**{"force-delete": "true"})
+    cluster.create_instance(kube_namespace, "db")
+    cluster.create_binding(kube_namespace, "db-binding", "db")
+    first: Controller = start_controller("first", "--no-leader-elect")
+    _wait(lambda: current_reason(cluster.module_cr() or {}) == "ReconcileSucceeded", 60, "Ready")
+    kube.delete(BTP_OPERATOR, "btpoperator", MODULE_NAMESPACE)
+
+    def instance_deletion_issued() -> bool:
+        instance = kube.get(SERVICE_INSTANCE, "db", kube_namespace) or {}
+        return bool((instance.get("metadata") or {}).get("deletionTimestamp"))
+
+    # The operand does not answer yet: the hard delete is issued and waits for it.
+    _wait(instance_deletion_issued, 60, "the hard delete of the instance")
+    assert current_reason(cluster.module_cr() or {}) == "HardDeleting"
+    first.process.kill()
+    first.process.wait(10)
+
+    operand.start()  # the service operator finishes the deletions it was asked for
+    second: Controller = start_controller("second", "--no-leader-elect")
+    _wait(lambda: cluster.module_cr() is None, 60, "the BtpOperator to be released")
+    assert kube.list(SERVICE_INSTANCE, kube_namespace) == []
+    assert ("ServiceInstance", f"{kube_namespace}/db") in operand.finished
+    assert all("s3cret-value" not in line for line in second.log.read_text().splitlines())

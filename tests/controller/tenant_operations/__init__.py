@@ -1,0 +1,1 @@
+"""Tests of controller.cap.tenant_operations, callbacks and application_retirement."""

@@ -1,0 +1,585 @@
+"""controller.records: CAPTenant records edited in a real Git repository holding a copy of
+examples/cap-app, through controller.gitstore (a bare remote on disk, the controller's clone beside
+it), and the edited trees rendered by the real pipeline (`render_cluster`).
+
+Covers: the index of a tree (applications by identity hash, tenants, versions) and that it sees a
+file rewritten in place; subscribe (new consumer and provider records, updates, re-subscribe),
+unsubscribe (also of an unknown tenant), every operation outcome, removing records and versions
+(whole files and single documents of multi-document files, comments kept), idempotence of every
+edit, refusals (unknown or services-only application, a provider's wrong subdomain, unreadable
+tree), tenant naming, and that the render picks the records up: a new subscription gets its
+provisioning Job, a recorded deprovisioning makes the tenant disappear. Nothing is faked.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.errors import PermanentError
+from controller.gitstore import CommitOutcome, RepoSettings, SourceRepo, TreeChange
+from controller.records import (
+    ApplicationRecord,
+    OperationOutcome,
+    SourceIndex,
+    Subscription,
+    consumer_tenant_name,
+    record_operation_outcome,
+    record_path,
+    remove_tenant_record,
+    remove_version,
+    subscribe_tenant,
+    unsubscribe_tenant,
+)
+from generator.core.sources import SourceDocument
+from generator.domains.cap.identity import app_identifier_hash, sha1_hex
+from generator.domains.cap.model import Application, TenantOperation
+from generator.domains.cap.tenants.model import CompletedOperation, TenantState, TenantStatus
+from generator.io.helm import EmbeddedHelm
+from generator.io.schemas import load_schema_registry
+from generator.pipeline.render import render_cluster
+from tests.conftest import EXAMPLES
+
+EXAMPLE = EXAMPLES / "cap-app"
+NAMESPACE = "bookshop"
+APP = "bookshop"
+PROVIDER_TENANT_ID = "6f5e4d3c-2b1a-4098-b7c6-d5e4f3a2b1c0"
+ACME_ID = "2b7c9d1e-3f4a-4b5c-8d6e-7f8091a2b3c4"
+GLOBEX_ID = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
+INITECH_ID = "4c3d2e1f-0a9b-4c8d-a7e6-f5d4c3b2a190"
+NEW_ID = "1f2e3d4c-5b6a-4798-8a9b-0c1d2e3f4a5b"
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "seed",
+    "GIT_AUTHOR_EMAIL": "seed@example.com",
+    "GIT_COMMITTER_NAME": "seed",
+    "GIT_COMMITTER_EMAIL": "seed@example.com",
+}
+
+
+def run_git(directory: Path, *args: str) -> str:
+    return str(git.Git(directory).execute(["git", *args], env=IDENTITY))
+
+
+def seed_remote(tmp_path: Path, files: Path) -> Path:
+    bare = tmp_path / "remote.git"
+    run_git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(bare))
+    seed = tmp_path / "seed"
+    shutil.copytree(files, seed)
+    run_git(seed, "init", "--quiet", "--initial-branch=main")
+    run_git(seed, "add", "--all")
+    run_git(seed, "commit", "--quiet", "-m", "cap-app example")
+    run_git(seed, "push", "--quiet", str(bare), "HEAD:refs/heads/main")
+    return bare
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    return seed_remote(tmp_path, EXAMPLE)
+
+
+@pytest.fixture
+def repo(remote: Path, tmp_path: Path) -> Iterator[SourceRepo]:
+    source = SourceRepo(RepoSettings(url=str(remote), workdir=tmp_path / "work", batch_window=0.0))
+    source.start()
+    yield source
+    source.stop()
+
+
+def apply(repo: SourceRepo, change: TreeChange) -> CommitOutcome:
+    return repo.apply(change, "test edit", timeout=60)
+
+
+def text_at(repo: SourceRepo, relative: str) -> str | None:
+    """A file as the remote's newest commit holds it (None when absent)."""
+
+    def read(tree: Path) -> str | None:
+        path = tree / relative
+        return path.read_text() if path.exists() else None
+
+    return repo.read(read)
+
+
+def index_of(repo: SourceRepo) -> SourceIndex:
+    return repo.read(SourceIndex.of_tree)
+
+
+def subscription(tenant_id: str = NEW_ID, sub_domain: str = "newco", **fields: str) -> Subscription:
+    values = {
+        "namespace": NAMESPACE,
+        "application": APP,
+        "tenant_id": tenant_id,
+        "sub_domain": sub_domain,
+        "subscription_guid": "0f1e2d3c-4b5a-4968-8776-655443322110",
+        "global_account_id": "ga-5e6f7a8b",
+        "subscription_context_secret": "newco-subscription-context",
+    }
+    values.update(fields)
+    return Subscription(**values)
+
+
+NEW_NAME = consumer_tenant_name(APP, NEW_ID)
+NEW_RECORD = f"tenants/{NEW_NAME}.yaml"
+
+
+# --- the index -----------------------------------------------------------------------------------
+
+
+def test_the_index_finds_the_application_by_its_identity_hash_and_its_tenants(repo: SourceRepo) -> None:
+    index = index_of(repo)
+
+    body = yaml.safe_load((EXAMPLE / "capapplication.yaml").read_text())
+    model = Application.from_source(SourceDocument("capapplication.yaml", 1, body, EXAMPLE))
+    app = index.application_by_identifier(app_identifier_hash(model))
+    assert app is not None
+    assert app == index.application(NAMESPACE, APP)
+    assert app.identifier_hash == sha1_hex("0d3e5f6a-1b2c-4d5e-8f90-a1b2c3d4e5f6", "bookshop")
+    assert (app.path, app.btp_app_name, app.provider_sub_domain, app.provider_tenant_id) == (
+        Path("capapplication.yaml"),
+        "bookshop",
+        "bookshop-provider",
+        PROVIDER_TENANT_ID,
+    )
+    assert [(s.name, s.secret, s.service_class) for s in app.services][:2] == [
+        ("bookshop-uaa", "bookshop-uaa-binding", "xsuaa"),
+        ("bookshop-registry", "bookshop-registry-binding", "saas-registry"),
+    ]
+    assert index.application_by_identifier(sha1_hex("other", "bookshop")) is None
+    assert [t.name for t in index.tenants_of(NAMESPACE, APP)] == ["acme", "globex", "initech"]
+    initech = index.tenant(NAMESPACE, APP, INITECH_ID)
+    assert initech is not None and initech == index.tenant_named(NAMESPACE, "initech")
+    assert initech.path == Path("tenants/initech.yaml")
+    assert initech.marked_for_deprovisioning
+    assert initech.status == TenantStatus(
+        state=TenantState.READY,
+        current_instance="bookshop-1-1-0",
+        previous_instances=("bookshop-1-0-0",),
+        last_completed=CompletedOperation(TenantOperation.UPGRADE, "bookshop-1-1-0"),
+    )
+    version = index.version_named(NAMESPACE, "bookshop-1-0-0")
+    assert version is not None and (version.path, version.version) == (Path("version-1.0.0.yaml"), "1.0.0")
+
+
+def test_the_index_sees_a_file_rewritten_in_place_at_once(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(EXAMPLE, tree)
+    record = tree / "tenants" / "globex.yaml"
+    text = record.read_text()
+    record.write_text(text)
+    assert SourceIndex.of_tree(tree).tenant_named(NAMESPACE, "globex") is not None
+
+    # Written again at once with the same size: its times may well be the same, its bytes are not.
+    record.write_text(text.replace("name: globex", "name: globey"))
+
+    index = SourceIndex.of_tree(tree)
+    assert index.tenant_named(NAMESPACE, "globex") is None
+    assert index.tenant_named(NAMESPACE, "globey") is not None
+
+
+def test_an_unreadable_tree_refuses_edits_and_fails_only_that_change(repo: SourceRepo) -> None:
+    def break_a_record(tree: Path) -> str:
+        (tree / "tenants" / "broken.yaml").write_text("kind: CAPTenant\nkind: twice\n")
+        return "broken record"
+
+    apply(repo, break_a_record)
+
+    with pytest.raises(PermanentError, match=r"unreadable CAP documents: .*broken.yaml.*duplicate key"):
+        apply(repo, subscribe_tenant(subscription()))
+    assert text_at(repo, NEW_RECORD) is None
+
+
+# --- subscribe and unsubscribe ---------------------------------------------------------------------
+
+
+def test_a_new_subscription_writes_a_record_in_the_generators_style(repo: SourceRepo) -> None:
+    outcome = apply(repo, subscribe_tenant(subscription()))
+
+    assert outcome.commit is not None
+    assert outcome.summary == f"CAPTenant bookshop/{NEW_NAME}: tenant {NEW_ID} subscribed (subdomain newco)"
+    assert text_at(repo, NEW_RECORD) == (
+        "apiVersion: sme.sap.com/v1alpha1\n"
+        "kind: CAPTenant\n"
+        "metadata:\n"
+        f"  name: {NEW_NAME}\n"
+        "  namespace: bookshop\n"
+        "  annotations:\n"
+        "    sme.sap.com/global-account-id: ga-5e6f7a8b\n"
+        "    sme.sap.com/subscription-context-secret: newco-subscription-context\n"
+        "  labels:\n"
+        "    sme.sap.com/subscription-guid: 0f1e2d3c-4b5a-4968-8776-655443322110\n"
+        "spec:\n"
+        "  capApplicationInstance: bookshop\n"
+        "  subDomain: newco\n"
+        f"  tenantId: {NEW_ID}\n"
+    )
+    recorded = index_of(repo).tenant(NAMESPACE, APP, NEW_ID)
+    assert recorded is not None
+    assert (recorded.name, recorded.sub_domain, recorded.status) == (NEW_NAME, "newco", TenantStatus())
+
+    again = apply(repo, subscribe_tenant(subscription()))
+    assert again.commit is None
+
+
+def test_a_subscription_of_a_recorded_tenant_updates_it_and_keeps_its_status_and_comments(
+    repo: SourceRepo,
+) -> None:
+    before = text_at(repo, "tenants/acme.yaml") or ""
+
+    apply(repo, subscribe_tenant(subscription(ACME_ID, "acme-renamed", subscription_context_secret="")))
+
+    after = text_at(repo, "tenants/acme.yaml") or ""
+    head_comment = before[: before.index("apiVersion:")]
+    assert after.startswith(head_comment)
+    record = yaml.safe_load(after)
+    assert record["spec"]["subDomain"] == "acme-renamed"
+    assert record["metadata"]["labels"] == {
+        "sme.sap.com/subscription-guid": "0f1e2d3c-4b5a-4968-8776-655443322110"
+    }
+    assert record["metadata"]["annotations"] == {
+        "sme.sap.com/subscription-context-secret": "acme-subscription-context",
+        "sme.sap.com/global-account-id": "ga-5e6f7a8b",
+    }
+    assert record["status"] == yaml.safe_load(before)["status"]
+    assert index_of(repo).tenant_named(NAMESPACE, f"{APP}-consumer-{sha1_hex(ACME_ID)[:8]}") is None
+
+
+def test_a_resubscribe_clears_the_deprovisioning_mark(repo: SourceRepo) -> None:
+    outcome = apply(repo, subscribe_tenant(subscription(INITECH_ID, "initech")))
+
+    assert (
+        outcome.summary
+        == f"CAPTenant bookshop/initech: tenant {INITECH_ID} subscribed again (subdomain initech)"
+    )
+    record = yaml.safe_load(text_at(repo, "tenants/initech.yaml") or "")
+    assert "btp-gitops.io/deprovision" not in record["metadata"]["annotations"]
+    assert record["status"]["currentCAPApplicationVersionInstance"] == "bookshop-1-1-0"
+
+
+def test_the_provider_tenant_is_recorded_under_its_operator_name(repo: SourceRepo) -> None:
+    with pytest.raises(PermanentError, match="provider, whose subdomain is bookshop-provider, not elsewhere"):
+        apply(repo, subscribe_tenant(subscription(PROVIDER_TENANT_ID, "elsewhere")))
+
+    apply(repo, subscribe_tenant(subscription(PROVIDER_TENANT_ID, "bookshop-provider")))
+
+    provider = index_of(repo).tenant(NAMESPACE, APP, PROVIDER_TENANT_ID)
+    assert provider is not None
+    assert (provider.name, provider.path) == ("bookshop-provider", Path("tenants/bookshop-provider.yaml"))
+
+
+def test_subscriptions_to_unknown_or_services_only_applications_are_refused(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(EXAMPLE, tree)
+    shutil.copytree(EXAMPLES / "cap-services-only", tree / "services-only")
+    services_only = next(a for a in SourceIndex.of_tree(tree).applications if a.services_only)
+
+    with pytest.raises(PermanentError, match="no CAPApplication bookshop/nowhere"):
+        subscribe_tenant(subscription(application="nowhere"))(tree)
+    with pytest.raises(PermanentError, match="is services-only: it has no tenants"):
+        subscribe_tenant(subscription(namespace=services_only.namespace, application=services_only.name))(
+            tree
+        )
+    with pytest.raises(PermanentError, match="not a valid label value"):
+        subscribe_tenant(subscription(subscription_guid="not a label"))(tree)
+    with pytest.raises(PermanentError, match=r"would not be a valid record: spec.subDomain"):
+        subscribe_tenant(subscription(sub_domain="Not_A_Subdomain"))(tree)
+    with pytest.raises(PermanentError, match="subdomain acme is taken by CAPTenant bookshop/acme"):
+        subscribe_tenant(subscription(sub_domain="acme"))(tree)
+    with pytest.raises(
+        PermanentError, match="subdomain bookshop-provider is CAPApplication bookshop/bookshop's"
+    ):
+        subscribe_tenant(subscription(sub_domain="bookshop-provider"))(tree)
+    assert not (tree / NEW_RECORD).exists()
+
+
+def test_unsubscribe_marks_the_record_once_and_ignores_unknown_tenants(repo: SourceRepo) -> None:
+    head = repo.head
+
+    unknown = apply(repo, unsubscribe_tenant(NAMESPACE, APP, "no-such-tenant"))
+    assert unknown.commit is None and repo.head == head
+
+    marked = apply(repo, unsubscribe_tenant(NAMESPACE, APP, GLOBEX_ID))
+    assert (
+        marked.summary == f"CAPTenant bookshop/globex: tenant {GLOBEX_ID} unsubscribed, to be deprovisioned"
+    )
+    record = yaml.safe_load(text_at(repo, "tenants/globex.yaml") or "")
+    assert record["metadata"]["annotations"]["btp-gitops.io/deprovision"] == "true"
+    assert index_of(repo).tenant_named(NAMESPACE, "globex").marked_for_deprovisioning  # type: ignore[union-attr]
+
+    assert apply(repo, unsubscribe_tenant(NAMESPACE, APP, GLOBEX_ID)).commit is None
+
+
+# --- operation outcomes ----------------------------------------------------------------------------
+
+
+def status_of(repo: SourceRepo, name: str) -> dict[str, Any]:
+    record = yaml.safe_load(text_at(repo, f"tenants/{name}.yaml") or "")
+    return dict(record.get("status") or {})
+
+
+def outcome(operation: TenantOperation, version: str, succeeded: bool = True) -> OperationOutcome:
+    return OperationOutcome(operation, version, succeeded)
+
+
+def test_a_completed_provisioning_makes_the_tenant_ready_once(repo: SourceRepo) -> None:
+    done = outcome(TenantOperation.PROVISIONING, "bookshop-1-1-0")
+
+    recorded = apply(repo, record_operation_outcome(NAMESPACE, "globex", done))
+
+    assert recorded.summary == "CAPTenant bookshop/globex: provisioning on bookshop-1-1-0 succeeded"
+    assert status_of(repo, "globex") == {
+        "state": "Ready",
+        "currentCAPApplicationVersionInstance": "bookshop-1-1-0",
+        "lastCompletedOperation": {
+            "operation": "provisioning",
+            "capApplicationVersionInstance": "bookshop-1-1-0",
+        },
+    }
+    assert apply(repo, record_operation_outcome(NAMESPACE, "globex", done)).commit is None
+    late_failure = outcome(TenantOperation.PROVISIONING, "bookshop-1-1-0", succeeded=False)
+    assert apply(repo, record_operation_outcome(NAMESPACE, "globex", late_failure)).commit is None
+
+
+def test_a_completed_upgrade_moves_the_current_version_to_the_previous_ones(repo: SourceRepo) -> None:
+    apply(
+        repo, record_operation_outcome(NAMESPACE, "acme", outcome(TenantOperation.UPGRADE, "bookshop-1-1-0"))
+    )
+
+    assert status_of(repo, "acme") == {
+        "state": "Ready",
+        "currentCAPApplicationVersionInstance": "bookshop-1-1-0",
+        "previousCAPApplicationVersions": ["bookshop-1-0-0"],
+        "lastCompletedOperation": {"operation": "upgrade", "capApplicationVersionInstance": "bookshop-1-1-0"},
+    }
+
+
+def test_failures_set_the_error_state_and_nothing_else(repo: SourceRepo) -> None:
+    acme_before = status_of(repo, "acme")
+
+    apply(
+        repo,
+        record_operation_outcome(
+            NAMESPACE, "acme", outcome(TenantOperation.UPGRADE, "bookshop-1-1-0", False)
+        ),
+    )
+    apply(
+        repo,
+        record_operation_outcome(
+            NAMESPACE, "globex", outcome(TenantOperation.PROVISIONING, "bookshop-1-1-0", False)
+        ),
+    )
+
+    assert status_of(repo, "acme") == {**acme_before, "state": "UpgradeError"}
+    assert status_of(repo, "globex") == {"state": "ProvisioningError"}
+
+
+def test_a_deprovisioning_failure_holds_the_tenant_in_deleting_and_its_success_retires_it(
+    repo: SourceRepo,
+) -> None:
+    initech_before = status_of(repo, "initech")
+    failed = outcome(TenantOperation.DEPROVISIONING, "bookshop-1-1-0", False)
+
+    apply(repo, record_operation_outcome(NAMESPACE, "initech", failed))
+    assert status_of(repo, "initech") == {**initech_before, "state": "Deleting"}
+    late_success = outcome(TenantOperation.UPGRADE, "bookshop-1-1-0")
+    assert apply(repo, record_operation_outcome(NAMESPACE, "initech", late_success)).commit is None
+
+    apply(
+        repo,
+        record_operation_outcome(
+            NAMESPACE, "initech", outcome(TenantOperation.DEPROVISIONING, "bookshop-1-1-0")
+        ),
+    )
+    expected = dict(initech_before)
+    del expected["state"]
+    expected["lastCompletedOperation"] = {
+        "operation": "deprovisioning",
+        "capApplicationVersionInstance": "bookshop-1-1-0",
+    }
+    assert status_of(repo, "initech") == expected
+
+
+def test_the_provider_tenant_gets_its_record_with_its_first_outcome(repo: SourceRepo) -> None:
+    apply(
+        repo,
+        record_operation_outcome(
+            NAMESPACE, "bookshop-provider", outcome(TenantOperation.PROVISIONING, "bookshop-1-1-0")
+        ),
+    )
+
+    provider = yaml.safe_load(text_at(repo, "tenants/bookshop-provider.yaml") or "")
+    assert provider["spec"] == {
+        "capApplicationInstance": "bookshop",
+        "subDomain": "bookshop-provider",
+        "tenantId": PROVIDER_TENANT_ID,
+    }
+    assert provider["status"]["state"] == "Ready"
+
+
+def test_an_outcome_for_an_unknown_tenant_is_refused(repo: SourceRepo) -> None:
+    with pytest.raises(PermanentError, match="no record of CAPTenant bookshop/nobody"):
+        apply(repo, record_operation_outcome(NAMESPACE, "nobody", outcome(TenantOperation.PROVISIONING, "x")))
+
+
+# --- removing records and versions -----------------------------------------------------------------
+
+
+def test_removing_a_record_deletes_its_file_once(repo: SourceRepo) -> None:
+    removed = apply(repo, remove_tenant_record(NAMESPACE, "initech"))
+
+    assert removed.summary == f"CAPTenant bookshop/initech: record removed (tenant {INITECH_ID})"
+    assert text_at(repo, "tenants/initech.yaml") is None
+    assert apply(repo, remove_tenant_record(NAMESPACE, "initech")).commit is None
+
+
+def test_a_guarded_removal_keeps_a_record_that_is_not_deprovisioned(repo: SourceRepo) -> None:
+    assert apply(repo, remove_tenant_record(NAMESPACE, "initech", only_if_deprovisioned=True)).commit is None
+    apply(
+        repo,
+        record_operation_outcome(
+            NAMESPACE, "initech", outcome(TenantOperation.DEPROVISIONING, "bookshop-1-1-0")
+        ),
+    )
+
+    assert (
+        apply(repo, remove_tenant_record(NAMESPACE, "initech", only_if_deprovisioned=True)).commit is not None
+    )
+    assert text_at(repo, "tenants/initech.yaml") is None
+
+
+def multi_document_tree(tmp_path: Path) -> Path:
+    """examples/cap-app with both versions in one file and two tenants in another, with comments."""
+    files = tmp_path / "files"
+    shutil.copytree(EXAMPLE, files)
+    versions = [(files / name).read_text() for name in ("version-1.0.0.yaml", "version-1.1.0.yaml")]
+    (files / "versions.yaml").write_text(f"{versions[0]}---\n{versions[1]}")
+    tenants = [(files / "tenants" / f"{name}.yaml").read_text() for name in ("acme", "globex")]
+    (files / "tenants" / "pair.yaml").write_text(f"{tenants[0]}--- # globex follows\n{tenants[1]}# the end\n")
+    for path in ("version-1.0.0.yaml", "version-1.1.0.yaml", "tenants/acme.yaml", "tenants/globex.yaml"):
+        (files / path).unlink()
+    return files
+
+
+@pytest.fixture
+def multi_repo(tmp_path: Path) -> Iterator[SourceRepo]:
+    remote = seed_remote(tmp_path, multi_document_tree(tmp_path))
+    source = SourceRepo(RepoSettings(url=str(remote), workdir=tmp_path / "work", batch_window=0.0))
+    source.start()
+    yield source
+    source.stop()
+
+
+def test_a_document_of_a_multi_document_file_is_edited_or_removed_alone(multi_repo: SourceRepo) -> None:
+    acme = (EXAMPLE / "tenants" / "acme.yaml").read_text()
+    globex = (EXAMPLE / "tenants" / "globex.yaml").read_text()
+
+    apply(multi_repo, unsubscribe_tenant(NAMESPACE, APP, GLOBEX_ID))
+    edited = text_at(multi_repo, "tenants/pair.yaml") or ""
+    assert edited.startswith(f"{acme}--- # globex follows\n# A tenant that just subscribed")
+    assert edited.endswith("  tenantId: 9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d\n# the end\n")
+    assert "btp-gitops.io/deprovision: 'true'" in edited
+
+    apply(multi_repo, remove_tenant_record(NAMESPACE, "acme"))
+    remaining = text_at(multi_repo, "tenants/pair.yaml") or ""
+    assert remaining == edited.removeprefix(acme)
+    assert [t.name for t in index_of(multi_repo).tenants] == ["initech", "globex"]
+    assert "btp-gitops.io/deprovision" not in globex
+
+    apply(multi_repo, remove_tenant_record(NAMESPACE, "globex"))
+    assert text_at(multi_repo, "tenants/pair.yaml") is None
+
+
+def test_removing_a_version_from_a_multi_document_file_keeps_the_others(multi_repo: SourceRepo) -> None:
+    newer = (EXAMPLE / "version-1.1.0.yaml").read_text()
+
+    removed = apply(multi_repo, remove_version(NAMESPACE, "bookshop-1-0-0"))
+
+    assert removed.summary == "CAPApplicationVersion bookshop/bookshop-1-0-0: removed (version 1.0.0)"
+    assert text_at(multi_repo, "versions.yaml") == f"---\n{newer}"
+    assert apply(multi_repo, remove_version(NAMESPACE, "bookshop-1-0-0")).commit is None
+
+
+def test_removing_a_version_alone_in_its_file_deletes_the_file(repo: SourceRepo) -> None:
+    apply(repo, remove_version(NAMESPACE, "bookshop-1-0-0"))
+    assert text_at(repo, "version-1.0.0.yaml") is None
+    assert [v.name for v in index_of(repo).versions] == ["bookshop-1-1-0"]
+
+
+# --- names -----------------------------------------------------------------------------------------
+
+DNS_1123_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def test_consumer_tenant_names_are_derived_from_the_tenant_id_alone() -> None:
+    assert consumer_tenant_name("bookshop", NEW_ID) == f"bookshop-consumer-{sha1_hex(NEW_ID)[:8]}"
+    assert consumer_tenant_name("bookshop", NEW_ID) != consumer_tenant_name("bookshop", ACME_ID)
+    app = ApplicationRecord(NAMESPACE, APP, APP, "sub", Path("apps/shop/app.yaml"), (), {}, "p", "pid")
+    assert record_path(app, "t") == Path("apps/shop/tenants/t.yaml")
+
+
+@given(
+    application=st.from_regex(r"\A[a-z0-9]([-a-z0-9.]{0,120}[a-z0-9])?\Z"),
+    tenant_id=st.text(min_size=1, max_size=80),
+)
+def test_consumer_tenant_names_are_short_valid_names(application: str, tenant_id: str) -> None:
+    name = consumer_tenant_name(application, tenant_id)
+    assert DNS_1123_NAME.match(name), name
+    assert len(name) <= 63
+    assert name == consumer_tenant_name(application, tenant_id)
+
+
+# --- what the render makes of the records ----------------------------------------------------------
+
+
+def rendered_tenant_jobs(remote: Path, tmp_path: Path, name: str) -> list[str] | None:
+    """The operation types of the Jobs the tenant's app renders from a fresh clone of the remote;
+    None when the tenant has no app."""
+    clone = tmp_path / f"render-{run_git(remote, 'rev-parse', 'main')[:12]}"
+    run_git(tmp_path, "clone", "--quiet", str(remote), str(clone))
+    result = render_cluster((clone,), "demo", EmbeddedHelm(), load_schema_registry())
+    apps = {app.app: app for app in result.apps}
+    app = apps.get(f"cap-tenant.{NAMESPACE}.{name}")
+    if app is None:
+        return None
+    return sorted(
+        m.body["metadata"]["labels"]["sme.sap.com/tenant-operation-type"]
+        for m in app.manifests
+        if m.body["kind"] == "Job"
+    )
+
+
+def test_the_render_provisions_a_new_subscription_and_drops_a_deprovisioned_tenant(
+    repo: SourceRepo, remote: Path, tmp_path: Path
+) -> None:
+    assert rendered_tenant_jobs(remote, tmp_path, NEW_NAME) is None
+
+    apply(repo, subscribe_tenant(subscription()))
+    assert rendered_tenant_jobs(remote, tmp_path, NEW_NAME) == ["provisioning"]
+
+    apply(
+        repo,
+        record_operation_outcome(
+            NAMESPACE, NEW_NAME, outcome(TenantOperation.PROVISIONING, "bookshop-1-1-0")
+        ),
+    )
+    assert rendered_tenant_jobs(remote, tmp_path, NEW_NAME) == []
+
+    apply(repo, unsubscribe_tenant(NAMESPACE, APP, NEW_ID))
+    assert rendered_tenant_jobs(remote, tmp_path, NEW_NAME) == ["deprovisioning"]
+
+    apply(
+        repo,
+        record_operation_outcome(
+            NAMESPACE, NEW_NAME, outcome(TenantOperation.DEPROVISIONING, "bookshop-1-1-0")
+        ),
+    )
+    assert rendered_tenant_jobs(remote, tmp_path, NEW_NAME) is None
