@@ -22,7 +22,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from controller.errors import ConfigurationError
+from controller.errors import ConfigurationError, ControllerError
 from controller.gitstore import RepoSettings, SourceRepo
 from controller.health import ProbeServer
 from controller.kube import KubeClient, load_api_client
@@ -139,14 +139,23 @@ class ControllerProcess:
         elector = LeaderElector(self.kube, lease)
         ended = threading.Event()
 
+        failure: list[ControllerError] = []
+
         def lead() -> None:
-            elector.run(self._start_leading, self._stop_leading)
-            ended.set()
+            try:
+                elector.run(self._start_leading, self._stop_leading)
+            except ControllerError as error:  # e.g. the source repository cannot be cloned
+                failure.append(error)
+            finally:
+                ended.set()
 
         leading = threading.Thread(target=lead, name="leader-election", daemon=True)
         leading.start()
         while not stop.wait(0.5):
             if ended.is_set():
+                leading.join(5)
+                if failure:
+                    raise failure[0]
                 log.error("leadership lost: exiting so a new leader takes over cleanly")
                 return 1
         elector.stop()

@@ -9,6 +9,7 @@ becomes ready; `helm install` does not wait and `helm uninstall --no-hooks` clea
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,9 +27,31 @@ pytestmark = [pytest.mark.kube, pytest.mark.tools]
 RELEASE = "sap-btp-operator"
 
 
+SERVICE_CRDS = ("servicebindings.services.cloud.sap.com", "serviceinstances.services.cloud.sap.com")
+
+
+def remove_unowned_service_crds(api: k8s.ApiClient) -> None:
+    """The controller's tests share this API server and install the chart's CRDs without Helm's
+    ownership annotations; Helm refuses to adopt those, so they go first (and are waited for)."""
+    extensions = k8s.ApiextensionsV1Api(api)
+    for name in SERVICE_CRDS:
+        try:
+            extensions.delete_custom_resource_definition(name)
+        except k8s.ApiException as error:
+            if error.status != 404:
+                raise
+    deadline = time.monotonic() + 60
+    while any(
+        crd.metadata.name in SERVICE_CRDS for crd in extensions.list_custom_resource_definition().items
+    ):
+        assert time.monotonic() < deadline, "the service CRDs were not deleted within 60 s"
+        time.sleep(0.2)
+
+
 @pytest.fixture
 def release_env(kube_api: KubeAPI, helm_home: HelmHome) -> Iterator[dict[str, str]]:
     with kube_api.api_client() as api:
+        remove_unowned_service_crds(api)
         install_crds(api, load_crds(third_party_crd_files("cert-manager")))
     env = {"KUBECONFIG": str(kube_api.kubeconfig)}
     yield env

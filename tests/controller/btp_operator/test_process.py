@@ -196,3 +196,16 @@ def test_sigkill_during_hard_delete_then_a_new_process_finishes(
     assert kube.list(SERVICE_INSTANCE, kube_namespace) == []
     assert ("ServiceInstance", f"{kube_namespace}/db") in operand.finished
     assert all("s3cret-value" not in line for line in second.log.read_text().splitlines())
+
+
+@pytest.mark.parametrize("election", ["--leader-elect", "--no-leader-elect"])
+def test_an_unreachable_source_repository_ends_the_process(
+    start_controller: object, tmp_path: Path, election: str
+) -> None:
+    """Leading without the source repository would record nothing: the process exits instead of
+    idling (with leader election the failure happens in the election thread, and must not hang)."""
+    assert callable(start_controller)
+    missing = tmp_path / "no-such-remote.git"
+    controller: Controller = start_controller("broken", election, "--source-repo", str(missing))
+    assert controller.process.wait(60) == 1
+    assert f"error: cannot fetch branch main from {missing}" in controller.log.read_text()
