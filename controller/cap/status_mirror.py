@@ -58,6 +58,11 @@ def status_patch(live: dict[str, Any], recorded: dict[str, Any]) -> dict[str, An
     return patch or None
 
 
+def _deprovisioned(live: dict[str, Any]) -> bool:
+    completed = (live.get("status") or {}).get("lastCompletedOperation") or {}
+    return completed.get("operation") == "deprovisioning"
+
+
 class TenantStatusMirror:
     """Copies each recorded tenant's status onto its CAPTenant in the cluster."""
 
@@ -82,12 +87,18 @@ class TenantStatusMirror:
         if live is None or (live.get("metadata") or {}).get("deletionTimestamp"):
             return
 
-        def recorded_status(tree: Path, snapshot: Snapshot) -> TenantStatus | None:
+        def recorded(tree: Path, snapshot: Snapshot) -> tuple[TenantStatus, bool] | None:
             record = snapshot.index.tenant_named(key.namespace, key.name)
-            return record.status if record is not None else None
+            return (record.status, record.marked_for_deprovisioning) if record is not None else None
 
-        status = self._snapshots.read(recorded_status, fresh=fresh)
-        if status is None:
+        found = self._snapshots.read(recorded, fresh=fresh)
+        if found is None:
+            return
+        status, marked = found
+        if marked and _deprovisioned(live):
+            # The tenant operations reconciler marked the deprovisioning done here just before the
+            # commit that records it (and removes the record) is pushed; the record in our
+            # snapshot predates it. Copying it back would make the finalizer deprovision again.
             return
         patch = status_patch(live.get("status") or {}, status_document(status))
         if patch is not None:
