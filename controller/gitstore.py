@@ -133,7 +133,19 @@ def commit_message(changes: list[tuple[str, str]]) -> str:
     else:
         listed = "\n".join(f"- {_one_line(summary)}" for summary in sorted(s for _, s in changes))
         text = f"Record {len(changes)} changes\n\n{listed}"
-    return f"{text}\n\n{COMMITTED_BY_TRAILER}\n"
+    return f"{text}{_trailer_separator(text)}{COMMITTED_BY_TRAILER}\n"
+
+
+_TRAILER_LINE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
+
+
+def _trailer_separator(text: str) -> str:
+    """Join our trailer to the message's own trailer block (Git reads only the last paragraph as
+    trailers), else start one."""
+    paragraphs = text.rstrip("\n").split("\n\n")
+    last = paragraphs[-1].splitlines()
+    own_trailers = len(paragraphs) > 1 and bool(last) and all(_TRAILER_LINE.match(line) for line in last)
+    return "\n" if own_trailers else "\n\n"
 
 
 class SourceRepo:

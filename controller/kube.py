@@ -295,10 +295,16 @@ class KubeClient:
         namespace: str | None = None,
         *,
         propagation: str = "Background",
+        preconditions: KubeObject | None = None,
     ) -> bool:
-        """True when a delete was issued, False when the object was already gone."""
+        """True when a delete was issued, False when the object was already gone. With
+        `preconditions` (the object as read), only that very version is deleted: `Conflict` if it
+        changed or was replaced since."""
         what = f"delete {resource.describe(namespace, name)}"
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if preconditions is not None:
+            meta = preconditions.get("metadata") or {}
+            body["preconditions"] = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
         try:
             self._call("DELETE", resource.path(namespace, name), what, body=body)
         except NotFound:

@@ -46,7 +46,7 @@ from typing import Any
 
 from controller.errors import ConfigurationError, ControllerError, PermanentError
 from controller.events import NORMAL, WARNING, record_event
-from controller.kube import CONFIG_MAP, KubeClient, KubeObject, NotFound
+from controller.kube import CONFIG_MAP, Conflict, KubeClient, KubeObject, NotFound
 from controller.records import ApplicationRecord
 from controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, Operation, rfc3339
 from controller.subscription.credentials import CredentialReader, CredentialsUnavailable, ServiceNotBound
@@ -85,6 +85,9 @@ _DELIVERY_ERRORS = (
     ConfigurationError,
     PermanentError,
 )
+
+
+_DELETE_ATTEMPTS = 3
 
 
 class InvalidCallback(PermanentError):
@@ -369,8 +372,18 @@ class CallbackDelivery:
             return
         record_event(self._kube, current, NORMAL, "CallbackSent", f"{_status(verdict)}: {verdict.message}")
         # Only this callback goes: a new one the server opened under the same name meanwhile stays.
-        if is_pending(current) and PendingCallback.of(current).fingerprint == callback.fingerprint:
-            self._kube.delete(CONFIG_MAP, callback.config_map, callback.namespace)
+        # The delete is conditional on the version just checked, so one opened between the check
+        # and the delete survives too (Conflict: look again).
+        for _ in range(_DELETE_ATTEMPTS):
+            if current is None or not is_pending(current):
+                return
+            if PendingCallback.of(current).fingerprint != callback.fingerprint:
+                return
+            try:
+                self._kube.delete(CONFIG_MAP, callback.config_map, callback.namespace, preconditions=current)
+                return
+            except Conflict:
+                current = self._kube.get(CONFIG_MAP, callback.config_map, callback.namespace)
 
     def _attempt_failed(
         self, callback: PendingCallback, state: DeliveryState, error: ControllerError

@@ -15,6 +15,7 @@ import concurrent.futures
 import logging
 import random
 import stat
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -506,3 +507,22 @@ def test_a_thousand_changes_from_fifty_clients_are_pushed_in_time(remote: Path, 
     assert p99 < 2.0, f"p99 latency {p99:.2f} s"
     files = list((fresh_clone(remote, tmp_path / "check") / "load").iterdir())
     assert len(files) == 1000
+
+
+@pytest.mark.parametrize(
+    ("message", "trailers"),
+    [
+        ("Subscribe tenant t", ["Committed-By: btp-gitops controller"]),
+        (
+            "Remove CAPApplicationVersion ns/v1\n\nwhy it was eligible\n\nCleanup-Mode: true",
+            ["Cleanup-Mode: true", "Committed-By: btp-gitops controller"],
+        ),
+        ("Subject\n\nNot: a trailer block, prose follows\nreally", ["Committed-By: btp-gitops controller"]),
+    ],
+)
+def test_commit_trailers_are_one_block_git_reads(message: str, trailers: list[str]) -> None:
+    text = commit_message([(message, "summary")])
+    parsed = subprocess.run(
+        ["git", "interpret-trailers", "--parse"], input=text, capture_output=True, text=True, check=True
+    )
+    assert parsed.stdout.splitlines() == trailers

@@ -94,3 +94,29 @@ def test_watch_sees_changes_after_the_list(kube: KubeClient, kube_namespace: str
     kube.delete(CONFIG_MAP, "w", kube_namespace)
     thread.join(timeout=20)
     assert seen == [("ADDED", "w"), ("DELETED", "w")]
+
+
+def test_delete_with_preconditions_spares_a_changed_or_replaced_object(
+    kube: KubeClient, kube_namespace: str
+) -> None:
+    read = kube.create(CONFIG_MAP, _config_map("p", kube_namespace), kube_namespace)
+    kube.patch(CONFIG_MAP, "p", {"data": {"changed": "yes"}}, kube_namespace)
+    with pytest.raises(Conflict):
+        kube.delete(CONFIG_MAP, "p", kube_namespace, preconditions=read)
+    kube.delete(CONFIG_MAP, "p", kube_namespace)
+    replacement = kube.create(CONFIG_MAP, _config_map("p", kube_namespace), kube_namespace)
+    with pytest.raises(Conflict):  # same name, another object (uid)
+        kube.delete(
+            CONFIG_MAP,
+            "p",
+            kube_namespace,
+            preconditions={
+                **read,
+                "metadata": {
+                    **read["metadata"],
+                    "resourceVersion": replacement["metadata"]["resourceVersion"],
+                },
+            },
+        )
+    assert kube.delete(CONFIG_MAP, "p", kube_namespace, preconditions=replacement) is True
+    assert kube.get(CONFIG_MAP, "p", kube_namespace) is None
