@@ -231,18 +231,19 @@ def _signature(stat: os.stat_result) -> tuple[int, int, int, int]:
     return (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
 
 
-def _yaml_files(root: Path) -> list[Path]:
-    """Every YAML file under `root` as `generator.io.sources.source_files` finds them (same order),
-    without walking hidden directories such as `.git` at all."""
+def _yaml_files(root: Path) -> list[str]:
+    """Every YAML file under `root` as `generator.io.sources.source_files` finds them (same order:
+    by path components), without walking hidden directories such as `.git` at all. Plain strings:
+    with thousands of records, building and comparing Path objects was most of an index's cost."""
     found = []
     for directory, subdirectories, names in os.walk(root):
         subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
         found += [
-            Path(directory, name)
+            os.path.join(directory, name)
             for name in names
             if not name.startswith(".") and name.endswith(YAML_SUFFIXES)
         ]
-    return sorted(found)
+    return sorted(found, key=lambda path: path.split(os.sep))
 
 
 class _ParsedFiles:
@@ -250,7 +251,7 @@ class _ParsedFiles:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_root: dict[Path, dict[Path, _FileContents]] = {}
+        self._by_root: dict[Path, dict[str, _FileContents]] = {}
 
     def contents_of(self, root: Path) -> list[_FileContents]:
         with self._lock:
@@ -263,15 +264,16 @@ class _ParsedFiles:
         return list(current.values())
 
     @staticmethod
-    def _current(root: Path, path: Path, cached: _FileContents | None) -> _FileContents:
-        signature = _signature(path.stat())
+    def _current(root: Path, path: str, cached: _FileContents | None) -> _FileContents:
+        signature = _signature(os.stat(path))
         if cached is not None and cached.signature == signature and not cached.racy():
             return cached
         checked_at = time.time_ns()
-        digest = hashlib.sha256(path.read_bytes()).digest()
+        with open(path, "rb") as file:
+            digest = hashlib.sha256(file.read()).digest()
         if cached is not None and cached.digest == digest:
             return dataclasses.replace(cached, signature=signature, checked_at_ns=checked_at)
-        return _parse_file(root, path, signature, digest, checked_at)
+        return _parse_file(root, Path(path), signature, digest, checked_at)
 
 
 _PARSED_FILES = _ParsedFiles()
