@@ -209,8 +209,9 @@ class CompetingWriter:
     (a busier writer than any person or CI job; one pushing back to back with no pause at all would
     win every race against a writer that, like the controller, must re-apply its changes)."""
 
-    def __init__(self, remote: Path, workdir: Path) -> None:
+    def __init__(self, remote: Path, workdir: Path, pause: tuple[float, float] = (0.02, 0.06)) -> None:
         self.clone = fresh_clone(remote, workdir)
+        self._pause = pause
         self.pushed: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="competing-writer")
@@ -242,7 +243,7 @@ class CompetingWriter:
             if int(status) == 0:
                 self.pushed.append(line)
                 number += 1
-            self._stop.wait(random.uniform(0.02, 0.06))
+            self._stop.wait(random.uniform(*self._pause))
 
 
 def test_a_competing_writer_loses_nothing_and_nothing_is_applied_twice(remote: Path, tmp_path: Path) -> None:

@@ -415,3 +415,53 @@ def test_fifty_concurrent_subscriptions_are_all_recorded(running: Running, token
         CONFIG_MAP, running.namespace, label_selector="btp-gitops.io/pending-callback=true"
     )
     assert len(pending) == 50
+
+
+def test_two_replicas_and_a_competing_pusher_lose_and_duplicate_no_tenant(
+    running: Running, server_factory: ServerFactory, tokens: TokenFactory, tmp_path: Path
+) -> None:
+    """Two subscription-server replicas (each its own clone of the same remote) answer 60
+    concurrent subscriptions between them while a third writer pushes to the branch every 0.2 to
+    0.4 s (a busy CI job; tests/controller/test_gitstore.py races a far busier one against the
+    writer alone): every tenant is recorded exactly once, and so is every one of its commits."""
+    from controller.gitstore import RepoSettings, SourceRepo  # noqa: PLC0415 (only this test)
+    from controller.subscription.git_ledger import GitTenantLedger  # noqa: PLC0415
+    from tests.controller.subscription.conftest import Sources  # noqa: PLC0415
+    from tests.controller.test_gitstore import CompetingWriter  # noqa: PLC0415
+
+    remote = running.sources.remote
+    second_repo = SourceRepo(RepoSettings(url=str(remote), workdir=tmp_path / "replica-2", batch_window=0.02))
+    second_repo.start()
+    try:
+        second = server_factory(Sources(remote, second_repo, GitTenantLedger(second_repo, record_timeout=60)))
+        replicas = [running, second]
+        tenants = [f"0001{i:04d}-aaaa-4bbb-8ccc-dddddddddddd" for i in range(60)]
+
+        def subscribe(item: tuple[int, str]) -> tuple[int, bytes]:
+            i, tenant = item
+            replica = replicas[i % 2]
+            answer = replica.client.send(
+                "PUT",
+                f"/provision/tenants/{tenant}",
+                saas_payload(tenant, f"rep-{i}"),
+                bearer(tokens(), f"/cb/{i}"),
+            )
+            return answer.status, answer.body
+
+        with (
+            CompetingWriter(remote, tmp_path / "other", pause=(0.2, 0.4)) as competitor,
+            concurrent.futures.ThreadPoolExecutor(max_workers=30) as pool,
+        ):
+            statuses = list(pool.map(subscribe, enumerate(tenants)))
+        assert [status for status, _ in statuses] == [202] * len(tenants), [
+            b for s, b in statuses if s != 202
+        ]
+        assert competitor.pushed, "the competing writer never got a push through"
+        clone = tmp_path / "check"
+        run_git(tmp_path, "clone", "--quiet", str(remote), str(clone))
+        recorded = sorted((clone / "apps" / APP / "tenants").glob("*.yaml"))
+        ids = [yaml.safe_load(path.read_text())["spec"]["tenantId"] for path in recorded]
+        assert sorted(ids) == sorted(tenants)  # each tenant once: none lost, none duplicated
+        assert (clone / "competitor.txt").read_text().splitlines() == competitor.pushed
+    finally:
+        second_repo.stop()
