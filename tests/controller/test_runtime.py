@@ -16,6 +16,7 @@ from controller.errors import TemporaryError
 from controller.kube import CONFIG_MAP, KubeClient
 from controller.runtime import DONE, Manager, ObjectKey, Outcome, RuntimeSettings, Watch, WorkQueue
 from tests.support.kubeapi import KubeAPI
+from tests.support.waiting import wait_until
 
 A, B = ObjectKey("ns", "a"), ObjectKey("ns", "b")
 
@@ -101,15 +102,6 @@ def _stamped(kube: KubeClient, namespace: str, name: str) -> bool:
     return ((obj.get("metadata") or {}).get("annotations") or {}).get("stamped") == "yes"
 
 
-def _wait(condition: object, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 def _config_map(name: str, namespace: str) -> dict[str, object]:
     return {
         "apiVersion": "v1",
@@ -140,11 +132,13 @@ def test_manager_reconciles_listed_and_watched_objects_and_retries(
     manager = Manager(kube, [reconciler], SETTINGS, registry)
     manager.start()
     try:
-        _wait(manager.ready)
-        _wait(lambda: _stamped(kube, kube_namespace, "before"))
+        wait_until(manager.ready)
+        wait_until(lambda: _stamped(kube, kube_namespace, "before"))
         kube.create(CONFIG_MAP, _config_map("after", kube_namespace), kube_namespace)
         kube.create(CONFIG_MAP, _config_map("flaky", kube_namespace), kube_namespace)
-        _wait(lambda: _stamped(kube, kube_namespace, "after") and _stamped(kube, kube_namespace, "flaky"))
+        wait_until(
+            lambda: _stamped(kube, kube_namespace, "after") and _stamped(kube, kube_namespace, "flaky")
+        )
         assert manager.healthy()
     finally:
         manager.stop()
@@ -160,7 +154,7 @@ def test_a_new_manager_resumes_from_cluster_state(kube: KubeClient, kube_namespa
         kube, [StampingReconciler(kube, kube_namespace, failures_left=0)], SETTINGS, CollectorRegistry()
     )
     first.start()
-    _wait(first.ready)
+    wait_until(first.ready)
     first.stop()
     # Work that arrived while no controller ran is found by the next one's initial list.
     kube.create(CONFIG_MAP, _config_map("while-down", kube_namespace), kube_namespace)
@@ -168,7 +162,7 @@ def test_a_new_manager_resumes_from_cluster_state(kube: KubeClient, kube_namespa
     second = Manager(kube, [second_reconciler], SETTINGS, CollectorRegistry())
     second.start()
     try:
-        _wait(lambda: _stamped(kube, kube_namespace, "while-down"))
+        wait_until(lambda: _stamped(kube, kube_namespace, "while-down"))
     finally:
         second.stop()
     assert ObjectKey(kube_namespace, "while-down") in second_reconciler.calls
@@ -181,7 +175,7 @@ def test_stop_does_not_wait_for_long_polls(kube: KubeClient, kube_namespace: str
     )
     manager = Manager(kube, [StampingReconciler(kube, kube_namespace)], settings, CollectorRegistry())
     manager.start()
-    _wait(manager.ready)
+    wait_until(manager.ready)
     time.sleep(0.3)  # the watch is now blocked in its long poll
     started = time.monotonic()
     manager.stop(timeout=30)

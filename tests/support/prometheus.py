@@ -25,7 +25,6 @@ import ctypes
 import math
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.support.waiting import free_port
 
 SETUP_HINT = "install it with `bash scripts/setup.sh --with-tools` (CI does)"
 START_TIMEOUT = 60.0
@@ -119,12 +120,6 @@ def _binary(name: str) -> str:
     if found is None:
         pytest.fail(f"{name} is not installed: {SETUP_HINT}", pytrace=False)
     return found
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _die_with_parent() -> Callable[[], None] | None:

@@ -54,6 +54,7 @@ from controller.runtime import ObjectKey, Outcome, Reconciler
 from tests.conftest import ROOT
 from tests.support.crds import load_crds, our_crd_files
 from tests.support.kubeapi import install_crds
+from tests.support.waiting import wait_until as wait_for
 
 MODULE_RESOURCES = ROOT / "module-resources"
 MODULE_NAMESPACE = "kyma-system"
@@ -90,14 +91,6 @@ def service_crd_docs() -> list[dict[str, Any]]:
     services = [doc for doc in yaml.safe_load_all(text) if doc]
     ours = [doc for doc in load_crds(our_crd_files()) if doc["spec"]["names"]["kind"] == "BtpOperator"]
     return services + ours
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 @dataclass

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,17 +30,12 @@ from tests.controller.btp_operator.cluster import (
 )
 from tests.support.crds import load_crds, our_crd_files
 from tests.support.kubeapi import KubeAPI, install_crds
+from tests.support.waiting import free_port, wait_until
 
 pytestmark = pytest.mark.kube
 
 CLI = Path(sys.executable).parent / "btp-gitops"
 LEASE_NAME = "btp-gitops-controller"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -64,21 +58,12 @@ class Controller:
         return [json.loads(line) for line in self.log.read_text().splitlines() if line.startswith("{")]
 
 
-def _wait(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 @pytest.fixture
 def start_controller(kube_api: KubeAPI, kube_namespace: str, tmp_path: Path) -> Iterator[object]:
     started: list[Controller] = []
 
     def start(name: str, *extra: str) -> Controller:
-        port = _free_port()
+        port = free_port()
         log = tmp_path / f"{name}-{len(started)}.log"
         args = [
             str(CLI), "controller", "--kubeconfig", str(kube_api.kubeconfig), "--namespace", kube_namespace,
@@ -118,10 +103,10 @@ def test_probes_metrics_and_a_clean_stop(
     assert callable(start_controller)
     cluster.create_module_cr()
     controller: Controller = start_controller("solo")
-    _wait(lambda: controller.get("/readyz")[0] == 200, 60, "readiness")
-    _wait(lambda: _holder(kube, kube_namespace).startswith("solo_"), 30, "the lease")
+    wait_until(lambda: controller.get("/readyz")[0] == 200, 60, "readiness")
+    wait_until(lambda: _holder(kube, kube_namespace).startswith("solo_"), 30, "the lease")
     assert controller.get("/healthz") == (200, "ok\n")
-    _wait(
+    wait_until(
         lambda: "btp_gitops_controller_reconcile_total{" in controller.get("/metrics")[1], 30, "a reconcile"
     )
     status, metrics = controller.get("/metrics")
@@ -141,16 +126,18 @@ def test_one_leader_and_failover_after_sigkill(
 ) -> None:
     assert callable(start_controller)
     first: Controller = start_controller("replica-a")
-    _wait(lambda: _holder(kube, kube_namespace).startswith("replica-a_"), 30, "the first replica to lead")
+    wait_until(
+        lambda: _holder(kube, kube_namespace).startswith("replica-a_"), 30, "the first replica to lead"
+    )
     second: Controller = start_controller("replica-b")
-    _wait(lambda: second.get("/readyz")[0] == 200, 30, "the standby to be ready")
+    wait_until(lambda: second.get("/readyz")[0] == 200, 30, "the standby to be ready")
     time.sleep(1.5)
     assert _holder(kube, kube_namespace).startswith("replica-a_")
     assert not any(str(line["message"]).startswith("starting reconcilers") for line in second.log_lines())
     first.process.kill()
     first.process.wait(10)
-    _wait(lambda: _holder(kube, kube_namespace).startswith("replica-b_"), 30, "the standby to take over")
-    _wait(
+    wait_until(lambda: _holder(kube, kube_namespace).startswith("replica-b_"), 30, "the standby to take over")
+    wait_until(
         lambda: any(str(line["message"]).startswith("starting reconcilers") for line in second.log_lines()),
         30,
         "the new leader to start its reconcilers",
@@ -177,7 +164,7 @@ def test_sigkill_during_hard_delete_then_a_new_process_finishes(
     cluster.create_instance(kube_namespace, "db")
     cluster.create_binding(kube_namespace, "db-binding", "db")
     first: Controller = start_controller("first", "--no-leader-elect")
-    _wait(lambda: current_reason(cluster.module_cr() or {}) == "ReconcileSucceeded", 60, "Ready")
+    wait_until(lambda: current_reason(cluster.module_cr() or {}) == "ReconcileSucceeded", 60, "Ready")
     kube.delete(BTP_OPERATOR, "btpoperator", MODULE_NAMESPACE)
 
     def instance_deletion_issued() -> bool:
@@ -185,14 +172,14 @@ def test_sigkill_during_hard_delete_then_a_new_process_finishes(
         return bool((instance.get("metadata") or {}).get("deletionTimestamp"))
 
     # The operand does not answer yet: the hard delete is issued and waits for it.
-    _wait(instance_deletion_issued, 60, "the hard delete of the instance")
+    wait_until(instance_deletion_issued, 60, "the hard delete of the instance")
     assert current_reason(cluster.module_cr() or {}) == "HardDeleting"
     first.process.kill()
     first.process.wait(10)
 
     operand.start()  # the service operator finishes the deletions it was asked for
     second: Controller = start_controller("second", "--no-leader-elect")
-    _wait(lambda: cluster.module_cr() is None, 60, "the BtpOperator to be released")
+    wait_until(lambda: cluster.module_cr() is None, 60, "the BtpOperator to be released")
     assert kube.list(SERVICE_INSTANCE, kube_namespace) == []
     assert ("ServiceInstance", f"{kube_namespace}/db") in operand.finished
     assert all("s3cret-value" not in line for line in second.log.read_text().splitlines())

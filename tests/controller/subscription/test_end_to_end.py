@@ -41,7 +41,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -87,6 +86,7 @@ from tests.controller.subscription.peers import Pki, SaasRegistry, TokenFactory,
 from tests.controller.tenant_operations.conftest import finish_job
 from tests.support.crds import load_crds, our_crd_files
 from tests.support.kubeapi import KubeAPI, install_crds
+from tests.support.waiting import free_port
 
 pytestmark = pytest.mark.kube
 
@@ -210,12 +210,6 @@ def remote(tmp_path: Path, kube_namespace: str) -> Remote:
 
 
 # --- the processes -----------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

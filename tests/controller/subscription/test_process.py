@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,17 +20,12 @@ from controller.records import consumer_tenant_name
 from tests.controller.subscription.conftest import APP, Bindings, Sources, bearer, saas_payload
 from tests.controller.subscription.peers import Pki, TokenFactory
 from tests.support.kubeapi import KubeAPI
+from tests.support.waiting import free_port
 
 pytestmark = pytest.mark.kube
 
 CLI = Path(sys.executable).parent / "btp-gitops"
 TENANT = "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _request(
@@ -54,7 +48,7 @@ def _request(
 def server_process(
     kube_api: KubeAPI, sources: Sources, pki: Pki, bindings: Bindings, tmp_path: Path
 ) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "server.log"
     args = [
         str(CLI), "subscription-server", "--kubeconfig", str(kube_api.kubeconfig),

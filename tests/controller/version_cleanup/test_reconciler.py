@@ -8,8 +8,7 @@ run under the real Manager. Queries run at a fixed instant (EVALUATION_TIME); no
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import git
@@ -51,6 +50,7 @@ from tests.controller.version_cleanup.builders import (
 )
 from tests.controller.version_cleanup.conftest import Sources, SourcesFactory
 from tests.support.prometheus import EVALUATION_TIME, PrometheusFactory, Series, steady
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -353,14 +353,6 @@ def test_a_tenant_recorded_before_the_commit_keeps_the_version(
 # --- under the Manager -------------------------------------------------------------------------------------
 
 
-def _wait(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
-
-
 def test_the_manager_runs_the_cleanup(
     kube: KubeClient,
     kube_namespace: str,
@@ -383,9 +375,9 @@ def test_the_manager_runs_the_cleanup(
     manager = Manager(kube, [reconciler], RuntimeSettings(workers=1), CollectorRegistry())
     manager.start()
     try:
-        _wait(manager.ready)
+        wait_until(manager.ready)
         _deploy(kube, documents, ready={"1.0.0", "1.1.0"})  # the watch brings the application
-        _wait(lambda: len(remote_log(sources.remote)) == 2)
+        wait_until(lambda: len(remote_log(sources.remote)) == 2)
         assert manager.healthy()
     finally:
         manager.stop()
