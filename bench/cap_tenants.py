@@ -47,9 +47,9 @@ _CHILD = """
 import json, sys, time
 from pathlib import Path
 import yaml
-from generator.io.helm import EmbeddedHelm
-from generator.io.schemas import load_schema_registry
-from generator.pipeline.render import render_cluster
+from btp_gitops.generator.io.helm import EmbeddedHelm
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.pipeline.render import render_cluster
 engine, schemas = EmbeddedHelm(), load_schema_registry()
 start = time.perf_counter()
 result = render_cluster((Path(sys.argv[1]),), "bench", engine, schemas)
@@ -68,7 +68,7 @@ print(json.dumps({
 """
 
 _IDLE = (
-    "import yaml, generator.pipeline.render\n"
+    "import yaml, btp_gitops.generator.pipeline.render\n"
     'print(next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024)'
 )
 

@@ -37,8 +37,8 @@ if sys.argv[1] == "baseline":
     out = yaml.dump_all(list(yaml.load_all(text, Loader=yaml.CSafeLoader)), Dumper=yaml.CSafeDumper)
 else:
     from datetime import UTC, datetime
-    from generator.pipeline.post_render import PostRenderRequest, post_render
-    from generator.transforms.self_signed_certificates import generate_rsa_4096_key
+    from btp_gitops.generator.pipeline.post_render import PostRenderRequest, post_render
+    from btp_gitops.generator.transforms.self_signed_certificates import generate_rsa_4096_key
     out = post_render(text, PostRenderRequest(), datetime.now(UTC), generate_rsa_4096_key).text
 seconds = time.perf_counter() - start
 # VmHWM, not ru_maxrss: the latter survives exec and may be the parent's high-water mark.
@@ -72,7 +72,7 @@ def cli_seconds(stream_file: Path, repeat: int) -> float:
 
 def idle_child_mib(side: str) -> float:
     """Peak RSS of a child that only starts Python and imports what that side imports."""
-    imports = "yaml" if side == "baseline" else "yaml, generator.pipeline.post_render"
+    imports = "yaml" if side == "baseline" else "yaml, btp_gitops.generator.pipeline.post_render"
     code = f"import {imports}\n" + (
         'print(next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024)'
     )

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.cap_tenants import steady, write_source
-from controller.records import SourceIndex
+from btp_gitops.controller.records import SourceIndex
 
 RACY_WAIT = 2.5  # seconds: older than controller.records' racy window, so files are not re-read
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.core.yamlio import dump_object
+from btp_gitops.generator.core.yamlio import dump_object
 
 CHART = "bench-chart"
 LABELS = {

@@ -66,8 +66,8 @@ from typing import IO, Any
 
 import yaml
 
-from controller.kube import CONFIG_MAP, NAMESPACE, SECRET, KubeClient
-from controller.records import Subscription, consumer_tenant_name, subscribe_tenant
+from btp_gitops.controller.kube import CONFIG_MAP, NAMESPACE, SECRET, KubeClient
+from btp_gitops.controller.records import Subscription, consumer_tenant_name, subscribe_tenant
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cap-app"
@@ -346,11 +346,11 @@ class ServerConfig:
 def serve(config: ServerConfig) -> None:
     """The server process: wired as `SubscriptionServerProcess.run` wires it; prints its port, serves
     until stdin closes (the parent ends the run or died), then stops as on SIGTERM."""
-    from controller.app import configure_logging  # noqa: PLC0415 (the server process only)
-    from controller.gitstore import RepoSettings, SourceRepo  # noqa: PLC0415
-    from controller.kube import load_api_client  # noqa: PLC0415
-    from controller.subscription.git_ledger import GitTenantLedger  # noqa: PLC0415
-    from controller.subscription.server import (  # noqa: PLC0415
+    from btp_gitops.controller.app import configure_logging  # noqa: PLC0415 (the server process only)
+    from btp_gitops.controller.gitstore import RepoSettings, SourceRepo  # noqa: PLC0415
+    from btp_gitops.controller.kube import load_api_client  # noqa: PLC0415
+    from btp_gitops.controller.subscription.git_ledger import GitTenantLedger  # noqa: PLC0415
+    from btp_gitops.controller.subscription.server import (  # noqa: PLC0415
         SubscriptionServerSettings,
         build_subscription_server,
     )
@@ -428,11 +428,11 @@ def _role() -> str:
 def install_profile() -> Timings:
     """Time the parts of a subscribe and of the writer's cycle in the server process: each wrapper
     calls the real method and only adds up how long it took (--profile only)."""
-    from controller.gitstore import SourceRepo  # noqa: PLC0415
-    from controller.records import SourceIndex  # noqa: PLC0415
-    from controller.subscription import git_ledger  # noqa: PLC0415
-    from controller.subscription.auth import TokenVerifier  # noqa: PLC0415
-    from controller.subscription.server import _RequestHandler  # noqa: PLC0415
+    from btp_gitops.controller.gitstore import SourceRepo  # noqa: PLC0415
+    from btp_gitops.controller.records import SourceIndex  # noqa: PLC0415
+    from btp_gitops.controller.subscription import git_ledger  # noqa: PLC0415
+    from btp_gitops.controller.subscription.auth import TokenVerifier  # noqa: PLC0415
+    from btp_gitops.controller.subscription.server import _RequestHandler  # noqa: PLC0415
 
     timings = Timings()
 
@@ -785,7 +785,7 @@ def measure(args: argparse.Namespace, work: Path, stack: contextlib.ExitStack) -
 
 
 def summarize(args: argparse.Namespace, run: ServerRun, baseline: BaselineResult) -> Report:
-    from controller.gitstore import RepoSettings  # noqa: PLC0415
+    from btp_gitops.controller.gitstore import RepoSettings  # noqa: PLC0415
 
     defaults = RepoSettings(url="", workdir=Path())
     latencies = sorted(o.latency for o in run.outcomes)

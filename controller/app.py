@@ -20,12 +20,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from controller.errors import ControllerError
+from btp_gitops.controller.errors import ControllerError
 
 log = logging.getLogger("btp_gitops.controller")
 
 DEFAULT_WORKDIR = "/var/lib/btp-gitops/source"
-DEFAULT_MODULE_RESOURCES = "/app/module-resources"
 
 
 class JsonLogFormatter(logging.Formatter):
@@ -128,7 +127,7 @@ def add_controller_command(commands: Any) -> None:
         "--module-resources",
         type=Path,
         default=None,
-        help=f"the module-resources/ directory (default: {DEFAULT_MODULE_RESOURCES}, else this checkout's)",
+        help="the module-resources/ directory (default: the one shipped with btp-gitops)",
     )
     parser.add_argument("--prometheus-url", metavar="URL", help="enables CAP version cleanup")
     parser.add_argument("--cleanup-interval", type=positive_seconds, default=600.0, metavar="SECONDS")
@@ -186,13 +185,13 @@ class StopSignal:
 
 
 def run_controller(args: argparse.Namespace) -> int:
-    from controller.process import ControllerProcess  # noqa: PLC0415 (heavy imports only when run)
+    from btp_gitops.controller.process import ControllerProcess  # noqa: PLC0415 (heavy imports only when run)
 
     return ControllerProcess.from_args(args).run(StopSignal().event)
 
 
 def run_subscription_server(args: argparse.Namespace) -> int:
-    from controller.process import SubscriptionServerProcess  # noqa: PLC0415
+    from btp_gitops.controller.process import SubscriptionServerProcess  # noqa: PLC0415
 
     return SubscriptionServerProcess.from_args(args).run(StopSignal().event)
 

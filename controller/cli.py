@@ -9,7 +9,7 @@ from typing import Any
 def register_commands(commands: Any) -> None:
     """Add the controller's subcommands to the `btp-gitops` argument parser."""
     # Imported here, not at the top: `btp-gitops render` should not pay for the controller's imports.
-    from controller.app import add_controller_command, add_subscription_server_command  # noqa: PLC0415
+    from btp_gitops.controller.app import add_controller_command, add_subscription_server_command  # noqa: PLC0415
 
     add_controller_command(commands)
     add_subscription_server_command(commands)

@@ -11,8 +11,8 @@ import datetime as dt
 import hashlib
 import logging
 
-from controller.errors import ControllerError
-from controller.kube import EVENT, KubeClient, KubeObject
+from btp_gitops.controller.errors import ControllerError
+from btp_gitops.controller.kube import EVENT, KubeClient, KubeObject
 
 log = logging.getLogger("btp_gitops.controller.events")
 

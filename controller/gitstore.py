@@ -38,7 +38,7 @@ from typing import Protocol, TypeVar
 
 import git
 
-from controller.errors import ControllerError, GitError, GitPushRejected
+from btp_gitops.controller.errors import ControllerError, GitError, GitPushRejected
 
 log = logging.getLogger(__name__)
 

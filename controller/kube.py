@@ -20,7 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
-from controller.errors import ConfigurationError, KubeRequestRefused, KubeUnavailable
+from btp_gitops.controller.errors import ConfigurationError, KubeRequestRefused, KubeUnavailable
 
 KubeObject = dict[str, Any]
 KubeObjects = list[KubeObject]  # named here: the client's `list` method shadows the builtin in its body

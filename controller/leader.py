@@ -19,8 +19,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from controller.errors import ControllerError
-from controller.kube import LEASE, Conflict, KubeClient, KubeObject
+from btp_gitops.controller.errors import ControllerError
+from btp_gitops.controller.kube import LEASE, Conflict, KubeClient, KubeObject
 
 log = logging.getLogger("btp_gitops.controller.leader")
 

@@ -22,30 +22,28 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from controller.errors import ConfigurationError, ControllerError
-from controller.gitstore import RepoSettings, SourceRepo
-from controller.health import ProbeServer
-from controller.kube import KubeClient, load_api_client
-from controller.leader import LeaderElector, LeaseSettings
-from controller.reconcilers import ReconcilerOptions, build_reconcilers
-from controller.runtime import Manager, RuntimeSettings
-from controller.subscription.git_ledger import GitTenantLedger
-from controller.subscription.server import SubscriptionServerSettings, build_subscription_server
+from btp_gitops.controller.errors import ConfigurationError, ControllerError
+from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
+from btp_gitops.controller.health import ProbeServer
+from btp_gitops.controller.kube import KubeClient, load_api_client
+from btp_gitops.controller.leader import LeaderElector, LeaseSettings
+from btp_gitops.controller.reconcilers import ReconcilerOptions, build_reconcilers
+from btp_gitops.controller.runtime import Manager, RuntimeSettings
+from btp_gitops.controller.subscription.git_ledger import GitTenantLedger
+from btp_gitops.controller.subscription.server import SubscriptionServerSettings, build_subscription_server
+from btp_gitops.generator.io import bundled
 
 log = logging.getLogger("btp_gitops.controller")
 
-DEFAULT_MODULE_RESOURCES = Path("/app/module-resources")  # where the image ships them
-_CHECKOUT_MODULE_RESOURCES = Path(__file__).resolve().parents[1] / "module-resources"
-
 
 def module_resources_dir(given: Path | None) -> Path:
-    for candidate in (given, DEFAULT_MODULE_RESOURCES, _CHECKOUT_MODULE_RESOURCES):
-        if candidate is not None and (candidate / "apply").is_dir():
-            return candidate
-    raise ConfigurationError(
-        f"no module-resources directory (with apply/) at {given or DEFAULT_MODULE_RESOURCES}: "
-        "pass --module-resources"
-    )
+    """--module-resources, else the artifact shipped with btp-gitops (of its bundled chart)."""
+    candidate = given if given is not None else bundled.module_resources_dir()
+    if not (candidate / "apply").is_dir():
+        raise ConfigurationError(
+            f"no module-resources directory (with apply/) at {candidate}: pass --module-resources"
+        )
+    return candidate
 
 
 def process_identity() -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.errors import PrometheusUnavailable
+from btp_gitops.controller.errors import PrometheusUnavailable
 
 QUERY_PATH = "/api/v1/query"
 # How much of an error answer a message may quote: Prometheus's own `error` text is short and

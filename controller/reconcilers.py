@@ -17,21 +17,21 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from controller.btp_operator.outdated import OutdatedModuleResourcesReconciler
-from controller.btp_operator.reconciler import BtpOperatorReconciler
-from controller.btp_operator.settings import BtpOperatorSettings
-from controller.cap.application_retirement import ApplicationRetirementReconciler
-from controller.cap.callbacks import CallbackDelivery
-from controller.cap.deletion import CapDeletionSettings, cap_deletion_reconcilers
-from controller.cap.status_mirror import TenantStatusMirror, mark_deprovisioned
-from controller.cap.tenant_operations import SourceSnapshots, TenantOperationsReconciler
-from controller.cap.version_cleanup import CleanupSettings, VersionCleanupReconciler
-from controller.errors import ConfigurationError
-from controller.gitstore import SourceRepo
-from controller.kube import KubeClient
-from controller.prometheus import PrometheusClient
-from controller.runtime import Reconciler
-from controller.subscription.metrics import SubscriptionMetrics
+from btp_gitops.controller.btp_operator.outdated import OutdatedModuleResourcesReconciler
+from btp_gitops.controller.btp_operator.reconciler import BtpOperatorReconciler
+from btp_gitops.controller.btp_operator.settings import BtpOperatorSettings
+from btp_gitops.controller.cap.application_retirement import ApplicationRetirementReconciler
+from btp_gitops.controller.cap.callbacks import CallbackDelivery
+from btp_gitops.controller.cap.deletion import CapDeletionSettings, cap_deletion_reconcilers
+from btp_gitops.controller.cap.status_mirror import TenantStatusMirror, mark_deprovisioned
+from btp_gitops.controller.cap.tenant_operations import SourceSnapshots, TenantOperationsReconciler
+from btp_gitops.controller.cap.version_cleanup import CleanupSettings, VersionCleanupReconciler
+from btp_gitops.controller.errors import ConfigurationError
+from btp_gitops.controller.gitstore import SourceRepo
+from btp_gitops.controller.kube import KubeClient
+from btp_gitops.controller.prometheus import PrometheusClient
+from btp_gitops.controller.runtime import Reconciler
+from btp_gitops.controller.subscription.metrics import SubscriptionMetrics
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,15 +31,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.errors import PermanentError
-from controller.gitstore import TreeChange
-from generator.core.errors import SourceSyntaxError
-from generator.core.objects import get_path
-from generator.core.sources import SourceDocument
-from generator.core.validation import SchemaRegistry, problems_in
-from generator.core.yamlio import SourceSyntaxProblem, dump_each, dump_object, load_source_documents
-from generator.domains.cap.identity import PREFIX, sha1_hex
-from generator.domains.cap.model import (
+from btp_gitops.controller.errors import PermanentError
+from btp_gitops.controller.gitstore import TreeChange
+from btp_gitops.generator.core.errors import SourceSyntaxError
+from btp_gitops.generator.core.objects import get_path
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
+from btp_gitops.generator.core.yamlio import (
+    SourceSyntaxProblem,
+    dump_each,
+    dump_object,
+    load_source_documents,
+)
+from btp_gitops.generator.domains.cap.identity import PREFIX, sha1_hex
+from btp_gitops.generator.domains.cap.model import (
     API_VERSION,
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
@@ -47,7 +52,7 @@ from generator.domains.cap.model import (
     BtpService,
     TenantOperation,
 )
-from generator.domains.cap.tenants.model import (
+from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
     DEPROVISION_ANNOTATION,
     PROVIDER_SUFFIX,
@@ -57,9 +62,9 @@ from generator.domains.cap.tenants.model import (
     TenantType,
     tenant_from_source,
 )
-from generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
-from generator.io.schemas import load_schema_registry
-from generator.io.sources import YAML_SUFFIXES, load_sources
+from btp_gitops.generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.io.sources import YAML_SUFFIXES, load_sources
 
 # CAP Operator's annotation for the subscribing global account (reference: Conventions).
 GLOBAL_ACCOUNT_ANNOTATION = f"{PREFIX}global-account-id"

@@ -27,8 +27,8 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from controller.errors import PermanentError, TemporaryError
-from controller.kube import KubeClient, KubeObject, Resource
+from btp_gitops.controller.errors import PermanentError, TemporaryError
+from btp_gitops.controller.kube import KubeClient, KubeObject, Resource
 
 log = logging.getLogger("btp_gitops.controller")
 

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Build the Kubernetes tooling used by the test suite from Go modules and cache
-# it under .cache/tools/ (git-ignored).
+# it under $CACHE/tools/, where $CACHE is $BTP_GITOPS_CACHE_DIR, else
+# ${XDG_CACHE_HOME:-~/.cache}/btp-gitops: per user, shared by every clone.
 #
 #   scripts/build-tools.sh                 # build every tool that is missing
 #   scripts/build-tools.sh helm3 kustomize # build only these tools
 #
 # Layout:
-#   .cache/tools/<tool>-<version>/<binary>   version-keyed build output
-#   .cache/tools/bin/<tool>                  symlink to the current version
-#   .cache/tools/logs/<tool>-<version>.log   output of the last build
-#   .cache/go/{mod,build}                    GOMODCACHE / GOCACHE
+#   $CACHE/tools/<tool>-<version>/<binary>   version-keyed build output
+#   $CACHE/tools/bin/<tool>                  symlink to the current version
+#   $CACHE/tools/logs/<tool>-<version>.log   output of the last build
+#   $CACHE/go/{mod,build}                    GOMODCACHE / GOCACHE
 #
 # A tool whose version-keyed binary already exists is not rebuilt, so changing
 # one *_VERSION below rebuilds only that tool. kube-apiserver and etcd are built
@@ -35,13 +36,15 @@ ALL_TOOLS=(kube-apiserver etcd helm3 helm4 kustomize sops actionlint)
 # --- paths -------------------------------------------------------------------
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
-CACHE_DIR=$REPO_ROOT/.cache
+# Per-user, outside the clone, so a second clone and CI on the same machine reuse the builds.
+CACHE_DIR=${BTP_GITOPS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/btp-gitops}
+mkdir -p "$CACHE_DIR"
 TOOLS_DIR=$CACHE_DIR/tools
 BIN_DIR=$TOOLS_DIR/bin
 LOG_DIR=$TOOLS_DIR/logs
 WRAPPERS_DIR=$REPO_ROOT/tests/tools
 
-# --- Go environment: everything stays inside .cache/ -------------------------
+# --- Go environment: everything stays inside $CACHE/ ---------------------------
 export GOPATH=$CACHE_DIR/go
 export GOMODCACHE=$CACHE_DIR/go/mod
 export GOCACHE=$CACHE_DIR/go/build
@@ -156,7 +159,7 @@ finish_dir() {
     mv -T "$tmp" "$out"
 }
 
-# build_tool TOOL: build one tool into .cache/tools/<tool>-<version>/.
+# build_tool TOOL: build one tool into $CACHE/tools/<tool>-<version>/.
 build_tool() {
     local tool=$1 version binary
     case $tool in

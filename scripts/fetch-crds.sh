@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Fetch the CustomResourceDefinitions of the third-party projects whose kinds
-# rendered repos use, from those projects' own Go modules, into .cache/crds/
-# (git-ignored). Tests install them into the real kube-apiserver, and
-# `btp-gitops validate --crds .cache/crds/current` reads them.
+# rendered repos use, from those projects' own Go modules, into $CACHE/crds/ ($CACHE as in
+# scripts/build-tools.sh: outside the clone, per user). Tests install them into the real kube-apiserver, and
+# `btp-gitops validate --crds $CACHE/crds/current` reads them.
 #
 #   scripts/fetch-crds.sh                  # every family that is missing
 #   scripts/fetch-crds.sh istio flux       # only these families
 #
 # Layout:
-#   .cache/crds/<family>-<version>/<file>.yaml   version-keyed copy of the CRD files
-#   .cache/crds/<family>-<version>/.pins         the module@version, checksum and files it holds
-#   .cache/crds/current/<family>/                a copy of the pinned version (stable path)
-#   .cache/go/mod                                GOMODCACHE, shared with scripts/build-tools.sh
+#   $CACHE/crds/<family>-<version>/<file>.yaml   version-keyed copy of the CRD files
+#   $CACHE/crds/<family>-<version>/.pins         the module@version, checksum and files it holds
+#   $CACHE/crds/current/<family>/                a copy of the pinned version (stable path)
+#   $CACHE/go/mod                                GOMODCACHE, shared with scripts/build-tools.sh
 #
 # Nothing of these projects is committed here: each family is pinned by module
 # version and the h1: checksum Go records for the module zip (the same hash go.sum
@@ -82,7 +82,9 @@ ALL_FAMILIES=(cert-manager istio gardener-cert gardener-dns prometheus-operator 
 # --- paths -------------------------------------------------------------------
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
-CACHE_DIR=$REPO_ROOT/.cache
+# Per-user, outside the clone, so a second clone and CI on the same machine reuse the builds.
+CACHE_DIR=${BTP_GITOPS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/btp-gitops}
+mkdir -p "$CACHE_DIR"
 CRDS_DIR=$CACHE_DIR/crds
 CURRENT_DIR=$CRDS_DIR/current
 
@@ -186,7 +188,7 @@ replace_dir() {
     mv -T "$1" "$2"
 }
 
-# fetch_family FAMILY: make .cache/crds/<family>-<version>/ and current/<family>/
+# fetch_family FAMILY: make $CACHE/crds/<family>-<version>/ and current/<family>/
 # hold the pinned files. Run it in a subshell with errexit and the cleanup trap
 # (see main): the first failing step ends it after reporting why.
 fetch_family() {

@@ -9,10 +9,10 @@ objects an older chart version left behind (BTP Manager's reconciler, minus what
     outdated.py          OutdatedModuleResourcesReconciler (periodic sweep)
 """
 
-from controller.btp_operator.module_resources import ModuleResources, load_module_resources
-from controller.btp_operator.outdated import OutdatedModuleResourcesReconciler
-from controller.btp_operator.reconciler import BtpOperatorReconciler
-from controller.btp_operator.settings import FINALIZER, FORCE_DELETE_LABEL, BtpOperatorSettings
+from btp_gitops.controller.btp_operator.module_resources import ModuleResources, load_module_resources
+from btp_gitops.controller.btp_operator.outdated import OutdatedModuleResourcesReconciler
+from btp_gitops.controller.btp_operator.reconciler import BtpOperatorReconciler
+from btp_gitops.controller.btp_operator.settings import FINALIZER, FORCE_DELETE_LABEL, BtpOperatorSettings
 
 __all__ = [
     "FINALIZER",

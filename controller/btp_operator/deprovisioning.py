@@ -30,17 +30,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from controller.btp_operator import status
-from controller.btp_operator.module_resources import (
+from btp_gitops.controller.btp_operator import status
+from btp_gitops.controller.btp_operator.module_resources import (
     MODULE_SELECTOR,
     RENDER_ADDED_KINDS,
     deletion_order,
     labels_on,
     load_module_resources,
 )
-from controller.btp_operator.settings import FINALIZER, FORCE_DELETE_LABEL, BtpOperatorSettings
-from controller.errors import ControllerError, KubeRequestRefused, TemporaryError
-from controller.kube import (
+from btp_gitops.controller.btp_operator.settings import FINALIZER, FORCE_DELETE_LABEL, BtpOperatorSettings
+from btp_gitops.controller.errors import ControllerError, KubeRequestRefused, TemporaryError
+from btp_gitops.controller.kube import (
     BTP_OPERATOR,
     DEPLOYMENT,
     JSON_PATCH,
@@ -54,7 +54,7 @@ from controller.kube import (
     NotFound,
     Resource,
 )
-from controller.runtime import DONE, Outcome
+from btp_gitops.controller.runtime import DONE, Outcome
 
 log = logging.getLogger("btp_gitops.controller.btp_operator")
 

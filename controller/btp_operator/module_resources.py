@@ -24,13 +24,12 @@ from pathlib import Path
 
 import yaml
 
-from controller.errors import ConfigurationError
-from controller.kube import KubeObject, Resource
-from generator.core.kinds import ScopeIndex, install_rank
-from generator.core.objects import ObjectKey, api_group, get_path, kind_of, object_key
-from generator.core.yamlio import load_trusted_document
+from btp_gitops.controller.errors import ConfigurationError
+from btp_gitops.controller.kube import KubeObject, Resource
+from btp_gitops.generator.core.kinds import ScopeIndex, install_rank
+from btp_gitops.generator.core.objects import ObjectKey, api_group, get_path, kind_of, object_key
+from btp_gitops.generator.core.yamlio import load_trusted_document
 
-DEFAULT_MODULE_RESOURCES = Path(__file__).resolve().parents[2] / "module-resources"
 APPLY_DIR = "apply"
 DELETE_FILE = "delete/to-delete.yml"
 

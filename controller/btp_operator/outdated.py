@@ -25,7 +25,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from controller.btp_operator.module_resources import (
+from btp_gitops.controller.btp_operator.module_resources import (
     CHART_VERSION_LABEL,
     MODULE_SELECTOR,
     ModuleResources,
@@ -33,13 +33,13 @@ from controller.btp_operator.module_resources import (
     labels_on,
     load_module_resources,
 )
-from controller.btp_operator.reconciler import deployment_available
-from controller.btp_operator.settings import BtpOperatorSettings
-from controller.errors import ControllerError, TemporaryError
-from controller.events import NORMAL, WARNING, record_event
-from controller.kube import BTP_OPERATOR, DEPLOYMENT, KubeClient, KubeObject, NotFound, Resource
-from controller.runtime import DONE, ObjectKey, Outcome, Watch
-from generator.core.objects import name_of, namespace_of, object_key
+from btp_gitops.controller.btp_operator.reconciler import deployment_available
+from btp_gitops.controller.btp_operator.settings import BtpOperatorSettings
+from btp_gitops.controller.errors import ControllerError, TemporaryError
+from btp_gitops.controller.events import NORMAL, WARNING, record_event
+from btp_gitops.controller.kube import BTP_OPERATOR, DEPLOYMENT, KubeClient, KubeObject, NotFound, Resource
+from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
+from btp_gitops.generator.core.objects import name_of, namespace_of, object_key
 
 log = logging.getLogger("btp_gitops.controller.btp_operator")
 

@@ -17,13 +17,13 @@ import datetime as dt
 import logging
 from collections.abc import Iterable, Sequence
 
-from controller.btp_operator import status
-from controller.btp_operator.deprovisioning import Clock, Deprovisioning
-from controller.btp_operator.settings import FINALIZER, BtpOperatorSettings
-from controller.events import record_event
-from controller.kube import BTP_OPERATOR, DEPLOYMENT, SECRET, KubeClient, KubeObject
-from controller.runtime import DONE, ObjectKey, Outcome, Watch
-from generator.transforms.operator_secret import InvalidSecret, operator_credentials_from_secret
+from btp_gitops.controller.btp_operator import status
+from btp_gitops.controller.btp_operator.deprovisioning import Clock, Deprovisioning
+from btp_gitops.controller.btp_operator.settings import FINALIZER, BtpOperatorSettings
+from btp_gitops.controller.events import record_event
+from btp_gitops.controller.kube import BTP_OPERATOR, DEPLOYMENT, SECRET, KubeClient, KubeObject
+from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
+from btp_gitops.generator.transforms.operator_secret import InvalidSecret, operator_credentials_from_secret
 
 log = logging.getLogger("btp_gitops.controller.btp_operator")
 

@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.btp_operator.module_resources import DEFAULT_MODULE_RESOURCES
-from controller.errors import ConfigurationError
+from btp_gitops.controller.errors import ConfigurationError
+from btp_gitops.generator.io import bundled
 
 FINALIZER = "operator.kyma-project.io/btp-manager"
 FORCE_DELETE_LABEL = "force-delete"
@@ -23,7 +23,7 @@ class BtpOperatorSettings:
     # The Secret BTP Manager required; in this split the ExternalSecret copies it for the operator.
     required_secret_namespace: str = "kyma-system"
     required_secret: str = "sap-btp-manager"
-    module_resources_dir: Path = field(default=DEFAULT_MODULE_RESOURCES)
+    module_resources_dir: Path = field(default_factory=bundled.module_resources_dir)
     hard_delete_timeout: float = 20 * 60.0
     hard_delete_check_interval: float = 10.0
     ready_check_interval: float = 30.0  # while the operator Deployment is not Available yet

@@ -28,10 +28,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.cap.tenant_operations import Snapshot, SourceSnapshots
-from controller.errors import PermanentError
-from controller.kube import CONFIG_MAP, JOB, NAMESPACE, KubeClient, KubeObject
-from controller.records import (
+from btp_gitops.controller.cap.tenant_operations import Snapshot, SourceSnapshots
+from btp_gitops.controller.errors import PermanentError
+from btp_gitops.controller.kube import CONFIG_MAP, JOB, NAMESPACE, KubeClient, KubeObject
+from btp_gitops.controller.records import (
     TENANTS_DIRECTORY,
     ApplicationRecord,
     SourceIndex,
@@ -39,12 +39,12 @@ from controller.records import (
     remove_tenant_record,
     remove_version,
 )
-from controller.runtime import DONE, ObjectKey, Outcome, Watch
-from controller.subscription.cluster_side import PENDING_CALLBACK_LABEL
-from generator.core.yamlio import SourceSyntaxProblem, load_source_documents
-from generator.domains.cap.model import CAP_APPLICATION, TenantOperation
-from generator.domains.cap.tenants.model import DEPROVISION_ANNOTATION, TenantState
-from generator.domains.cap.tenants.names import TENANT_OPERATION_TYPE
+from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
+from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL
+from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
+from btp_gitops.generator.domains.cap.model import CAP_APPLICATION, TenantOperation
+from btp_gitops.generator.domains.cap.tenants.model import DEPROVISION_ANNOTATION, TenantState
+from btp_gitops.generator.domains.cap.tenants.names import TENANT_OPERATION_TYPE
 
 log = logging.getLogger("btp_gitops.controller.cap.application_retirement")
 

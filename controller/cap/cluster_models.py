@@ -48,21 +48,28 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from controller.kube import CAP_APPLICATION, CAP_APPLICATION_VERSION, CAP_TENANT, JOB, KubeClient, KubeObject
-from generator.core.objects import get_path
-from generator.core.sources import SourceDocument, SourceSet
-from generator.domains.cap.catalog import build_catalog
-from generator.domains.cap.identity import CAV_VERSION, OWNER_IDENTIFIER_HASH, owner_labels
-from generator.domains.cap.model import Application, TenantOperation, Version
-from generator.domains.cap.tenants.catalog import build_tenant_catalog
-from generator.domains.cap.tenants.model import Tenant
-from generator.domains.cap.tenants.names import (
+from btp_gitops.controller.kube import (
+    CAP_APPLICATION,
+    CAP_APPLICATION_VERSION,
+    CAP_TENANT,
+    JOB,
+    KubeClient,
+    KubeObject,
+)
+from btp_gitops.generator.core.objects import get_path
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet
+from btp_gitops.generator.domains.cap.catalog import build_catalog
+from btp_gitops.generator.domains.cap.identity import CAV_VERSION, OWNER_IDENTIFIER_HASH, owner_labels
+from btp_gitops.generator.domains.cap.model import Application, TenantOperation, Version
+from btp_gitops.generator.domains.cap.tenants.catalog import build_tenant_catalog
+from btp_gitops.generator.domains.cap.tenants.model import Tenant
+from btp_gitops.generator.domains.cap.tenants.names import (
     BTP_TENANT_ID,
     CONTINUE_ON_FAILURE_ANNOTATION,
     TENANT_OPERATION_TYPE,
 )
-from generator.domains.cap.tenants.render import operation_jobs
-from generator.domains.cap.tenants.selection import VersionIndex
+from btp_gitops.generator.domains.cap.tenants.render import operation_jobs
+from btp_gitops.generator.domains.cap.tenants.selection import VersionIndex
 
 CLUSTER_SOURCE_PREFIX = "cluster:"
 # Every tenant operation Job carries this label, whoever created it: the selector of such Jobs.

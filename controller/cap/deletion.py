@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from controller.cap.cluster_models import (
+from btp_gitops.controller.cap.cluster_models import (
     TENANT_JOBS_SELECTOR,
     CapModels,
     JobState,
@@ -83,9 +83,9 @@ from controller.cap.cluster_models import (
     running_jobs,
     versions_in_use,
 )
-from controller.errors import TemporaryError
-from controller.events import NORMAL, WARNING, record_event
-from controller.kube import (
+from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.events import NORMAL, WARNING, record_event
+from btp_gitops.controller.kube import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
     CAP_TENANT,
@@ -95,13 +95,13 @@ from controller.kube import (
     KubeObject,
     Resource,
 )
-from controller.runtime import DONE, ObjectKey, Outcome, Reconciler, Watch
-from generator.core.objects import get_path
-from generator.domains.cap.identity import OWNER_IDENTIFIER
-from generator.domains.cap.model import TenantOperation, Version
-from generator.domains.cap.tenants.model import Tenant, TenantState
-from generator.domains.cap.tenants.names import version_gate_name
-from generator.domains.cap.tenants.render import operation_jobs
+from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Reconciler, Watch
+from btp_gitops.generator.core.objects import get_path
+from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
+from btp_gitops.generator.domains.cap.model import TenantOperation, Version
+from btp_gitops.generator.domains.cap.tenants.model import Tenant, TenantState
+from btp_gitops.generator.domains.cap.tenants.names import version_gate_name
+from btp_gitops.generator.domains.cap.tenants.render import operation_jobs
 
 TENANT_FINALIZER = "sme.sap.com/captenant"
 VERSION_FINALIZER = "sme.sap.com/capapplicationversion"

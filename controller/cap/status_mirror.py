@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from controller.cap.tenant_operations import Snapshot, SourceSnapshots
-from controller.kube import CAP_TENANT, KubeClient
-from controller.runtime import DONE, ObjectKey, Outcome, Watch
-from generator.domains.cap.tenants.model import TenantStatus
+from btp_gitops.controller.cap.tenant_operations import Snapshot, SourceSnapshots
+from btp_gitops.controller.kube import CAP_TENANT, KubeClient
+from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
+from btp_gitops.generator.domains.cap.tenants.model import TenantStatus
 
 log = logging.getLogger("btp_gitops.controller.cap.status")
 

@@ -36,7 +36,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from controller.cap.callbacks import (
+from btp_gitops.controller.cap.callbacks import (
     CallbackDelivery,
     InvalidCallback,
     PendingCallback,
@@ -44,11 +44,11 @@ from controller.cap.callbacks import (
     decide,
     is_pending,
 )
-from controller.errors import GitError, TemporaryError
-from controller.events import NORMAL, WARNING, record_event
-from controller.gitstore import SourceRepo, TreeChange
-from controller.kube import CONFIG_MAP, JOB, KubeClient, KubeObject
-from controller.records import (
+from btp_gitops.controller.errors import GitError, TemporaryError
+from btp_gitops.controller.events import NORMAL, WARNING, record_event
+from btp_gitops.controller.gitstore import SourceRepo, TreeChange
+from btp_gitops.controller.kube import CONFIG_MAP, JOB, KubeClient, KubeObject
+from btp_gitops.controller.records import (
     ApplicationRecord,
     OperationOutcome,
     SourceIndex,
@@ -56,20 +56,20 @@ from controller.records import (
     record_operation_outcome,
     remove_tenant_record,
 )
-from controller.runtime import DONE, ObjectKey, Outcome, Watch
-from controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
-from generator.core.errors import BtpGitopsError
-from generator.core.sources import SourceDocument
-from generator.domains.cap.identity import OWNER_IDENTIFIER
-from generator.domains.cap.model import (
+from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
+from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
+from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
+from btp_gitops.generator.domains.cap.model import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
     Application,
     TenantOperation,
     Version,
 )
-from generator.domains.cap.tenants.jobs import StepTemplate, step_templates
-from generator.domains.cap.tenants.model import (
+from btp_gitops.generator.domains.cap.tenants.jobs import StepTemplate, step_templates
+from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
     DEPROVISION_ANNOTATION,
     Tenant,
@@ -79,13 +79,13 @@ from generator.domains.cap.tenants.model import (
     derived_provider_tenant,
     tenant_from_source,
 )
-from generator.domains.cap.tenants.names import (
+from btp_gitops.generator.domains.cap.tenants.names import (
     CONTINUE_ON_FAILURE_ANNOTATION,
     TENANT_OPERATION_TYPE,
     operation_job_name,
 )
-from generator.domains.cap.tenants.selection import PlannedOperation, VersionIndex, plan_tenant
-from generator.io.sources import load_sources
+from btp_gitops.generator.domains.cap.tenants.selection import PlannedOperation, VersionIndex, plan_tenant
+from btp_gitops.generator.io.sources import load_sources
 
 log = logging.getLogger("btp_gitops.controller.cap.tenant_operations")
 

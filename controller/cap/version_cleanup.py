@@ -43,26 +43,32 @@ from pathlib import Path
 
 import semver
 
-from controller.errors import PermanentError, PrometheusUnavailable, TemporaryError
-from controller.events import NORMAL, WARNING, record_event
-from controller.gitstore import SourceRepo, TreeChange
-from controller.kube import CAP_APPLICATION, CAP_APPLICATION_VERSION, CONFIG_MAP, KubeClient, KubeObject
-from controller.prometheus import OtherResult, PrometheusClient, QueryResult, Scalar, Vector
-from controller.records import remove_version
-from controller.runtime import DONE, ObjectKey, Outcome, Watch
-from generator.core.errors import BtpGitopsError
-from generator.core.sources import SourceDocument, SourceSet
-from generator.core.validation import SchemaRegistry, validate_sources
-from generator.domains.cap.catalog import build_catalog
-from generator.domains.cap.exposures import semantic_version
-from generator.domains.cap.identity import service_name
-from generator.domains.cap.model import API_VERSION, Application, Version, Workload
-from generator.domains.cap.tenants.catalog import build_tenant_catalog
-from generator.domains.cap.tenants.model import Tenant
-from generator.domains.cap.tenants.names import version_gate_name
-from generator.domains.cap.tenants.selection import VersionIndex, desired_version, plan_tenant
-from generator.io.schemas import load_schema_registry
-from generator.io.sources import load_sources
+from btp_gitops.controller.errors import PermanentError, PrometheusUnavailable, TemporaryError
+from btp_gitops.controller.events import NORMAL, WARNING, record_event
+from btp_gitops.controller.gitstore import SourceRepo, TreeChange
+from btp_gitops.controller.kube import (
+    CAP_APPLICATION,
+    CAP_APPLICATION_VERSION,
+    CONFIG_MAP,
+    KubeClient,
+    KubeObject,
+)
+from btp_gitops.controller.prometheus import OtherResult, PrometheusClient, QueryResult, Scalar, Vector
+from btp_gitops.controller.records import remove_version
+from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
+from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet
+from btp_gitops.generator.core.validation import SchemaRegistry, validate_sources
+from btp_gitops.generator.domains.cap.catalog import build_catalog
+from btp_gitops.generator.domains.cap.exposures import semantic_version
+from btp_gitops.generator.domains.cap.identity import service_name
+from btp_gitops.generator.domains.cap.model import API_VERSION, Application, Version, Workload
+from btp_gitops.generator.domains.cap.tenants.catalog import build_tenant_catalog
+from btp_gitops.generator.domains.cap.tenants.model import Tenant
+from btp_gitops.generator.domains.cap.tenants.names import version_gate_name
+from btp_gitops.generator.domains.cap.tenants.selection import VersionIndex, desired_version, plan_tenant
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.io.sources import load_sources
 
 log = logging.getLogger("btp_gitops.controller.version_cleanup")
 

@@ -51,7 +51,7 @@ import jwt
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from controller.errors import AuthenticationFailed, TemporaryError
+from btp_gitops.controller.errors import AuthenticationFailed, TemporaryError
 
 ALGORITHM = "RS256"
 MAX_JWKS_BYTES = 1 << 20

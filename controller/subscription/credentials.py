@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.errors import PermanentError, TemporaryError
-from controller.kube import SECRET, KubeClient
-from controller.subscription.ledger import (
+from btp_gitops.controller.errors import PermanentError, TemporaryError
+from btp_gitops.controller.kube import SECRET, KubeClient
+from btp_gitops.controller.subscription.ledger import (
     PRIMARY_XSUAA_ANNOTATION,
     SAAS_REGISTRY_CLASS,
     SUBSCRIPTION_MANAGER_CLASS,

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from controller.errors import GitError, TemporaryError
-from controller.gitstore import SourceRepo, TreeChange
-from controller.records import (
+from btp_gitops.controller.errors import GitError, TemporaryError
+from btp_gitops.controller.gitstore import SourceRepo, TreeChange
+from btp_gitops.controller.records import (
     ApplicationRecord,
     SourceIndex,
     Subscription,
@@ -36,14 +36,19 @@ from controller.records import (
     subscribe_tenant,
     unsubscribe_tenant,
 )
-from controller.subscription.ledger import AppTarget, ServiceRef, SubscriptionEntry, TenantTarget
-from generator.core.errors import SourceSyntaxError
-from generator.core.objects import get_path
-from generator.core.sources import SourceDocument
-from generator.domains.cap.model import CAP_APPLICATION
-from generator.domains.cap.tenants.model import CAP_TENANT, PROVIDER_SUFFIX, TenantType, tenant_from_source
-from generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
-from generator.io.sources import load_sources
+from btp_gitops.controller.subscription.ledger import AppTarget, ServiceRef, SubscriptionEntry, TenantTarget
+from btp_gitops.generator.core.errors import SourceSyntaxError
+from btp_gitops.generator.core.objects import get_path
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.domains.cap.model import CAP_APPLICATION
+from btp_gitops.generator.domains.cap.tenants.model import (
+    CAP_TENANT,
+    PROVIDER_SUFFIX,
+    TenantType,
+    tenant_from_source,
+)
+from btp_gitops.generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
+from btp_gitops.generator.io.sources import load_sources
 
 T = TypeVar("T")
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from email.message import Message
 from typing import Any
 
-from controller.errors import AuthenticationFailed, ControllerError, PermanentError
-from controller.subscription.auth import (
+from btp_gitops.controller.errors import AuthenticationFailed, ControllerError, PermanentError
+from btp_gitops.controller.subscription.auth import (
     TokenExpectation,
     TokenVerifier,
     bearer_token,
@@ -40,17 +40,21 @@ from controller.subscription.auth import (
     token_key_url,
     unverified_header,
 )
-from controller.subscription.cluster_side import ClusterSide, Operation, PendingCallback
-from controller.subscription.credentials import CredentialReader, CredentialsUnavailable, ServiceNotBound
-from controller.subscription.ledger import (
+from btp_gitops.controller.subscription.cluster_side import ClusterSide, Operation, PendingCallback
+from btp_gitops.controller.subscription.credentials import (
+    CredentialReader,
+    CredentialsUnavailable,
+    ServiceNotBound,
+)
+from btp_gitops.controller.subscription.ledger import (
     DEFAULT_CONTEXT_SECRET_SUFFIX,
     AppTarget,
     SubscriptionEntry,
     TenantLedger,
     TenantTarget,
 )
-from controller.subscription.metrics import SubscriptionMetrics
-from controller.subscription.payloads import (
+from btp_gitops.controller.subscription.metrics import SubscriptionMetrics
+from btp_gitops.controller.subscription.payloads import (
     InvalidPayload,
     SubscriptionKind,
     SubscriptionPayload,
@@ -58,8 +62,8 @@ from controller.subscription.payloads import (
     parse_sms_payload,
     parse_sms_unsubscription,
 )
-from controller.subscription.saas_client import check_callback_path
-from generator.domains.cap.identity import sha1_hex
+from btp_gitops.controller.subscription.saas_client import check_callback_path
+from btp_gitops.generator.domains.cap.identity import sha1_hex
 
 log = logging.getLogger("btp_gitops.subscription")
 

@@ -27,8 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.errors import ConfigurationError, TemporaryError
-from controller.subscription.credentials import SaasRegistryCredentials, SubscriptionManagerCredentials
+from btp_gitops.controller.errors import ConfigurationError, TemporaryError
+from btp_gitops.controller.subscription.credentials import (
+    SaasRegistryCredentials,
+    SubscriptionManagerCredentials,
+)
 
 log = logging.getLogger("btp_gitops.subscription")
 

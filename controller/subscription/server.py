@@ -37,13 +37,18 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from controller.errors import AuthenticationFailed, ConfigurationError, ControllerError, TemporaryError
-from controller.kube import KubeClient
-from controller.subscription import handlers
-from controller.subscription.auth import JwksCache, TokenVerifier
-from controller.subscription.cluster_side import ClusterSide
-from controller.subscription.credentials import CredentialReader
-from controller.subscription.handlers import (
+from btp_gitops.controller.errors import (
+    AuthenticationFailed,
+    ConfigurationError,
+    ControllerError,
+    TemporaryError,
+)
+from btp_gitops.controller.kube import KubeClient
+from btp_gitops.controller.subscription import handlers
+from btp_gitops.controller.subscription.auth import JwksCache, TokenVerifier
+from btp_gitops.controller.subscription.cluster_side import ClusterSide
+from btp_gitops.controller.subscription.credentials import CredentialReader
+from btp_gitops.controller.subscription.handlers import (
     HandlerSettings,
     NotFound,
     NotSubscribable,
@@ -51,9 +56,9 @@ from controller.subscription.handlers import (
     Response,
     SubscriptionService,
 )
-from controller.subscription.ledger import TenantLedger
-from controller.subscription.metrics import SubscriptionMetrics
-from controller.subscription.payloads import InvalidPayload
+from btp_gitops.controller.subscription.ledger import TenantLedger
+from btp_gitops.controller.subscription.metrics import SubscriptionMetrics
+from btp_gitops.controller.subscription.payloads import InvalidPayload
 
 log = logging.getLogger("btp_gitops.subscription")
 

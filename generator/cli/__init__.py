@@ -18,18 +18,18 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from generator import __version__
-from generator.cli.output import print_notes
-from generator.cli.post_render import add_post_render_parser
-from generator.core.charts import ChartRenderer
-from generator.core.diff_report import (
+from btp_gitops import __version__
+from btp_gitops.generator.cli.output import print_notes
+from btp_gitops.generator.cli.post_render import add_post_render_parser
+from btp_gitops.generator.core.charts import ChartRenderer
+from btp_gitops.generator.core.diff_report import (
     DEFAULT_MAX_LENGTH,
     MIN_MAX_LENGTH,
     json_report,
     markdown_report,
     text_report,
 )
-from generator.core.errors import (
+from btp_gitops.generator.core.errors import (
     EXIT_CHANGES,
     EXIT_INPUT,
     EXIT_INTERNAL,
@@ -39,19 +39,19 @@ from generator.core.errors import (
     Problem,
     UsageError,
 )
-from generator.core.wiring import ARGOCD, TARGETS, TargetOptions
-from generator.domains.kyma.status import report_table
-from generator.domains.kyma_modules import PolicyText
-from generator.io.crd_files import default_crd_dir
-from generator.io.helm import EmbeddedHelm, HelmCli
-from generator.io.kube_schemas import resolve_kubernetes_version
-from generator.io.progress import progress_for
-from generator.io.schemas import load_schema_registry
-from generator.io.sources import display_path
-from generator.pipeline.crds import check_crds, write_crds
-from generator.pipeline.diff import DiffRequest, diff_cluster
-from generator.pipeline.module_resources import generate_module_resources
-from generator.pipeline.render import (
+from btp_gitops.generator.core.wiring import ARGOCD, TARGETS, TargetOptions
+from btp_gitops.generator.domains.kyma.status import report_table
+from btp_gitops.generator.domains.kyma_modules import PolicyText
+from btp_gitops.generator.io.crd_files import default_crd_dir
+from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli
+from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version
+from btp_gitops.generator.io.progress import progress_for
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.io.sources import display_path
+from btp_gitops.generator.pipeline.crds import check_crds, write_crds
+from btp_gitops.generator.pipeline.diff import DiffRequest, diff_cluster
+from btp_gitops.generator.pipeline.module_resources import generate_module_resources
+from btp_gitops.generator.pipeline.render import (
     KymaOptions,
     RenderRequest,
     cluster_stream,
@@ -59,7 +59,7 @@ from generator.pipeline.render import (
     render_into_repo,
     validate_render,
 )
-from generator.pipeline.validate import ValidateOptions, validate_paths
+from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_paths
 
 Handler = Callable[[argparse.Namespace], int]
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader exited

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from generator.core.report import Note
+from btp_gitops.generator.core.report import Note
 
 
 def print_notes(notes: list[Note], stream: TextIO) -> None:

@@ -13,22 +13,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from generator.cli.output import print_notes
-from generator.core.errors import EXIT_OK, InputError, Problem, SourceSyntaxError, UsageError
-from generator.core.objects import Manifest
-from generator.io.cluster import ClusterReader
-from generator.io.sources import load_sources
-from generator.pipeline.post_render import CERTIFICATE_MODES, MODULES, PostRenderRequest, post_render
-from generator.pipeline.post_render import certificate_plan as post_render_certificate_plan
-from generator.transforms.certificates import CertificatePlan
-from generator.transforms.operator_secret import (
+from btp_gitops.generator.cli.output import print_notes
+from btp_gitops.generator.core.errors import EXIT_OK, InputError, Problem, SourceSyntaxError, UsageError
+from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.io.cluster import ClusterReader
+from btp_gitops.generator.io.sources import load_sources
+from btp_gitops.generator.pipeline.post_render import (
+    CERTIFICATE_MODES,
+    MODULES,
+    PostRenderRequest,
+    post_render,
+)
+from btp_gitops.generator.pipeline.post_render import certificate_plan as post_render_certificate_plan
+from btp_gitops.generator.transforms.certificates import CertificatePlan
+from btp_gitops.generator.transforms.operator_secret import (
     REQUIRED_SECRET,
     REQUIRED_SECRET_NAMESPACE,
     OperatorCredentials,
     missing_secret_error,
     operator_credentials_from_secret,
 )
-from generator.transforms.self_signed_certificates import (
+from btp_gitops.generator.transforms.self_signed_certificates import (
     NO_EXISTING_CERTIFICATES,
     ExistingCertificates,
     existing_certificates_from_secrets,

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from generator.core.errors import ChartRenderFailed
-from generator.core.objects import Manifest
-from generator.core.yamlio import load_trusted_document, split_documents
+from btp_gitops.generator.core.errors import ChartRenderFailed
+from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.yamlio import load_trusted_document, split_documents
 
 
 @dataclass(frozen=True, slots=True)

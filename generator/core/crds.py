@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
-from generator.core.errors import Problem, UnconvertibleSchema, raise_if_problems
-from generator.core.yamlio import dump_object
+from btp_gitops.generator.core.errors import Problem, UnconvertibleSchema, raise_if_problems
+from btp_gitops.generator.core.yamlio import dump_object
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 GVK_KEY = "x-kubernetes-group-version-kind"

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from generator.core.diff_masking import ABSENT, mask_pair, mask_text_pair
-from generator.core.objects import KubeObject, describe, object_key
-from generator.core.yamlio import dump_object, load_trusted_document, split_documents
+from btp_gitops.generator.core.diff_masking import ABSENT, mask_pair, mask_text_pair
+from btp_gitops.generator.core.objects import KubeObject, describe, object_key
+from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document, split_documents
 
 CLUSTER_ROOT = ""  # the "app" of files directly under clusters/<cluster>/
 

@@ -74,6 +74,12 @@ class BtpGitopsError(Exception):
         return [self.message, *(f"  {p.render()}" for p in self.problems)]
 
 
+class InstallationBroken(BtpGitopsError):
+    """btp-gitops's own data files are missing: a broken install, not the user's input."""
+
+    exit_code = EXIT_INTERNAL
+
+
 class UsageError(BtpGitopsError):
     exit_code = EXIT_USAGE
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import yaml
 
-from generator.core.errors import Problem, SourceSyntaxError
-from generator.core.objects import KubeObject, Manifest, describe
-from generator.core.validation import type_name
-from generator.core.yamlio import (
+from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
+from btp_gitops.generator.core.objects import KubeObject, Manifest, describe
+from btp_gitops.generator.core.validation import type_name
+from btp_gitops.generator.core.yamlio import (
     dump_each,
     load_stream_document,
     load_stream_documents,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.core.objects import KubeObject, api_group, get_path, kind_of
+from btp_gitops.generator.core.objects import KubeObject, api_group, get_path, kind_of
 
 # Helm's install order (the order `helm install` and `helm template` sort documents in); kinds not
 # listed come after all of these. Uninstall is the reverse.

@@ -14,9 +14,17 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from generator.core.kinds import install_rank
-from generator.core.objects import KubeObject, Manifest, api_group, kind_of, name_of, namespace_of, object_key
-from generator.core.yamlio import dump_object
+from btp_gitops.generator.core.kinds import install_rank
+from btp_gitops.generator.core.objects import (
+    KubeObject,
+    Manifest,
+    api_group,
+    kind_of,
+    name_of,
+    namespace_of,
+    object_key,
+)
+from btp_gitops.generator.core.yamlio import dump_object
 
 KUSTOMIZATION = "kustomization.yaml"
 _MAX_FILE_NAME = 200  # leaves room for editors' swap files under the usual 255-byte limit

@@ -26,11 +26,16 @@ import referencing
 import referencing.jsonschema
 import yaml
 
-from generator.core.crd_schemas import is_crd, root_schema, served_versions
-from generator.core.errors import ManifestInvalid, Problem
-from generator.core.objects import describe, format_field_path
-from generator.core.validation import describe_schema_error, enum_mismatch, type_mismatch, type_name
-from generator.core.yamlio import load_stream_document, split_documents, yaml_problem_location
+from btp_gitops.generator.core.crd_schemas import is_crd, root_schema, served_versions
+from btp_gitops.generator.core.errors import ManifestInvalid, Problem
+from btp_gitops.generator.core.objects import describe, format_field_path
+from btp_gitops.generator.core.validation import (
+    describe_schema_error,
+    enum_mismatch,
+    type_mismatch,
+    type_name,
+)
+from btp_gitops.generator.core.yamlio import load_stream_document, split_documents, yaml_problem_location
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 STDIN = "<stdin>"

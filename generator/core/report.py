@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from generator.core.objects import Manifest
+from btp_gitops.generator.core.objects import Manifest
 
 
 class Level(StrEnum):

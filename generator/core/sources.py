@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.core.errors import Problem
-from generator.core.objects import KubeObject, describe
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.objects import KubeObject, describe
 
 
 @dataclass(frozen=True, slots=True)

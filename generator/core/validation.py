@@ -14,10 +14,10 @@ import jsonschema
 import referencing
 import referencing.jsonschema
 
-from generator.core.errors import Problem, SchemaViolation, raise_if_problems
-from generator.core.objects import format_field_path
-from generator.core.progress import NO_PROGRESS, Progress, counted
-from generator.core.sources import SourceDocument
+from btp_gitops.generator.core.errors import Problem, SchemaViolation, raise_if_problems
+from btp_gitops.generator.core.objects import format_field_path
+from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
+from btp_gitops.generator.core.sources import SourceDocument
 
 GroupVersionKind = tuple[str, str]  # (apiVersion, kind)
 

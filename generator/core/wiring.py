@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.core.layout import KUSTOMIZATION, file_names, kustomization
-from generator.core.objects import KubeObject
-from generator.core.yamlio import dump_object
+from btp_gitops.generator.core.layout import KUSTOMIZATION, file_names, kustomization
+from btp_gitops.generator.core.objects import KubeObject
+from btp_gitops.generator.core.yamlio import dump_object
 
 ARGOCD = "argocd"
 FLUX = "flux"

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from generator.core.errors import Problem
+from btp_gitops.generator.core.errors import Problem
 
 _LEADING_KEYS = ("apiVersion", "kind", "metadata", "name", "namespace", "spec", "data", "stringData")
 _KEY_RANK = {key: rank for rank, key in enumerate(_LEADING_KEYS)}

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.core.charts import ChartRenderer, ChartRequest, RenderedChart
-from generator.core.errors import InvalidSpec, Problem, UsageError
-from generator.core.kinds import ScopeIndex
-from generator.core.objects import (
+from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest, RenderedChart
+from btp_gitops.generator.core.errors import InvalidSpec, Problem, UsageError
+from btp_gitops.generator.core.kinds import ScopeIndex
+from btp_gitops.generator.core.objects import (
     KubeObject,
     Manifest,
     annotations_of,
@@ -31,21 +31,29 @@ from generator.core.objects import (
     labels_of,
     pod_template,
 )
-from generator.core.report import AppRender, Level, Note
-from generator.core.sources import SourceDocument, SourceSet
-from generator.domains.charts import render_chart_deterministically
-from generator.transforms.certificates import (
+from btp_gitops.generator.core.report import AppRender, Level, Note
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet
+from btp_gitops.generator.domains.charts import render_chart_deterministically
+from btp_gitops.generator.transforms.certificates import (
     CertificatePlan,
     issue_webhook_certificates_with_cert_manager,
 )
-from generator.transforms.credentials import CredentialsPlan, reference_operator_credentials
-from generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
-from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
-from generator.transforms.metadata import add_labels, add_pod_template_labels, set_default_namespace
-from generator.transforms.operator_config import OPERATOR_CONFIGMAP, OperatorSettings, apply_operator_settings
-from generator.transforms.operator_secret import OperatorCredentials, install_operator_secret
-from generator.transforms.ordering import Stage, annotate_argocd_stage, annotate_argocd_sync_waves
-from generator.transforms.workloads import set_container_image
+from btp_gitops.generator.transforms.credentials import CredentialsPlan, reference_operator_credentials
+from btp_gitops.generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
+from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
+from btp_gitops.generator.transforms.metadata import (
+    add_labels,
+    add_pod_template_labels,
+    set_default_namespace,
+)
+from btp_gitops.generator.transforms.operator_config import (
+    OPERATOR_CONFIGMAP,
+    OperatorSettings,
+    apply_operator_settings,
+)
+from btp_gitops.generator.transforms.operator_secret import OperatorCredentials, install_operator_secret
+from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage, annotate_argocd_sync_waves
+from btp_gitops.generator.transforms.workloads import set_container_image
 
 APP = "btp-operator"
 MODULE_NAME = "btp-operator"

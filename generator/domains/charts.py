@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from generator.core.charts import ChartRenderer, ChartRequest, RenderedChart, manifests_of
-from generator.core.objects import Manifest
-from generator.core.report import Level, Note
-from generator.transforms.volatile import pin_volatile_values
+from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest, RenderedChart, manifests_of
+from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.report import Level, Note
+from btp_gitops.generator.transforms.volatile import pin_volatile_values
 
 
 def render_chart_deterministically(

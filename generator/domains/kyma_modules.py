@@ -26,14 +26,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from generator.core.charts import ChartRenderer
-from generator.core.errors import InvalidSpec, Problem, UsageError, raise_if_problems
-from generator.core.report import AppRender
-from generator.core.sources import SourceDocument, SourceSet, problem_at
-from generator.domains.kyma.catalog import Catalog, build_catalog, foreign_documents
-from generator.domains.kyma.content import ModuleRender, ReadManifests, app_name, kept_app, render_module
-from generator.domains.kyma.maintenance import MaintenancePolicy, PolicyText, parse_policy
-from generator.domains.kyma.model import (
+from btp_gitops.generator.core.charts import ChartRenderer
+from btp_gitops.generator.core.errors import InvalidSpec, Problem, UsageError, raise_if_problems
+from btp_gitops.generator.core.report import AppRender
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet, problem_at
+from btp_gitops.generator.domains.kyma.catalog import Catalog, build_catalog, foreign_documents
+from btp_gitops.generator.domains.kyma.content import (
+    ModuleRender,
+    ReadManifests,
+    app_name,
+    kept_app,
+    render_module,
+)
+from btp_gitops.generator.domains.kyma.maintenance import MaintenancePolicy, PolicyText, parse_policy
+from btp_gitops.generator.domains.kyma.model import (
     CATALOG_KINDS,
     DEFAULT_CHANNEL,
     KYMA,
@@ -43,8 +49,8 @@ from generator.domains.kyma.model import (
     ModuleRequest,
     qualified,
 )
-from generator.domains.kyma.record import RECORD_FILE, Record, read_record, record_text
-from generator.domains.kyma.resolution import (
+from btp_gitops.generator.domains.kyma.record import RECORD_FILE, Record, read_record, record_text
+from btp_gitops.generator.domains.kyma.resolution import (
     Resolved,
     Unresolved,
     is_lower,
@@ -52,7 +58,7 @@ from generator.domains.kyma.resolution import (
     resolve_mandatory,
     resolve_module,
 )
-from generator.domains.kyma.status import KymaReport, ModuleState, ModuleStatus, TemplateRef
+from btp_gitops.generator.domains.kyma.status import KymaReport, ModuleState, ModuleStatus, TemplateRef
 
 __all__ = [
     "RECORD_FILE",

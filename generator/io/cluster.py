@@ -14,8 +14,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
-from generator.core.errors import ClusterUnreachable, Problem
-from generator.core.objects import KubeObject
+from btp_gitops.generator.core.errors import ClusterUnreachable, Problem
+from btp_gitops.generator.core.objects import KubeObject
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from generator.core.crds import SchemaFile
-from generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
-from generator.io.schemas import default_schema_dir
+from btp_gitops.generator.core.crds import SchemaFile
+from btp_gitops.generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from btp_gitops.generator.io import bundled
+from btp_gitops.generator.io.schemas import default_schema_dir
 
 
 def default_crd_dir() -> Path:
-    """charts/btp-gitops/crds of this checkout: the chart that installs the CRDs."""
-    return Path(__file__).resolve().parents[2] / "charts" / "btp-gitops" / "crds"
+    """charts/btp-gitops/crds: the chart that installs the CRDs (shipped with btp-gitops)."""
+    return bundled.crd_dir()
 
 
 def read_schema_files(directory: Path | None = None) -> list[SchemaFile]:

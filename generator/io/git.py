@@ -10,8 +10,8 @@ from pathlib import Path
 
 import git
 
-from generator.core.errors import GitError, UsageError
-from generator.io.repo import TreeChanges
+from btp_gitops.generator.core.errors import GitError, UsageError
+from btp_gitops.generator.io.repo import TreeChanges
 
 _FALLBACK_IDENTITY = {
     "GIT_AUTHOR_NAME": "btp-gitops",

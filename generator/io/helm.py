@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
-from generator.core.charts import ChartRequest, RenderedChart
-from generator.core.errors import ChartNotFound, ChartRenderFailed, Problem, SourceSyntaxError
-from generator.core.yamlio import dump_object
-from generator.io.sources import display_path
+from btp_gitops.generator.core.charts import ChartRequest, RenderedChart
+from btp_gitops.generator.core.errors import ChartNotFound, ChartRenderFailed, Problem, SourceSyntaxError
+from btp_gitops.generator.core.yamlio import dump_object
+from btp_gitops.generator.io.sources import display_path
 
 
 def _check_chart_dir(request: ChartRequest) -> None:

@@ -21,12 +21,17 @@ from typing import Any, TextIO
 
 import yaml
 
-from generator.core.crd_schemas import is_crd
-from generator.core.errors import Problem, UsageError
-from generator.core.manifest_validation import STDIN, ManifestDocument, documents_with_lines, parse_manifests
-from generator.core.yamlio import load_trusted_document, yaml_problem_location
-from generator.io.crd_files import default_crd_dir
-from generator.io.sources import display_path, source_files
+from btp_gitops.generator.core.crd_schemas import is_crd
+from btp_gitops.generator.core.errors import Problem, UsageError
+from btp_gitops.generator.core.manifest_validation import (
+    STDIN,
+    ManifestDocument,
+    documents_with_lines,
+    parse_manifests,
+)
+from btp_gitops.generator.core.yamlio import load_trusted_document, yaml_problem_location
+from btp_gitops.generator.io.crd_files import default_crd_dir
+from btp_gitops.generator.io.sources import display_path, source_files
 
 _SCHEMA_PACKAGE = "kubernetes_validate"
 _SCHEMA_ROOT = "kubernetes-json-schema"

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TextIO
 
-from generator.core.progress import NO_PROGRESS, Progress
+from btp_gitops.generator.core.progress import NO_PROGRESS, Progress
 
 _REDRAW_EVERY = 0.1  # seconds; a redraw per tenant would cost more than the render
 

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from generator.core.errors import OutputNotWritable
+from btp_gitops.generator.core.errors import OutputNotWritable
 
 
 class LocalFilesystem:

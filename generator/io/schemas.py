@@ -6,15 +6,16 @@ import json
 import os
 from pathlib import Path
 
-from generator.core.validation import SchemaRegistry
+from btp_gitops.generator.core.validation import SchemaRegistry
+from btp_gitops.generator.io import bundled
 
 
 def default_schema_dir() -> Path:
-    """schemas/ of this checkout, or $BTP_GITOPS_SCHEMAS when set (for installs outside a checkout)."""
+    """The schemas shipped with btp-gitops, or $BTP_GITOPS_SCHEMAS when set (a schema under development)."""
     override = os.environ.get("BTP_GITOPS_SCHEMAS")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "schemas"
+    return bundled.schema_dir()
 
 
 def load_schema_registry(directory: Path | None = None) -> SchemaRegistry:

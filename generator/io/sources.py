@@ -6,10 +6,10 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
-from generator.core.progress import NO_PROGRESS, Progress, counted
-from generator.core.sources import SourceDocument
-from generator.core.yamlio import SourceSyntaxProblem, load_source_documents
+from btp_gitops.generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
 

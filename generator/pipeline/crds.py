@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.core.crds import build_crds, crd_files
-from generator.io.crd_files import read_schema_files
-from generator.io.repo import TreeChanges, diff_trees, read_tree, write_subtree
+from btp_gitops.generator.core.crds import build_crds, crd_files
+from btp_gitops.generator.io.crd_files import read_schema_files
+from btp_gitops.generator.io.repo import TreeChanges, diff_trees, read_tree, write_subtree
 
 
 @dataclass(frozen=True, slots=True)

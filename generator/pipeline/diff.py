@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.core.charts import ChartRenderer
-from generator.core.diff import ClusterDiff, compare_trees
-from generator.core.diff_report import DiffTitle
-from generator.core.validation import SchemaRegistry
-from generator.core.wiring import DEFAULT_TARGET, TargetOptions
-from generator.io.git import read_tree_at
-from generator.io.repo import read_tree
-from generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
+from btp_gitops.generator.core.charts import ChartRenderer
+from btp_gitops.generator.core.diff import ClusterDiff, compare_trees
+from btp_gitops.generator.core.diff_report import DiffTitle
+from btp_gitops.generator.core.validation import SchemaRegistry
+from btp_gitops.generator.core.wiring import DEFAULT_TARGET, TargetOptions
+from btp_gitops.generator.io.git import read_tree_at
+from btp_gitops.generator.io.repo import read_tree
+from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
 
 _SHORT_COMMIT = 12
 

@@ -15,15 +15,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from generator.core.charts import ChartRenderer, ChartRequest
-from generator.core.kinds import install_rank
-from generator.core.objects import KubeObject, Manifest, ObjectKey, kind_of, object_key
-from generator.core.report import Note
-from generator.core.yamlio import dump_object, load_trusted_document
-from generator.domains.charts import render_chart_deterministically
-from generator.io.repo import TreeChanges, read_tree, write_subtree
-from generator.transforms.hooks import split_hooks
-from generator.transforms.workloads import blank_deployment_images
+from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
+from btp_gitops.generator.core.kinds import install_rank
+from btp_gitops.generator.core.objects import KubeObject, Manifest, ObjectKey, kind_of, object_key
+from btp_gitops.generator.core.report import Note
+from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document
+from btp_gitops.generator.domains.charts import render_chart_deterministically
+from btp_gitops.generator.io.repo import TreeChanges, read_tree, write_subtree
+from btp_gitops.generator.transforms.hooks import split_hooks
+from btp_gitops.generator.transforms.workloads import blank_deployment_images
 
 APPLY = "apply"
 DELETE_FILE = "delete/to-delete.yml"

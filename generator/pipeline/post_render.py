@@ -19,7 +19,7 @@ from datetime import datetime
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from generator.core.helm_stream import (
+from btp_gitops.generator.core.helm_stream import (
     FILENAME_ANNOTATION,
     SOURCE_PREFIX,
     HelmStream,
@@ -27,13 +27,16 @@ from generator.core.helm_stream import (
     read_helm_stream,
     write_helm_stream,
 )
-from generator.core.objects import Manifest, annotations_of
-from generator.core.report import Note
-from generator.domains import btp_operator
-from generator.transforms.certificates import CertificatePlan, issue_webhook_certificates_with_cert_manager
-from generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
-from generator.transforms.operator_secret import OperatorCredentials
-from generator.transforms.self_signed_certificates import (
+from btp_gitops.generator.core.objects import Manifest, annotations_of
+from btp_gitops.generator.core.report import Note
+from btp_gitops.generator.domains import btp_operator
+from btp_gitops.generator.transforms.certificates import (
+    CertificatePlan,
+    issue_webhook_certificates_with_cert_manager,
+)
+from btp_gitops.generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
+from btp_gitops.generator.transforms.operator_secret import OperatorCredentials
+from btp_gitops.generator.transforms.self_signed_certificates import (
     NO_EXISTING_CERTIFICATES,
     ExistingCertificates,
     issue_webhook_certificates_self_signed,

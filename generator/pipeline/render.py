@@ -11,34 +11,34 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from generator.core.charts import ChartRenderer
-from generator.core.errors import InvalidSpec, Problem
-from generator.core.layout import app_files, staged_app_files
-from generator.core.objects import Manifest, describe, object_key
-from generator.core.progress import NO_PROGRESS, Progress, counted
-from generator.core.report import AppRender, Level, Note, report_dict
-from generator.core.sources import SourceDocument, SourceSet
-from generator.core.validation import SchemaRegistry, validate_sources
-from generator.core.wiring import ARGOCD, DEFAULT_TARGET, FLUX, TargetOptions
-from generator.core.yamlio import load_trusted_document
-from generator.domains.btp_operator import render_btp_operator
-from generator.domains.cap import render_cap_applications
-from generator.domains.kyma.status import KymaReport
-from generator.domains.kyma_modules import (
+from btp_gitops.generator.core.charts import ChartRenderer
+from btp_gitops.generator.core.errors import InvalidSpec, Problem
+from btp_gitops.generator.core.layout import app_files, staged_app_files
+from btp_gitops.generator.core.objects import Manifest, describe, object_key
+from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
+from btp_gitops.generator.core.report import AppRender, Level, Note, report_dict
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet
+from btp_gitops.generator.core.validation import SchemaRegistry, validate_sources
+from btp_gitops.generator.core.wiring import ARGOCD, DEFAULT_TARGET, FLUX, TargetOptions
+from btp_gitops.generator.core.yamlio import load_trusted_document
+from btp_gitops.generator.domains.btp_operator import render_btp_operator
+from btp_gitops.generator.domains.cap import render_cap_applications
+from btp_gitops.generator.domains.kyma.status import KymaReport
+from btp_gitops.generator.domains.kyma_modules import (
     KymaContext,
     KymaPlan,
     PolicyText,
     plan_kyma_modules,
     render_kyma_modules,
 )
-from generator.io.git import SourceRevision, commit_subtree, source_revisions
-from generator.io.repo import LocalFilesystem, TreeChanges, read_tree, write_subtree
-from generator.io.sources import load_sources
-from generator.pipeline.validate import ValidateOptions, validate_rendered_files
-from generator.pipeline.wiring import cluster_wiring
-from generator.transforms.guards import assert_no_credentials
-from generator.transforms.metadata import drop_empty_metadata_maps
-from generator.transforms.ordering import flux_stages
+from btp_gitops.generator.io.git import SourceRevision, commit_subtree, source_revisions
+from btp_gitops.generator.io.repo import LocalFilesystem, TreeChanges, read_tree, write_subtree
+from btp_gitops.generator.io.sources import load_sources
+from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
+from btp_gitops.generator.pipeline.wiring import cluster_wiring
+from btp_gitops.generator.transforms.guards import assert_no_credentials
+from btp_gitops.generator.transforms.metadata import drop_empty_metadata_maps
+from btp_gitops.generator.transforms.ordering import flux_stages
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from generator.core.errors import Problem
-from generator.core.manifest_validation import (
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.manifest_validation import (
     ManifestDocument,
     ManifestSchemas,
     ValidationReport,
@@ -21,7 +21,7 @@ from generator.core.manifest_validation import (
     parse_manifests,
     validate_manifests,
 )
-from generator.io.kube_schemas import (
+from btp_gitops.generator.io.kube_schemas import (
     KUSTOMIZATION_FILES,
     BundledKubernetesSchemas,
     bundled_crd_paths,
@@ -29,7 +29,7 @@ from generator.io.kube_schemas import (
     read_manifests,
     resolve_kubernetes_version,
 )
-from generator.io.sources import display_path
+from btp_gitops.generator.io.sources import display_path
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from generator.core.report import AppRender
-from generator.core.wiring import FLUX, TargetOptions, wiring_files
-from generator.transforms.ordering import flux_stages
+from btp_gitops.generator.core.report import AppRender
+from btp_gitops.generator.core.wiring import FLUX, TargetOptions, wiring_files
+from btp_gitops.generator.transforms.ordering import flux_stages
 
 
 def flux_app_stages(apps: list[AppRender]) -> dict[str, list[str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.core.objects import (
+from btp_gitops.generator.core.objects import (
     KubeObject,
     Manifest,
     annotations_of,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.core.objects import KubeObject, Manifest, kind_of, name_of
+from btp_gitops.generator.core.objects import KubeObject, Manifest, kind_of, name_of
 
 OPERATOR_SECRET = "sap-btp-service-operator"
 EXCLUDED_KEYS = ("cluster_id", "credentials_namespace")

@@ -36,8 +36,8 @@ certificate waits for the CA's renewal (168h before it expires).
 
 from __future__ import annotations
 
-from generator.core.objects import Manifest, annotations_of
-from generator.transforms.certificates import (
+from btp_gitops.generator.core.objects import Manifest, annotations_of
+from btp_gitops.generator.transforms.certificates import (
     CA_LIFETIME,
     RENEW_BEFORE,
     SERVING_LIFETIME,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from generator.core.errors import CredentialInOutput, Problem
-from generator.core.objects import Manifest, describe, kind_of
+from btp_gitops.generator.core.errors import CredentialInOutput, Problem
+from btp_gitops.generator.core.objects import Manifest, describe, kind_of
 
 PRIVATE_KEY_MARKERS = ("PRIVATE KEY-----", "PRIVATE KEY BLOCK-----")
 

@@ -7,7 +7,7 @@ tool would run them as ordinary resources on every sync, deleting what it just a
 
 from __future__ import annotations
 
-from generator.core.objects import Manifest, get_path
+from btp_gitops.generator.core.objects import Manifest, get_path
 
 HOOK_ANNOTATION = "helm.sh/hook"
 UNINSTALL_ONLY_HOOKS = frozenset({"pre-delete", "post-delete"})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from generator.core.kinds import ScopeIndex
-from generator.core.objects import Manifest, labels_of, metadata, pod_template
+from btp_gitops.generator.core.kinds import ScopeIndex
+from btp_gitops.generator.core.objects import Manifest, labels_of, metadata, pod_template
 
 
 def add_labels(manifests: list[Manifest], wanted: Mapping[str, str]) -> list[Manifest]:

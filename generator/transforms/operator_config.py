@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.core.objects import Manifest, kind_of, name_of
+from btp_gitops.generator.core.objects import Manifest, kind_of, name_of
 
 OPERATOR_CONFIGMAP = "sap-btp-operator-config"
 

@@ -16,9 +16,9 @@ import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from generator.core.errors import InvalidSpec, Problem
-from generator.core.objects import KubeObject, Manifest, describe, kind_of, name_of
-from generator.transforms.credentials import EXCLUDED_KEYS, OPERATOR_SECRET
+from btp_gitops.generator.core.errors import InvalidSpec, Problem
+from btp_gitops.generator.core.objects import KubeObject, Manifest, describe, kind_of, name_of
+from btp_gitops.generator.transforms.credentials import EXCLUDED_KEYS, OPERATOR_SECRET
 
 REQUIRED_SECRET = "sap-btp-manager"
 REQUIRED_SECRET_NAMESPACE = "kyma-system"

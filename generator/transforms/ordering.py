@@ -39,8 +39,8 @@ from collections.abc import Iterable
 from enum import IntEnum
 from typing import NamedTuple
 
-from generator.core.errors import InvalidSpec, Problem
-from generator.core.objects import (
+from btp_gitops.generator.core.errors import InvalidSpec, Problem
+from btp_gitops.generator.core.objects import (
     KubeObject,
     Manifest,
     annotations_of,

@@ -56,10 +56,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from generator.core.errors import InvalidSpec, Problem
-from generator.core.objects import Manifest, describe, kind_of, name_of, namespace_of
-from generator.core.report import Level, Note
-from generator.transforms.certificates import (
+from btp_gitops.generator.core.errors import InvalidSpec, Problem
+from btp_gitops.generator.core.objects import Manifest, describe, kind_of, name_of, namespace_of
+from btp_gitops.generator.core.report import Level, Note
+from btp_gitops.generator.transforms.certificates import (
     CertificatePlan,
     service_dns_names,
     service_host,

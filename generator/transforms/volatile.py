@@ -17,8 +17,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from generator.core.errors import NondeterministicChart
-from generator.core.objects import Manifest, describe, format_field_path
+from btp_gitops.generator.core.errors import NondeterministicChart
+from btp_gitops.generator.core.objects import Manifest, describe, format_field_path
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _HEX = re.compile(r"^[0-9a-f]+$")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.core.objects import Manifest, containers, kind_of
+from btp_gitops.generator.core.objects import Manifest, containers, kind_of
 
 
 def set_container_image(manifests: list[Manifest], container_name: str, image: str) -> list[Manifest]:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.io.helm import EmbeddedHelm
-from generator.io.schemas import load_schema_registry
-from generator.pipeline.render import RenderResult, render_cluster
+from btp_gitops.generator.io.helm import EmbeddedHelm
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.pipeline.render import RenderResult, render_cluster
 from tests.conftest import EXAMPLES, ROOT, RunCli, read_tree
 
 CAP_APP = EXAMPLES / "cap-app"

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.core.sources import SourceSet
-from generator.domains.cap.catalog import build_catalog
-from generator.domains.cap.dns import DnsRecord, dns_records, expand, unsupported_actions
-from generator.domains.cap.model import Domain
-from generator.io.sources import load_sources
+from btp_gitops.generator.core.sources import SourceSet
+from btp_gitops.generator.domains.cap.catalog import build_catalog
+from btp_gitops.generator.domains.cap.dns import DnsRecord, dns_records, expand, unsupported_actions
+from btp_gitops.generator.domains.cap.model import Domain
+from btp_gitops.generator.io.sources import load_sources
 from tests.cap.conftest import DATA, objects_of, render_result
 from tests.conftest import tree_as_yaml
 

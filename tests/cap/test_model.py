@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.core.sources import SourceDocument
-from generator.domains.cap.exposures import current_version, semantic_version
-from generator.domains.cap.identity import content_job_name, service_name
-from generator.domains.cap.model import TenantOperation, TenantOperationStep, Version
-from generator.transforms.ordering import Stage, argocd_sync_wave, stage_steps
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.domains.cap.exposures import current_version, semantic_version
+from btp_gitops.generator.domains.cap.identity import content_job_name, service_name
+from btp_gitops.generator.domains.cap.model import TenantOperation, TenantOperationStep, Version
+from btp_gitops.generator.transforms.ordering import Stage, argocd_sync_wave, stage_steps
 from tests.cap.conftest import CAP_APP
 
 VERSION = """\

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from generator.core.errors import InvalidSpec, Problem
+from btp_gitops.generator.core.errors import InvalidSpec, Problem
 from tests.cap.conftest import render_result, write_documents
 
 Docs = dict[str, dict[str, Any]]

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.io.helm import EmbeddedHelm
-from generator.io.schemas import load_schema_registry
-from generator.pipeline.render import RenderResult, render_cluster
+from btp_gitops.generator.io.helm import EmbeddedHelm
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.pipeline.render import RenderResult, render_cluster
 
 SHOP = Path(__file__).parent / "data" / "shop"
 DEPROVISION_ANNOTATION = "btp-gitops.io/deprovision"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.core.errors import InvalidSpec
+from btp_gitops.generator.core.errors import InvalidSpec
 from tests.cap_tenants.conftest import (
     jobs_in_step_order,
     recorded_status,

@@ -15,12 +15,17 @@ from typing import Any
 
 import pytest
 
-from generator.core.sources import SourceDocument, SourceSet
-from generator.domains.cap.catalog import build_catalog
-from generator.domains.cap.model import Application, Version
-from generator.domains.cap.tenants.model import TenantType, tenant_from_source
-from generator.domains.cap.tenants.selection import TenantPlan, VersionIndex, plan_tenant, session_versions
-from generator.io.sources import load_sources
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet
+from btp_gitops.generator.domains.cap.catalog import build_catalog
+from btp_gitops.generator.domains.cap.model import Application, Version
+from btp_gitops.generator.domains.cap.tenants.model import TenantType, tenant_from_source
+from btp_gitops.generator.domains.cap.tenants.selection import (
+    TenantPlan,
+    VersionIndex,
+    plan_tenant,
+    session_versions,
+)
+from btp_gitops.generator.io.sources import load_sources
 from tests.cap_tenants.conftest import SHOP, recorded_status, tenant_record
 
 DEPROVISION = {"btp-gitops.io/deprovision": "true"}

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.core.layout import file_names, kustomization
-from generator.core.yamlio import dump_object
+from btp_gitops.generator.core.layout import file_names, kustomization
+from btp_gitops.generator.core.yamlio import dump_object
 
 FILE_NAMES = [
     ["captenant-acme.yaml", "job-acme-upgrade-1-1-0-1-e6de7029.yaml", "virtualservice-acme.yaml"],

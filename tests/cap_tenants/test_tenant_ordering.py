@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from generator.transforms.ordering import Stage, stage_of_sync_wave
+from btp_gitops.generator.transforms.ordering import Stage, stage_of_sync_wave
 from tests.cap_tenants.conftest import (
     jobs_in_step_order,
     objects_of_kind,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.core.errors import InvalidSpec
+from btp_gitops.generator.core.errors import InvalidSpec
 from tests.cap.conftest import SERVICES_ONLY
 from tests.cap_tenants.conftest import (
     CLUSTER,

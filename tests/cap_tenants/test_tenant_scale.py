@@ -16,9 +16,9 @@ from typing import Any
 
 import git
 
-from generator.io.helm import EmbeddedHelm
-from generator.io.schemas import load_schema_registry
-from generator.pipeline.render import RenderRequest, RenderResult, render_into_repo
+from btp_gitops.generator.io.helm import EmbeddedHelm
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.pipeline.render import RenderRequest, RenderResult, render_into_repo
 from tests.cap_tenants.conftest import CLUSTER, recorded_status, tenant_dir, tenant_record, write_tenants
 
 TENANTS = 1000

@@ -14,8 +14,8 @@ from itertools import cycle
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from generator.transforms.certificates import CertificatePlan
-from generator.transforms.self_signed_certificates import KeyFactory
+from btp_gitops.generator.transforms.certificates import CertificatePlan
+from btp_gitops.generator.transforms.self_signed_certificates import KeyFactory
 from tests.render.conftest import make_source  # noqa: F401  (the render tests' fixture, used here too)
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)

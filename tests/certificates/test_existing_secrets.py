@@ -14,8 +14,8 @@ import base64
 import pytest
 import yaml
 
-from generator.core.errors import InvalidSpec
-from generator.transforms.self_signed_certificates import (
+from btp_gitops.generator.core.errors import InvalidSpec
+from btp_gitops.generator.transforms.self_signed_certificates import (
     NO_EXISTING_CERTIFICATES,
     ExistingCertificates,
     KeyFactory,

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import yaml
 
-from generator.core.errors import EXIT_INPUT
-from generator.transforms.certificates import CertificatePlan
-from generator.transforms.gardener_certificates import (
+from btp_gitops.generator.core.errors import EXIT_INPUT
+from btp_gitops.generator.transforms.certificates import CertificatePlan
+from btp_gitops.generator.transforms.gardener_certificates import (
     INJECT_CA_FROM,
     issue_webhook_certificates_with_gardener,
 )

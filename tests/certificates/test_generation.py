@@ -20,7 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from generator.transforms.self_signed_certificates import (
+from btp_gitops.generator.transforms.self_signed_certificates import (
     NO_EXISTING_CERTIFICATES,
     KeyFactory,
     WebhookCertificates,

@@ -19,10 +19,10 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from generator.core.objects import Manifest
-from generator.transforms.certificates import CertificatePlan
-from generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
-from generator.transforms.self_signed_certificates import (
+from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.transforms.certificates import CertificatePlan
+from btp_gitops.generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
+from btp_gitops.generator.transforms.self_signed_certificates import (
     NO_EXISTING_CERTIFICATES,
     KeyFactory,
     existing_certificates_from_secrets,

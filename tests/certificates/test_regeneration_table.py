@@ -17,8 +17,8 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from generator.core.report import Level
-from generator.transforms.self_signed_certificates import (
+from btp_gitops.generator.core.report import Level
+from btp_gitops.generator.transforms.self_signed_certificates import (
     NO_EXISTING_CERTIFICATES,
     ExistingCertificates,
     KeyFactory,

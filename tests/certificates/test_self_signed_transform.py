@@ -16,7 +16,7 @@ import base64
 
 import pytest
 
-from generator.transforms.self_signed_certificates import (
+from btp_gitops.generator.transforms.self_signed_certificates import (
     NO_EXISTING_CERTIFICATES,
     KeyFactory,
     WebhookCertificates,

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from generator.transforms.self_signed_certificates import WebhookCertificates
+from btp_gitops.generator.transforms.self_signed_certificates import WebhookCertificates
 
 
 def certificate(pem: bytes) -> x509.Certificate:

@@ -26,7 +26,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from controller.btp_operator.module_resources import RENDER_ADDED_KINDS, load_module_resources
+from btp_gitops.controller.btp_operator.module_resources import RENDER_ADDED_KINDS, load_module_resources
 from tests.chart.helm import ALL_ON, template
 from tests.conftest import ROOT
 from tests.support.dry_run import RenderedObject, ServedResources, create_namespace, object_path, request

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.cli import build_parser
+from btp_gitops.generator.cli import build_parser
 from tests.chart.helm import (
     ALL_ON,
     CHART,

@@ -25,8 +25,8 @@ from pathlib import Path
 import git
 import pytest
 
-from controller.errors import GitError, GitPushRejected, PermanentError
-from controller.gitstore import (
+from btp_gitops.controller.errors import GitError, GitPushRejected, PermanentError
+from btp_gitops.controller.gitstore import (
     COMMITTED_BY_TRAILER,
     CommitOutcome,
     RepoSettings,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.kube import CONFIG_MAP, Conflict, KubeClient, KubeRequestRefused, NotFound
+from btp_gitops.controller.kube import CONFIG_MAP, Conflict, KubeClient, KubeRequestRefused, NotFound
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kube

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.kube import LEASE, KubeClient
-from controller.leader import LeaderElector, LeaseSettings
+from btp_gitops.controller.kube import LEASE, KubeClient
+from btp_gitops.controller.leader import LeaderElector, LeaseSettings
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kube

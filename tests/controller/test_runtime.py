@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.errors import TemporaryError
-from controller.kube import CONFIG_MAP, KubeClient
-from controller.runtime import DONE, Manager, ObjectKey, Outcome, RuntimeSettings, Watch, WorkQueue
+from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.kube import CONFIG_MAP, KubeClient
+from btp_gitops.controller.runtime import DONE, Manager, ObjectKey, Outcome, RuntimeSettings, Watch, WorkQueue
 from tests.support.kubeapi import KubeAPI
 from tests.support.waiting import wait_until
 

@@ -25,9 +25,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import PermanentError
-from controller.gitstore import CommitOutcome, RepoSettings, SourceRepo, TreeChange
-from controller.records import (
+from btp_gitops.controller.errors import PermanentError
+from btp_gitops.controller.gitstore import CommitOutcome, RepoSettings, SourceRepo, TreeChange
+from btp_gitops.controller.records import (
     ApplicationRecord,
     OperationOutcome,
     SourceIndex,
@@ -40,13 +40,13 @@ from controller.records import (
     subscribe_tenant,
     unsubscribe_tenant,
 )
-from generator.core.sources import SourceDocument
-from generator.domains.cap.identity import app_identifier_hash, sha1_hex
-from generator.domains.cap.model import Application, TenantOperation
-from generator.domains.cap.tenants.model import CompletedOperation, TenantState, TenantStatus
-from generator.io.helm import EmbeddedHelm
-from generator.io.schemas import load_schema_registry
-from generator.pipeline.render import render_cluster
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.domains.cap.identity import app_identifier_hash, sha1_hex
+from btp_gitops.generator.domains.cap.model import Application, TenantOperation
+from btp_gitops.generator.domains.cap.tenants.model import CompletedOperation, TenantState, TenantStatus
+from btp_gitops.generator.io.helm import EmbeddedHelm
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.pipeline.render import render_cluster
 from tests.conftest import EXAMPLES
 
 EXAMPLE = EXAMPLES / "cap-app"

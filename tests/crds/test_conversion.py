@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from generator.core.crds import (
+from btp_gitops.generator.core.crds import (
     GeneratedCrd,
     SchemaFile,
     build_crds,
     crd_files,
     version_priority,
 )
-from generator.core.errors import EXIT_INPUT, UnconvertibleSchema
+from btp_gitops.generator.core.errors import EXIT_INPUT, UnconvertibleSchema
 
 COMMON_ID = "https://example.com/schemas/common/meta.json"
 COMMON = SchemaFile(

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.core.errors import EXIT_CHANGES, EXIT_INPUT, EXIT_OK
-from generator.pipeline.crds import check_crds, generate_crd_files, write_crds
+from btp_gitops.generator.core.errors import EXIT_CHANGES, EXIT_INPUT, EXIT_OK
+from btp_gitops.generator.pipeline.crds import check_crds, generate_crd_files, write_crds
 from tests.conftest import ROOT, RunCli, read_tree
 from tests.support.tools import tool_path
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from generator.core.diff import ChangeKind, ClusterDiff, compare_trees
-from generator.core.diff_report import DiffTitle, json_report, markdown_report, text_report
-from generator.core.yamlio import dump_object
+from btp_gitops.generator.core.diff import ChangeKind, ClusterDiff, compare_trees
+from btp_gitops.generator.core.diff_report import DiffTitle, json_report, markdown_report, text_report
+from btp_gitops.generator.core.yamlio import dump_object
 
 TITLE = DiffTitle("demo", "main (0123456789ab)")
 

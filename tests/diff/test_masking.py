@@ -5,9 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.core.diff import compare_trees
-from generator.core.diff_masking import ABSENT, MASKED, MASKED_NEW, MASKED_OLD, mask_pair, mask_text_pair
-from generator.core.yamlio import dump_object
+from btp_gitops.generator.core.diff import compare_trees
+from btp_gitops.generator.core.diff_masking import (
+    ABSENT,
+    MASKED,
+    MASKED_NEW,
+    MASKED_OLD,
+    mask_pair,
+    mask_text_pair,
+)
+from btp_gitops.generator.core.yamlio import dump_object
 
 CERT_A = "-----BEGIN CERTIFICATE-----\nMIIBaaaaSECRETA\nAAAA\n-----END CERTIFICATE-----\n"
 CERT_B = "-----BEGIN CERTIFICATE-----\nMIIBbbbbSECRETB\nBBBB\n-----END CERTIFICATE-----\n"

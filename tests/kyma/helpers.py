@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
-from generator.core.sources import SourceDocument
-from generator.domains.kyma.catalog import Catalog, build_catalog
-from generator.domains.kyma.model import Kyma
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.domains.kyma.catalog import Catalog, build_catalog
+from btp_gitops.generator.domains.kyma.model import Kyma
 
 HEADER = "apiVersion: operator.kyma-project.io/v1beta2\n"
 

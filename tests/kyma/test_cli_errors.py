@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.core.errors import EXIT_INPUT, EXIT_USAGE
+from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_USAGE
 from tests.conftest import RunCli, read_tree
 from tests.kyma.conftest import BETA_KYMA, edit_kyma
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from generator.core.errors import InputError
-from generator.domains.kyma.maintenance import MaintenancePolicy, PolicyText, parse_policy
+from btp_gitops.generator.core.errors import InputError
+from btp_gitops.generator.domains.kyma.maintenance import MaintenancePolicy, PolicyText, parse_policy
 
 EUROPE = {"kyma-project.io/region": "europe-west1"}
 POLICY = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.domains.kyma.status import (
+from btp_gitops.generator.domains.kyma.status import (
     KymaReport,
     ModuleState,
     ModuleStatus,
@@ -20,7 +20,7 @@ from generator.domains.kyma.status import (
     aggregate_state,
     report_table,
 )
-from generator.transforms.ordering import (
+from btp_gitops.generator.transforms.ordering import (
     ARGOCD_SYNC_WAVE,
     Stage,
     annotate_argocd_sync_waves,

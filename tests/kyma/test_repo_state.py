@@ -17,7 +17,7 @@ from pathlib import Path
 
 import git
 
-from generator.core.errors import EXIT_INPUT
+from btp_gitops.generator.core.errors import EXIT_INPUT
 from tests.conftest import RunCli, read_tree
 from tests.kyma.conftest import POLICY, Render, edit_kyma, modules_of
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from generator.core.errors import Problem
-from generator.domains.kyma.catalog import build_catalog, foreign_documents
-from generator.domains.kyma.resolution import (
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.domains.kyma.catalog import build_catalog, foreign_documents
+from btp_gitops.generator.domains.kyma.resolution import (
     Resolved,
     Unresolved,
     desired_channel,

@@ -14,9 +14,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.core.errors import BtpGitopsError, SourceSyntaxError
-from generator.core.helm_stream import FILENAME_ANNOTATION, read_helm_stream, write_helm_stream
-from generator.core.yamlio import dump_each, dump_object
+from btp_gitops.generator.core.errors import BtpGitopsError, SourceSyntaxError
+from btp_gitops.generator.core.helm_stream import FILENAME_ANNOTATION, read_helm_stream, write_helm_stream
+from btp_gitops.generator.core.yamlio import dump_each, dump_object
 
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
 
@@ -205,9 +205,10 @@ def test_valid_streams_round_trip(generated: list[dict[str, Any]], fillers: list
 
 
 def test_deep_nesting_is_a_clean_error() -> None:
-    assert problems("a: " + "[" * 5000 + "]" * 5000 + "\n") == [
-        "<stdin>: document 1 (line 1): invalid YAML: nested too deeply"
-    ]
+    # Whether the parser's own depth limit or Python's recursion limit stops it, and in whatever
+    # words PyYAML puts it, the result is one problem at the document, not a traceback.
+    [problem] = problems("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    assert problem.startswith("<stdin>: document 1 (line 1): invalid YAML: ")
 
 
 @pytest.mark.parametrize(

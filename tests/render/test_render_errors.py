@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.core.errors import EXIT_CHART, EXIT_INPUT, EXIT_OUTPUT, OutputNotWritable
-from generator.io.helm import EmbeddedHelm
-from generator.io.repo import LocalFilesystem
-from generator.io.schemas import load_schema_registry
-from generator.pipeline.render import RenderRequest, render_into_repo
+from btp_gitops.generator.core.errors import EXIT_CHART, EXIT_INPUT, EXIT_OUTPUT, OutputNotWritable
+from btp_gitops.generator.io.helm import EmbeddedHelm
+from btp_gitops.generator.io.repo import LocalFilesystem
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.pipeline.render import RenderRequest, render_into_repo
 from tests.conftest import CHART, RunCli, read_tree
 from tests.render.conftest import MakeSource
 

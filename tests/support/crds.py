@@ -1,8 +1,8 @@
 """Locate the CustomResourceDefinitions that rendered repos need in a cluster.
 
 Third-party CRDs are fetched by ``scripts/fetch-crds.sh`` from their projects' Go
-modules (pinned by version and checksum) into ``.cache/crds/<family>-<version>/``,
-with a copy of the pinned version under ``.cache/crds/current/<family>/``. Ours are
+modules (pinned by version and checksum) into ``$CACHE/crds/<family>-<version>/``,
+with a copy of the pinned version under ``$CACHE/crds/current/<family>/``. Ours are
 generated from ``schemas/`` into ``charts/btp-gitops/crds/`` and committed.
 """
 
@@ -13,8 +13,10 @@ from typing import Any
 
 import yaml
 
+from tests.support.cache import cache_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CRDS_CACHE = REPO_ROOT / ".cache" / "crds"
+CRDS_CACHE = cache_dir() / "crds"
 CURRENT_CRDS = CRDS_CACHE / "current"
 FETCH_SCRIPT = REPO_ROOT / "scripts" / "fetch-crds.sh"
 OUR_CRDS = REPO_ROOT / "charts" / "btp-gitops" / "crds"
@@ -36,7 +38,7 @@ CRD_FAMILIES = (
 
 
 class CrdsNotFetchedError(FileNotFoundError):
-    """A third-party CRD family has not been fetched into ``.cache/crds`` yet."""
+    """A third-party CRD family has not been fetched into ``$CACHE/crds`` yet."""
 
 
 class OurCrdsMissingError(FileNotFoundError):

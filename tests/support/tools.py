@@ -1,7 +1,8 @@
 """Locate the Kubernetes tooling built by ``scripts/build-tools.sh``.
 
-The script builds versioned binaries under ``.cache/tools/<tool>-<version>/``
-and points ``.cache/tools/bin/<tool>`` at the current version.
+The script builds versioned binaries, in the per-user cache ``$CACHE``
+(``tests.support.cache``), under ``$CACHE/tools/<tool>-<version>/``
+and points ``$CACHE/tools/bin/<tool>`` at the current version.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tests.support.cache import cache_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TOOLS_DIR = REPO_ROOT / ".cache" / "tools"
+TOOLS_DIR = cache_dir() / "tools"
 TOOLS_BIN = TOOLS_DIR / "bin"
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-tools.sh"
 
@@ -18,13 +21,13 @@ TOOL_NAMES = frozenset({"kube-apiserver", "etcd", "helm3", "helm4", "kustomize",
 
 
 class ToolNotBuiltError(FileNotFoundError):
-    """A tool has not been built into ``.cache/tools`` yet."""
+    """A tool has not been built into ``$CACHE/tools`` yet."""
 
 
 def tool_path(name: str) -> Path:
     """Return the path of the cached binary for ``name``.
 
-    The symlink under ``.cache/tools/bin`` is resolved, so the returned path
+    The symlink under ``$CACHE/tools/bin`` is resolved, so the returned path
     names the version-keyed binary and stays valid if the symlink is repointed
     while a test session runs.
 

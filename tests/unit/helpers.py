@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from generator.core.objects import Manifest, describe
+from btp_gitops.generator.core.objects import Manifest, describe
 
 ORIGIN = "chart/templates/all.yaml"
 

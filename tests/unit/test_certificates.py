@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from generator.transforms.certificates import (
+from btp_gitops.generator.transforms.certificates import (
     INJECT_CA_FROM,
     CertificatePlan,
     issue_webhook_certificates_with_cert_manager,

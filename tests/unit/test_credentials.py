@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from generator.transforms.credentials import CredentialsPlan, reference_operator_credentials
+from btp_gitops.generator.transforms.credentials import CredentialsPlan, reference_operator_credentials
 from tests.unit.helpers import bodies, documents, manifests, refs
 
 CHART = """\

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.core.errors import EXIT_OUTPUT, CredentialInOutput
-from generator.transforms.guards import assert_no_credentials, secrets_with_data
+from btp_gitops.generator.core.errors import EXIT_OUTPUT, CredentialInOutput
+from btp_gitops.generator.transforms.guards import assert_no_credentials, secrets_with_data
 from tests.unit.helpers import manifests
 
 MESSAGE = (

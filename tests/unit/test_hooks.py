@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, hook_phases, split_hooks
+from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, hook_phases, split_hooks
 from tests.unit.helpers import manifests
 
 

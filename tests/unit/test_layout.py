@@ -15,9 +15,15 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from generator.core.layout import KUSTOMIZATION, app_files, file_names, kustomization, sort_manifests
-from generator.core.objects import KubeObject, Manifest
-from generator.core.yamlio import dump_object
+from btp_gitops.generator.core.layout import (
+    KUSTOMIZATION,
+    app_files,
+    file_names,
+    kustomization,
+    sort_manifests,
+)
+from btp_gitops.generator.core.objects import KubeObject, Manifest
+from btp_gitops.generator.core.yamlio import dump_object
 from tests.unit.helpers import documents, manifests, refs
 
 

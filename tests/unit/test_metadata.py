@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.core.kinds import ScopeIndex
-from generator.transforms.metadata import (
+from btp_gitops.generator.core.kinds import ScopeIndex
+from btp_gitops.generator.transforms.metadata import (
     add_labels,
     add_pod_template_labels,
     drop_empty_metadata_maps,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.transforms.operator_config import OperatorSettings, apply_operator_settings
+from btp_gitops.generator.transforms.operator_config import OperatorSettings, apply_operator_settings
 from tests.unit.helpers import bodies, documents, manifests
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.core.progress import NO_PROGRESS, counted
-from generator.io.progress import TerminalProgress, progress_for
+from btp_gitops.generator.core.progress import NO_PROGRESS, counted
+from btp_gitops.generator.io.progress import TerminalProgress, progress_for
 from tests.conftest import CLI, EXAMPLES, ROOT
 
 

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.core.errors import EXIT_INPUT, SchemaViolation
-from generator.core.sources import SourceDocument
-from generator.core.validation import SchemaRegistry, problems_in, validate_sources
-from generator.io.schemas import default_schema_dir, load_schema_registry
+from btp_gitops.generator.core.errors import EXIT_INPUT, SchemaViolation
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.core.validation import SchemaRegistry, problems_in, validate_sources
+from btp_gitops.generator.io.schemas import default_schema_dir, load_schema_registry
 
 BTP_OPERATOR = """\
 apiVersion: operator.kyma-project.io/v1alpha1

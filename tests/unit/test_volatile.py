@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from generator.core.errors import EXIT_CHART, NondeterministicChart
-from generator.transforms.volatile import PinnedValue, pin_volatile_values, pinned_value
+from btp_gitops.generator.core.errors import EXIT_CHART, NondeterministicChart
+from btp_gitops.generator.transforms.volatile import PinnedValue, pin_volatile_values, pinned_value
 from tests.unit.helpers import bodies, documents, manifests
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")

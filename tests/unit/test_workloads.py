@@ -9,7 +9,7 @@ Nothing is faked: YAML literals in, the real transform, YAML literals out.
 
 from __future__ import annotations
 
-from generator.transforms.workloads import blank_deployment_images, set_container_image
+from btp_gitops.generator.transforms.workloads import blank_deployment_images, set_container_image
 from tests.unit.helpers import bodies, documents, manifests
 
 IMAGE = "europe-docker.pkg.dev/kyma-project/prod/sap-btp-service-operator:v0.6.8"

@@ -21,8 +21,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.core.charts import RenderedChart, manifests_of
-from generator.core.yamlio import (
+from btp_gitops.generator.core.charts import RenderedChart, manifests_of
+from btp_gitops.generator.core.yamlio import (
     SourceSyntaxProblem,
     dump_documents,
     dump_object,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.core.crd_schemas import is_crd, root_schema, served_versions
+from btp_gitops.generator.core.crd_schemas import is_crd, root_schema, served_versions
 from tests.validate.conftest import WIDGET_CRD
 
 META = "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

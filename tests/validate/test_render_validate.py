@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.core.errors import EXIT_INPUT, EXIT_OK
-from generator.io.kube_schemas import supported_kubernetes_versions
+from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OK
+from btp_gitops.generator.io.kube_schemas import supported_kubernetes_versions
 from tests.conftest import CHART, EXAMPLES, RunCli, read_tree
 from tests.support.crds import third_party_crd_files
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.core.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
-from generator.io.kube_schemas import supported_kubernetes_versions
+from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from btp_gitops.generator.io.kube_schemas import supported_kubernetes_versions
 from tests.conftest import CLI, EXAMPLES, RunCli
 from tests.support.crds import third_party_crd_files
 from tests.validate.conftest import WIDGET_CRD_FILE, deployment, widget

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.core.errors import InvalidSpec
-from generator.core.objects import Manifest
-from generator.core.report import AppRender
-from generator.pipeline.wiring import flux_app_stages
-from generator.transforms.ordering import (
+from btp_gitops.generator.core.errors import InvalidSpec
+from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.report import AppRender
+from btp_gitops.generator.pipeline.wiring import flux_app_stages
+from btp_gitops.generator.transforms.ordering import (
     ARGOCD_SYNC_WAVE,
     FluxStage,
     Stage,

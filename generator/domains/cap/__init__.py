@@ -1,6 +1,6 @@
 """CAP applications: CAP Operator's CAPApplication, CAPApplicationVersion, CAPTenant, Domain and
 ClusterDomain."""
 
-from generator.domains.cap.render import render_cap_applications
+from btp_gitops.generator.domains.cap.render import render_cap_applications
 
 __all__ = ["render_cap_applications"]

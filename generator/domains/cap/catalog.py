@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from generator.core.sources import SourceSet
-from generator.domains.cap.model import (
+from btp_gitops.generator.core.sources import SourceSet
+from btp_gitops.generator.domains.cap.model import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
     CERTIFICATE_MANAGER_ANNOTATION,

@@ -32,9 +32,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.core.objects import KubeObject
-from generator.domains.cap.identity import binding_reader_name, binding_volume_name, vcap_secret_name
-from generator.domains.cap.model import Application, BtpService, CredentialsMode, Version, Workload
+from btp_gitops.generator.core.objects import KubeObject
+from btp_gitops.generator.domains.cap.identity import (
+    binding_reader_name,
+    binding_volume_name,
+    vcap_secret_name,
+)
+from btp_gitops.generator.domains.cap.model import Application, BtpService, CredentialsMode, Version, Workload
 
 BINDING_ROOT = "/bindings"
 REFRESH_INTERVAL = "1h"

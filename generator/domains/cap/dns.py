@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from generator.domains.cap.model import DnsMode, Domain
+from btp_gitops.generator.domains.cap.model import DnsMode, Domain
 
 _ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
 VARIABLES = ("domain", "dnsTarget", "subDomain")

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import semver
 
-from generator.core.objects import KubeObject
-from generator.domains.cap.identity import (
+from btp_gitops.generator.core.objects import KubeObject
+from btp_gitops.generator.domains.cap.identity import (
     CAV_VERSION,
     application_labels,
     exposure_virtual_service_name,
     gateway_reference,
     service_host,
 )
-from generator.domains.cap.model import Application, Domain, ServiceExposure, Version
+from btp_gitops.generator.domains.cap.model import Application, Domain, ServiceExposure, Version
 
 
 def semantic_version(text: str) -> semver.Version:

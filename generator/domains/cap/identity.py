@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 
-from generator.domains.cap.model import Application, Domain, Version, Workload
+from btp_gitops.generator.domains.cap.model import Application, Domain, Version, Workload
 
 PREFIX = "sme.sap.com/"
 OWNER_IDENTIFIER_HASH = f"{PREFIX}owner-identifier-hash"

@@ -14,17 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.core.objects import KubeObject
-from generator.core.report import Level, Note
-from generator.domains.cap.credentials import CredentialWiring
-from generator.domains.cap.identity import (
+from btp_gitops.generator.core.objects import KubeObject
+from btp_gitops.generator.core.report import Level, Note
+from btp_gitops.generator.domains.cap.credentials import CredentialWiring
+from btp_gitops.generator.domains.cap.identity import (
     DISABLE_KARYDIA,
     content_job_name,
     workload_annotations,
     workload_labels,
 )
-from generator.domains.cap.model import Application, Version, Workload
-from generator.domains.cap.pods import PodPlan, pod_template
+from btp_gitops.generator.domains.cap.model import Application, Version, Workload
+from btp_gitops.generator.domains.cap.pods import PodPlan, pod_template
 
 _JOB_FIELDS = ("backoffLimit", "ttlSecondsAfterFinished", "activeDeadlineSeconds")
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from generator.core.objects import get_path
-from generator.core.sources import SourceDocument
+from btp_gitops.generator.core.objects import get_path
+from btp_gitops.generator.core.sources import SourceDocument
 
 API_VERSION = "sme.sap.com/v1alpha1"
 CAP_APPLICATION = (API_VERSION, "CAPApplication")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.core.objects import KubeObject
-from generator.domains.cap.identity import (
+from btp_gitops.generator.core.objects import KubeObject
+from btp_gitops.generator.domains.cap.identity import (
     EXPOSED_WORKLOAD,
     Category,
     ingress_network_policy_name,
@@ -21,7 +21,7 @@ from generator.domains.cap.identity import (
     version_labels,
     workload_object_name,
 )
-from generator.domains.cap.model import Application, Domain, Version, Workload
+from btp_gitops.generator.domains.cap.model import Application, Domain, Version, Workload
 
 
 def _policy(

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from generator.core.objects import KubeObject
-from generator.core.report import Level, Note
-from generator.domains.cap.dns import DnsRecord, dns_records
-from generator.domains.cap.identity import (
+from btp_gitops.generator.core.objects import KubeObject
+from btp_gitops.generator.core.report import Level, Note
+from btp_gitops.generator.domains.cap.dns import DnsRecord, dns_records
+from btp_gitops.generator.domains.cap.identity import (
     DNS_NAME_HASH,
     certificate_name,
     dns_entry_name,
@@ -35,7 +35,7 @@ from generator.domains.cap.identity import (
     gateway_namespace,
     sha1_hex,
 )
-from generator.domains.cap.model import CertificateManager, Domain, TlsMode
+from btp_gitops.generator.domains.cap.model import CertificateManager, Domain, TlsMode
 
 GATEWAY_TLS_MODES = {
     TlsMode.SIMPLE: "SIMPLE",

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.domains.cap.credentials import CredentialWiring
-from generator.domains.cap.model import Version, Workload
+from btp_gitops.generator.domains.cap.credentials import CredentialWiring
+from btp_gitops.generator.domains.cap.model import Version, Workload
 
 APP_VERSION_ENV = "CAPOP_APP_VERSION"
 

@@ -21,31 +21,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.core.errors import InvalidSpec, raise_if_problems
-from generator.core.objects import KubeObject, Manifest
-from generator.core.report import AppRender, Note
-from generator.core.sources import SourceDocument, SourceSet
-from generator.domains.cap.catalog import CapCatalog, build_catalog
-from generator.domains.cap.credentials import (
+from btp_gitops.generator.core.errors import InvalidSpec, raise_if_problems
+from btp_gitops.generator.core.objects import KubeObject, Manifest
+from btp_gitops.generator.core.report import AppRender, Note
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet
+from btp_gitops.generator.domains.cap.catalog import CapCatalog, build_catalog
+from btp_gitops.generator.domains.cap.credentials import (
     binding_reader_objects,
     vcap_external_secret,
     workload_credentials,
 )
-from generator.domains.cap.exposures import current_version, exposure_virtual_services
-from generator.domains.cap.identity import application_app, domain_app
-from generator.domains.cap.jobs import content_job, content_job_notes
-from generator.domains.cap.model import Application, Domain, Version
-from generator.domains.cap.network_policies import version_network_policies
-from generator.domains.cap.networking import domain_notes, domain_objects
-from generator.domains.cap.tenants import (
+from btp_gitops.generator.domains.cap.exposures import current_version, exposure_virtual_services
+from btp_gitops.generator.domains.cap.identity import application_app, domain_app
+from btp_gitops.generator.domains.cap.jobs import content_job, content_job_notes
+from btp_gitops.generator.domains.cap.model import Application, Domain, Version
+from btp_gitops.generator.domains.cap.network_policies import version_network_policies
+from btp_gitops.generator.domains.cap.networking import domain_notes, domain_objects
+from btp_gitops.generator.domains.cap.tenants import (
     build_tenant_catalog,
     render_cap_tenants,
     tenant_operation_notes,
     version_gate_manifests,
 )
-from generator.domains.cap.validation import catalog_problems
-from generator.domains.cap.workloads import deployment_objects
-from generator.transforms.ordering import Stage, annotate_argocd_stage
+from btp_gitops.generator.domains.cap.validation import catalog_problems
+from btp_gitops.generator.domains.cap.workloads import deployment_objects
+from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage
 
 ORIGIN = "btp-gitops/cap"
 

@@ -11,12 +11,12 @@ from collections import defaultdict
 
 import semver
 
-from generator.core.errors import Problem
-from generator.core.sources import SourceDocument, problem_at
-from generator.domains.cap.catalog import CapCatalog
-from generator.domains.cap.dns import VARIABLES, unsupported_actions, uses_subdomain
-from generator.domains.cap.exposures import current_version, semantic_version
-from generator.domains.cap.model import (
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.sources import SourceDocument, problem_at
+from btp_gitops.generator.domains.cap.catalog import CapCatalog
+from btp_gitops.generator.domains.cap.dns import VARIABLES, unsupported_actions, uses_subdomain
+from btp_gitops.generator.domains.cap.exposures import current_version, semantic_version
+from btp_gitops.generator.domains.cap.model import (
     CERTIFICATE_MANAGER_ANNOTATION,
     CREDENTIALS_ANNOTATION,
     INGRESS_NAMESPACE_ANNOTATION,
@@ -27,7 +27,7 @@ from generator.domains.cap.model import (
     Domain,
     Version,
 )
-from generator.domains.cap.version_rules import VersionRules, is_label_value
+from btp_gitops.generator.domains.cap.version_rules import VersionRules, is_label_value
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

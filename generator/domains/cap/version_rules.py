@@ -11,10 +11,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from generator.core.errors import Problem
-from generator.core.sources import problem_at
-from generator.domains.cap.identity import binding_volume_name, service_name
-from generator.domains.cap.model import (
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.sources import problem_at
+from btp_gitops.generator.domains.cap.identity import binding_volume_name, service_name
+from btp_gitops.generator.domains.cap.model import (
     TENANT_JOB_TYPES,
     CredentialsMode,
     DeploymentType,
@@ -24,7 +24,7 @@ from generator.domains.cap.model import (
     Version,
     Workload,
 )
-from generator.transforms.ordering import Stage, stage_steps
+from btp_gitops.generator.transforms.ordering import Stage, stage_steps
 
 MAX_NAME = 63  # Service names and label values
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

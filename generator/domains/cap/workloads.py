@@ -12,9 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from generator.core.objects import KubeObject
-from generator.domains.cap.credentials import CredentialWiring
-from generator.domains.cap.identity import (
+from btp_gitops.generator.core.objects import KubeObject
+from btp_gitops.generator.domains.cap.credentials import CredentialWiring
+from btp_gitops.generator.domains.cap.identity import (
     Category,
     pod_selector,
     service_host,
@@ -23,9 +23,9 @@ from generator.domains.cap.identity import (
     workload_labels,
     workload_object_name,
 )
-from generator.domains.cap.model import Application, DeploymentType, Version, Workload
-from generator.domains.cap.pods import PodPlan, pod_template
-from generator.domains.cap.version_rules import DESTINATIONS_ENV, destinations_entries
+from btp_gitops.generator.domains.cap.model import Application, DeploymentType, Version, Workload
+from btp_gitops.generator.domains.cap.pods import PodPlan, pod_template
+from btp_gitops.generator.domains.cap.version_rules import DESTINATIONS_ENV, destinations_entries
 
 ROUTER_STICKY_COOKIE = {"name": "CAPOP_ROUTER_STICKY", "path": "/", "ttl": "0s"}
 RELOADER_ANNOTATION = "secret.reloader.stakater.com/reload"

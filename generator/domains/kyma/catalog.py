@@ -10,9 +10,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from generator.core.errors import Problem
-from generator.core.sources import SourceDocument, problem_at
-from generator.domains.kyma.model import (
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.sources import SourceDocument, problem_at
+from btp_gitops.generator.domains.kyma.model import (
     CATALOG_KINDS,
     MODULE_RELEASE_META,
     MODULE_TEMPLATE,

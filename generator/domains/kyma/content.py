@@ -14,25 +14,25 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.core.charts import ChartRenderer, ChartRequest
-from generator.core.errors import InvalidSpec, SourceSyntaxError
-from generator.core.kinds import ScopeIndex
-from generator.core.layout import KUSTOMIZATION
-from generator.core.objects import Manifest, describe, name_of
-from generator.core.report import AppRender, Level, Note
-from generator.core.sources import SourceDocument, problem_at
-from generator.core.yamlio import load_trusted_document
-from generator.domains.charts import render_chart_deterministically
-from generator.domains.kyma.model import (
+from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
+from btp_gitops.generator.core.errors import InvalidSpec, SourceSyntaxError
+from btp_gitops.generator.core.kinds import ScopeIndex
+from btp_gitops.generator.core.layout import KUSTOMIZATION
+from btp_gitops.generator.core.objects import Manifest, describe, name_of
+from btp_gitops.generator.core.report import AppRender, Level, Note
+from btp_gitops.generator.core.sources import SourceDocument, problem_at
+from btp_gitops.generator.core.yamlio import load_trusted_document
+from btp_gitops.generator.domains.charts import render_chart_deterministically
+from btp_gitops.generator.domains.kyma.model import (
     SYNC_NAMESPACE,
     ChartContent,
     CustomResourcePolicy,
     RawManifest,
     Template,
 )
-from generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
-from generator.transforms.metadata import add_labels, set_default_namespace
-from generator.transforms.ordering import annotate_argocd_sync_waves
+from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
+from btp_gitops.generator.transforms.metadata import add_labels, set_default_namespace
+from btp_gitops.generator.transforms.ordering import annotate_argocd_sync_waves
 
 APP_PREFIX = "kyma-"
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from generator.core.errors import InputError, Problem, raise_if_problems
-from generator.core.yamlio import SourceSyntaxProblem, load_source_documents
+from btp_gitops.generator.core.errors import InputError, Problem, raise_if_problems
+from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
 
 # Policy attribute -> the Kyma label holding it.
 ATTRIBUTE_LABELS = {

@@ -13,8 +13,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from generator.core.objects import KubeObject, get_path
-from generator.core.sources import SourceDocument
+from btp_gitops.generator.core.objects import KubeObject, get_path
+from btp_gitops.generator.core.sources import SourceDocument
 
 API_VERSION = "operator.kyma-project.io/v1beta2"
 KYMA = (API_VERSION, "Kyma")

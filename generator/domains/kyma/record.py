@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from generator.core.errors import InputError, Problem
-from generator.domains.kyma.status import KymaReport, ModuleState, ModuleStatus, TemplateRef
+from btp_gitops.generator.core.errors import InputError, Problem
+from btp_gitops.generator.domains.kyma.status import KymaReport, ModuleState, ModuleStatus, TemplateRef
 
 RECORD_FILE = ".kyma-modules.json"
 _NOTE = (

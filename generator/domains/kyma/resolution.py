@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import semver
 
-from generator.core.errors import Problem
-from generator.core.sources import problem_at
-from generator.domains.kyma.catalog import Catalog
-from generator.domains.kyma.model import (
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.sources import problem_at
+from btp_gitops.generator.domains.kyma.catalog import Catalog
+from btp_gitops.generator.domains.kyma.model import (
     BETA_LABEL,
     DEFAULT_CHANNEL,
     INTERNAL_LABEL,

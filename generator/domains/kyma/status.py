@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from generator.domains.kyma.model import API_VERSION
+from btp_gitops.generator.domains.kyma.model import API_VERSION
 
 
 class ModuleState(StrEnum):

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from kubernetes import client as k8s
 
-from controller.btp_operator.module_resources import (
+from btp_gitops.controller.btp_operator.module_resources import (
     MODULE_SELECTOR,
     RENDER_ADDED_KINDS,
     deletion_order,
@@ -32,8 +32,8 @@ from controller.btp_operator.module_resources import (
     load_module_resources,
     parse_artifact_file,
 )
-from controller.errors import ControllerError, TemporaryError
-from controller.kube import (
+from btp_gitops.controller.errors import ControllerError, TemporaryError
+from btp_gitops.controller.kube import (
     BTP_OPERATOR,
     CONFIG_MAP,
     CRD,
@@ -50,7 +50,7 @@ from controller.kube import (
     NotFound,
     Resource,
 )
-from controller.runtime import ObjectKey, Outcome, Reconciler
+from btp_gitops.controller.runtime import ObjectKey, Outcome, Reconciler
 from tests.conftest import ROOT
 from tests.support.crds import load_crds, our_crd_files
 from tests.support.kubeapi import install_crds

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.btp_operator import BtpOperatorSettings
-from controller.kube import KubeClient
+from btp_gitops.controller.btp_operator import BtpOperatorSettings
+from btp_gitops.controller.kube import KubeClient
 from tests.controller.btp_operator.cluster import MODULE_RESOURCES, ModuleCluster, ServiceOperand
 from tests.support.kubeapi import KubeAPI
 

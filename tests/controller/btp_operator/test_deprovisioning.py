@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from controller.btp_operator import FINALIZER, BtpOperatorReconciler, BtpOperatorSettings
-from controller.btp_operator.status import reason_since
-from controller.errors import ControllerError, TemporaryError
-from controller.kube import (
+from btp_gitops.controller.btp_operator import FINALIZER, BtpOperatorReconciler, BtpOperatorSettings
+from btp_gitops.controller.btp_operator.status import reason_since
+from btp_gitops.controller.errors import ControllerError, TemporaryError
+from btp_gitops.controller.kube import (
     BTP_OPERATOR,
     CONFIG_MAP,
     DEPLOYMENT,
@@ -27,7 +27,7 @@ from controller.kube import (
     KubeClient,
     Resource,
 )
-from controller.runtime import DONE, ObjectKey
+from btp_gitops.controller.runtime import DONE, ObjectKey
 from tests.controller.btp_operator.cluster import (
     FIXTURE_LABEL,
     MODULE_NAMESPACE,

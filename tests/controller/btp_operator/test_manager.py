@@ -14,10 +14,10 @@ from contextlib import contextmanager
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.btp_operator import BtpOperatorReconciler, BtpOperatorSettings
-from controller.btp_operator.status import current_reason
-from controller.kube import BTP_OPERATOR, SERVICE_INSTANCE, KubeClient
-from controller.runtime import Manager, RuntimeSettings
+from btp_gitops.controller.btp_operator import BtpOperatorReconciler, BtpOperatorSettings
+from btp_gitops.controller.btp_operator.status import current_reason
+from btp_gitops.controller.kube import BTP_OPERATOR, SERVICE_INSTANCE, KubeClient
+from btp_gitops.controller.runtime import Manager, RuntimeSettings
 from tests.controller.btp_operator.cluster import (
     MODULE_NAMESPACE,
     OPERATOR,

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from controller.btp_operator.module_resources import (
+from btp_gitops.controller.btp_operator.module_resources import (
     MODULE_SELECTOR,
     RENDER_ADDED_KINDS,
     deletion_order,
     guess_plural,
     load_module_resources,
 )
-from controller.errors import ConfigurationError
-from controller.kube import KubeClient
-from generator.core.objects import ObjectKey
+from btp_gitops.controller.errors import ConfigurationError
+from btp_gitops.controller.kube import KubeClient
+from btp_gitops.generator.core.objects import ObjectKey
 from tests.controller.btp_operator.cluster import MODULE_RESOURCES, ModuleCluster
 from tests.support.crds import load_crds, third_party_crd_files
 from tests.support.kubeapi import install_crds

@@ -15,11 +15,19 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.btp_operator import BtpOperatorSettings, OutdatedModuleResourcesReconciler
-from controller.btp_operator.outdated import SWEEP_KEY
-from controller.errors import TemporaryError
-from controller.kube import BTP_OPERATOR, CONFIG_MAP, DEPLOYMENT, EVENT, KubeClient, KubeObject, Resource
-from controller.runtime import DONE, Manager, RuntimeSettings
+from btp_gitops.controller.btp_operator import BtpOperatorSettings, OutdatedModuleResourcesReconciler
+from btp_gitops.controller.btp_operator.outdated import SWEEP_KEY
+from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.kube import (
+    BTP_OPERATOR,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    EVENT,
+    KubeClient,
+    KubeObject,
+    Resource,
+)
+from btp_gitops.controller.runtime import DONE, Manager, RuntimeSettings
 from tests.controller.btp_operator.cluster import (
     FIXTURE_LABEL,
     MODULE_NAMESPACE,

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.btp_operator.status import current_reason
-from controller.kube import BTP_OPERATOR, LEASE, SERVICE_INSTANCE, KubeClient
+from btp_gitops.controller.btp_operator.status import current_reason
+from btp_gitops.controller.kube import BTP_OPERATOR, LEASE, SERVICE_INSTANCE, KubeClient
 from tests.controller.btp_operator.cluster import (
     MODULE_NAMESPACE,
     MODULE_RESOURCES,

@@ -30,10 +30,10 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from controller.btp_operator import BtpOperatorReconciler, BtpOperatorSettings
-from controller.kube import BTP_OPERATOR, SERVICE_BINDING, SERVICE_INSTANCE, KubeClient, Resource
-from controller.runtime import Manager, RuntimeSettings
-from generator.core.kinds import install_rank
+from btp_gitops.controller.btp_operator import BtpOperatorReconciler, BtpOperatorSettings
+from btp_gitops.controller.kube import BTP_OPERATOR, SERVICE_BINDING, SERVICE_INSTANCE, KubeClient, Resource
+from btp_gitops.controller.runtime import Manager, RuntimeSettings
+from btp_gitops.generator.core.kinds import install_rank
 from tests.conftest import CHART, EXAMPLES
 from tests.controller.btp_operator.cluster import (
     MODULE_NAMESPACE,

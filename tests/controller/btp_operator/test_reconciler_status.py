@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller.btp_operator import FINALIZER, BtpOperatorReconciler, BtpOperatorSettings
-from controller.kube import BTP_OPERATOR, KubeClient
-from controller.runtime import DONE, ObjectKey
+from btp_gitops.controller.btp_operator import FINALIZER, BtpOperatorReconciler, BtpOperatorSettings
+from btp_gitops.controller.kube import BTP_OPERATOR, KubeClient
+from btp_gitops.controller.runtime import DONE, ObjectKey
 from tests.controller.btp_operator.cluster import MODULE_NAMESPACE, OPERATOR, ModuleCluster, finalizers_of
 
 pytestmark = pytest.mark.kube

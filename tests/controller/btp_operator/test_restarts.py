@@ -14,11 +14,18 @@ import time
 
 import pytest
 
-from controller.btp_operator import BtpOperatorReconciler, BtpOperatorSettings
-from controller.btp_operator.status import current_reason, reason_since
-from controller.errors import TemporaryError
-from controller.kube import BTP_OPERATOR, DEPLOYMENT, SECRET, SERVICE_BINDING, SERVICE_INSTANCE, KubeClient
-from controller.runtime import ObjectKey
+from btp_gitops.controller.btp_operator import BtpOperatorReconciler, BtpOperatorSettings
+from btp_gitops.controller.btp_operator.status import current_reason, reason_since
+from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.kube import (
+    BTP_OPERATOR,
+    DEPLOYMENT,
+    SECRET,
+    SERVICE_BINDING,
+    SERVICE_INSTANCE,
+    KubeClient,
+)
+from btp_gitops.controller.runtime import ObjectKey
 from tests.controller.btp_operator.cluster import (
     JSON_PATCH,
     MODULE_NAMESPACE,

@@ -9,8 +9,8 @@ import datetime as dt
 
 import pytest
 
-from controller.btp_operator import status
-from generator.transforms.operator_secret import InvalidSecret, operator_credentials_from_secret
+from btp_gitops.controller.btp_operator import status
+from btp_gitops.generator.transforms.operator_secret import InvalidSecret, operator_credentials_from_secret
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
 T1 = T0 + dt.timedelta(minutes=7)

@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.cap.deletion import (
+from btp_gitops.controller.cap.deletion import (
     CapApplicationFinalizer,
     CapDeletionSettings,
     CapTenantFinalizer,
     CapVersionFinalizer,
 )
-from controller.kube import (
+from btp_gitops.controller.kube import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
     CAP_TENANT,
@@ -40,7 +40,7 @@ from controller.kube import (
     KubeObject,
     Resource,
 )
-from controller.runtime import ObjectKey
+from btp_gitops.controller.runtime import ObjectKey
 from tests.conftest import CLI, EXAMPLES, RunCli
 from tests.support.crds import OUR_CRDS, load_crds
 from tests.support.kubeapi import KubeAPI, install_crds

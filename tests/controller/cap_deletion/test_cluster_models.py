@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.cap.cluster_models import (
+from btp_gitops.controller.cap.cluster_models import (
     CapModels,
     application_models,
     deprovisioning_target,
@@ -22,9 +22,9 @@ from controller.cap.cluster_models import (
     running_version,
     versions_in_use,
 )
-from controller.cap.deletion import StepAction, controller_job, next_step
-from generator.domains.cap.model import TenantOperation
-from generator.domains.cap.tenants.render import operation_jobs
+from btp_gitops.controller.cap.deletion import StepAction, controller_job, next_step
+from btp_gitops.generator.domains.cap.model import TenantOperation
+from btp_gitops.generator.domains.cap.tenants.render import operation_jobs
 from tests.controller.cap_deletion.conftest import TENANTS, RenderedExample
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"

@@ -20,10 +20,17 @@ import pytest
 from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 
-from controller.cap.deletion import cap_deletion_reconcilers
-from controller.errors import TemporaryError
-from controller.kube import CAP_APPLICATION, CAP_APPLICATION_VERSION, JOB, KubeClient, KubeObject, Resource
-from controller.runtime import Manager, RuntimeSettings
+from btp_gitops.controller.cap.deletion import cap_deletion_reconcilers
+from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.kube import (
+    CAP_APPLICATION,
+    CAP_APPLICATION_VERSION,
+    JOB,
+    KubeClient,
+    KubeObject,
+    Resource,
+)
+from btp_gitops.controller.runtime import Manager, RuntimeSettings
 from tests.controller.cap_deletion.conftest import (
     FAST,
     TENANTS,

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from controller.cap.cluster_models import read_application
-from controller.cap.deletion import TENANT_FINALIZER
-from controller.errors import TemporaryError
-from controller.kube import CAP_APPLICATION, CAP_TENANT, JOB, KubeObject
-from controller.runtime import ObjectKey
-from generator.domains.cap.model import TenantOperation
-from generator.domains.cap.tenants.render import operation_jobs
+from btp_gitops.controller.cap.cluster_models import read_application
+from btp_gitops.controller.cap.deletion import TENANT_FINALIZER
+from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.kube import CAP_APPLICATION, CAP_TENANT, JOB, KubeObject
+from btp_gitops.controller.runtime import ObjectKey
+from btp_gitops.generator.domains.cap.model import TenantOperation
+from btp_gitops.generator.domains.cap.tenants.render import operation_jobs
 from tests.controller.cap_deletion.conftest import (
     FAST,
     TENANTS,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller.cap.deletion import VERSION_FINALIZER
-from controller.kube import CAP_APPLICATION, CAP_APPLICATION_VERSION, CAP_TENANT, JOB, Resource
-from controller.runtime import ObjectKey
+from btp_gitops.controller.cap.deletion import VERSION_FINALIZER
+from btp_gitops.controller.kube import CAP_APPLICATION, CAP_APPLICATION_VERSION, CAP_TENANT, JOB, Resource
+from btp_gitops.controller.runtime import ObjectKey
 from tests.controller.cap_deletion.conftest import (
     FAST,
     TENANTS,

@@ -27,16 +27,16 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from controller.gitstore import RepoSettings, SourceRepo
-from controller.kube import CONFIG_MAP, SECRET, KubeClient
-from controller.subscription.git_ledger import GitTenantLedger
-from controller.subscription.metrics import SubscriptionMetrics
-from controller.subscription.server import (
+from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
+from btp_gitops.controller.kube import CONFIG_MAP, SECRET, KubeClient
+from btp_gitops.controller.subscription.git_ledger import GitTenantLedger
+from btp_gitops.controller.subscription.metrics import SubscriptionMetrics
+from btp_gitops.controller.subscription.server import (
     SubscriptionServer,
     SubscriptionServerSettings,
     build_subscription_server,
 )
-from generator.domains.cap.identity import sha1_hex
+from btp_gitops.generator.domains.cap.identity import sha1_hex
 from tests.controller.subscription.peers import (
     Issued,
     Issuer,

@@ -20,9 +20,9 @@ from collections.abc import Callable
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from controller.errors import TemporaryError
-from controller.kube import CONFIG_MAP
-from controller.subscription.auth import (
+from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.kube import CONFIG_MAP
+from btp_gitops.controller.subscription.auth import (
     MAX_CACHED_URLS,
     JwksCache,
     TokenExpectation,

@@ -15,8 +15,8 @@ import urllib.parse
 
 import pytest
 
-from controller.kube import CONFIG_MAP
-from controller.subscription.auth import name_matches, name_pairs, parse_distinguished_name
+from btp_gitops.controller.kube import CONFIG_MAP
+from btp_gitops.controller.subscription.auth import name_matches, name_pairs, parse_distinguished_name
 from tests.controller.subscription.conftest import SMS_ISSUER, SMS_SUBJECT, Running, SmsPki, sms_payload, xfcc
 from tests.controller.subscription.peers import issue, name_of
 

@@ -56,8 +56,8 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from controller.cap.callbacks import DELIVERY_ANNOTATION
-from controller.kube import (
+from btp_gitops.controller.cap.callbacks import DELIVERY_ANNOTATION
+from btp_gitops.controller.kube import (
     APPLY_PATCH,
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
@@ -69,10 +69,10 @@ from controller.kube import (
     KubeObject,
     Resource,
 )
-from controller.records import consumer_tenant_name
-from controller.subscription.cluster_side import pending_callback_name
-from generator.domains.cap.identity import OWNER_IDENTIFIER
-from generator.domains.cap.tenants.names import TENANT_OPERATION_TYPE
+from btp_gitops.controller.records import consumer_tenant_name
+from btp_gitops.controller.subscription.cluster_side import pending_callback_name
+from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
+from btp_gitops.generator.domains.cap.tenants.names import TENANT_OPERATION_TYPE
 from tests.conftest import EXAMPLES, ROOT
 from tests.controller.subscription.conftest import (
     APP,

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from controller.subscription.payloads import (
+from btp_gitops.controller.subscription.payloads import (
     InvalidPayload,
     SmsUnsubscription,
     SubscriptionKind,
@@ -18,7 +18,7 @@ from controller.subscription.payloads import (
     parse_sms_payload,
     parse_sms_unsubscription,
 )
-from generator.domains.cap.identity import sha1_hex
+from btp_gitops.generator.domains.cap.identity import sha1_hex
 
 TENANT = "2b7c9d1e-3f4a-4b5c-8d6e-7f8091a2b3c4"
 

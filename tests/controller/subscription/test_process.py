@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.records import consumer_tenant_name
+from btp_gitops.controller.records import consumer_tenant_name
 from tests.controller.subscription.conftest import APP, Bindings, Sources, bearer, saas_payload
 from tests.controller.subscription.peers import Pki, TokenFactory
 from tests.support.kubeapi import KubeAPI

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from controller.gitstore import RepoSettings, SourceRepo
-from controller.subscription.git_ledger import GitTenantLedger
-from controller.subscription.server import SubscriptionServer, SubscriptionServerSettings
+from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
+from btp_gitops.controller.subscription.git_ledger import GitTenantLedger
+from btp_gitops.controller.subscription.server import SubscriptionServer, SubscriptionServerSettings
 from tests.controller.subscription.conftest import (
     PROVIDER_SUBACCOUNT,
     Running,

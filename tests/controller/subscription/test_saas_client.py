@@ -16,15 +16,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.errors import ConfigurationError
-from controller.kube import KubeClient
-from controller.subscription.credentials import (
+from btp_gitops.controller.errors import ConfigurationError
+from btp_gitops.controller.kube import KubeClient
+from btp_gitops.controller.subscription.credentials import (
     CredentialReader,
     SaasRegistryCredentials,
     SubscriptionManagerCredentials,
 )
-from controller.subscription.ledger import AppTarget, ServiceRef
-from controller.subscription.saas_client import (
+from btp_gitops.controller.subscription.ledger import AppTarget, ServiceRef
+from btp_gitops.controller.subscription.saas_client import (
     CallbackFailed,
     CallbackStatus,
     CallbackTarget,

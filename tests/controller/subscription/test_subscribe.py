@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.kube import CONFIG_MAP
-from controller.records import consumer_tenant_name
-from controller.subscription.cluster_side import CONTEXT_KEY
+from btp_gitops.controller.kube import CONFIG_MAP
+from btp_gitops.controller.records import consumer_tenant_name
+from btp_gitops.controller.subscription.cluster_side import CONTEXT_KEY
 from tests.controller.subscription.conftest import (
     APP,
     DEPENDENCY_XSAPPNAME,
@@ -424,8 +424,8 @@ def test_two_replicas_and_a_competing_pusher_lose_and_duplicate_no_tenant(
     concurrent subscriptions between them while a third writer pushes to the branch every 0.2 to
     0.4 s (a busy CI job; tests/controller/test_gitstore.py races a far busier one against the
     writer alone): every tenant is recorded exactly once, and so is every one of its commits."""
-    from controller.gitstore import RepoSettings, SourceRepo  # noqa: PLC0415 (only this test)
-    from controller.subscription.git_ledger import GitTenantLedger  # noqa: PLC0415
+    from btp_gitops.controller.gitstore import RepoSettings, SourceRepo  # noqa: PLC0415 (only this test)
+    from btp_gitops.controller.subscription.git_ledger import GitTenantLedger  # noqa: PLC0415
     from tests.controller.subscription.conftest import Sources  # noqa: PLC0415
     from tests.controller.test_gitstore import CompetingWriter  # noqa: PLC0415
 

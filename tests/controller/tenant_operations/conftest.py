@@ -33,25 +33,28 @@ import git
 import pytest
 import yaml
 
-from controller.cap.application_retirement import ApplicationRetirementReconciler, RetirementSettings
-from controller.cap.callbacks import CallbackDelivery, CallbackSettings
-from controller.cap.tenant_operations import (
+from btp_gitops.controller.cap.application_retirement import (
+    ApplicationRetirementReconciler,
+    RetirementSettings,
+)
+from btp_gitops.controller.cap.callbacks import CallbackDelivery, CallbackSettings
+from btp_gitops.controller.cap.tenant_operations import (
     SourceSnapshots,
     TenantOperationSettings,
     TenantOperationsReconciler,
 )
-from controller.gitstore import RepoSettings, SourceRepo
-from controller.kube import CONFIG_MAP, JOB, SECRET, KubeClient, KubeObject
-from controller.subscription.cluster_side import (
+from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
+from btp_gitops.controller.kube import CONFIG_MAP, JOB, SECRET, KubeClient, KubeObject
+from btp_gitops.controller.subscription.cluster_side import (
     ClusterSide,
     Operation,
     PendingCallback,
     pending_callback_name,
 )
-from controller.subscription.ledger import AppTarget
-from generator.io.helm import EmbeddedHelm
-from generator.io.schemas import load_schema_registry
-from generator.pipeline.render import render_cluster
+from btp_gitops.controller.subscription.ledger import AppTarget
+from btp_gitops.generator.io.helm import EmbeddedHelm
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.pipeline.render import render_cluster
 from tests.conftest import EXAMPLES
 from tests.support.kubeapi import KubeAPI
 

@@ -19,12 +19,12 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from controller.cap.application_retirement import RetireApplication, remove_document
-from controller.cap.callbacks import CallbackSettings
-from controller.kube import CONFIG_MAP, KubeClient
-from controller.runtime import Manager, RuntimeSettings
-from controller.subscription.cluster_side import Operation, pending_callback_name
-from generator.domains.cap.model import CAP_APPLICATION
+from btp_gitops.controller.cap.application_retirement import RetireApplication, remove_document
+from btp_gitops.controller.cap.callbacks import CallbackSettings
+from btp_gitops.controller.kube import CONFIG_MAP, KubeClient
+from btp_gitops.controller.runtime import Manager, RuntimeSettings
+from btp_gitops.controller.subscription.cluster_side import Operation, pending_callback_name
+from btp_gitops.generator.domains.cap.model import CAP_APPLICATION
 from tests.controller.tenant_operations.conftest import (
     Controller,
     SaasPeer,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.cap.callbacks import (
+from btp_gitops.controller.cap.callbacks import (
     DELIVERY_ANNOTATION,
     DeliveryState,
     InvalidCallback,
@@ -20,17 +20,17 @@ from controller.cap.callbacks import (
     Verdict,
     decide,
 )
-from controller.cap.tenant_operations import (
+from btp_gitops.controller.cap.tenant_operations import (
     ExpectedJob,
     Progress,
     operation_result,
     tenant_of_callback,
     tenant_of_job,
 )
-from controller.runtime import ObjectKey
-from controller.subscription.cluster_side import Operation
-from generator.domains.cap.model import TenantOperation
-from generator.domains.cap.tenants.model import CompletedOperation, TenantState, TenantStatus
+from btp_gitops.controller.runtime import ObjectKey
+from btp_gitops.controller.subscription.cluster_side import Operation
+from btp_gitops.generator.domains.cap.model import TenantOperation
+from btp_gitops.generator.domains.cap.tenants.model import CompletedOperation, TenantState, TenantStatus
 
 NOW = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 STEPS = (ExpectedJob("t-upgrade-1-aaaa", 1, "notify"), ExpectedJob("t-upgrade-2-bbbb", 2, "tenant-job"))

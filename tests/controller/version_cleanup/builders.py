@@ -13,10 +13,10 @@ from typing import Any
 import git
 import yaml
 
-from controller.cap.version_cleanup import CLEANUP_ANNOTATION
-from generator.core.sources import SourceDocument
-from generator.domains.cap.model import Application, Version
-from generator.domains.cap.tenants.model import Tenant, TenantType, tenant_from_source
+from btp_gitops.controller.cap.version_cleanup import CLEANUP_ANNOTATION
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.domains.cap.model import Application, Version
+from btp_gitops.generator.domains.cap.tenants.model import Tenant, TenantType, tenant_from_source
 
 APP = "shop"
 Document = dict[str, Any]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.gitstore import RepoSettings, SourceRepo
-from controller.kube import KubeClient
-from generator.core.validation import SchemaRegistry
-from generator.io.schemas import load_schema_registry
+from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
+from btp_gitops.controller.kube import KubeClient
+from btp_gitops.generator.core.validation import SchemaRegistry
+from btp_gitops.generator.io.schemas import load_schema_registry
 from tests.controller.version_cleanup.builders import Document, bare_remote_with
 from tests.support.crds import OUR_CRDS, load_crds
 from tests.support.kubeapi import KubeAPI, install_crds

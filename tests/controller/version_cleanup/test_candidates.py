@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from controller.cap.version_cleanup import (
+from btp_gitops.controller.cap.version_cleanup import (
     CleanupMode,
     cleanup_mode,
     read_application,
     select_candidates,
     tenant_holds,
 )
-from controller.errors import PermanentError
-from generator.core.validation import SchemaRegistry
-from generator.domains.cap.model import Version
+from btp_gitops.controller.errors import PermanentError
+from btp_gitops.generator.core.validation import SchemaRegistry
+from btp_gitops.generator.domains.cap.model import Version
 from tests.controller.version_cleanup.builders import (
     Document,
     application,

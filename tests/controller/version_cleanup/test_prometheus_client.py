@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.errors import PrometheusUnavailable, TemporaryError
-from controller.prometheus import OtherResult, PrometheusClient, Scalar, Vector, VectorSample
+from btp_gitops.controller.errors import PrometheusUnavailable, TemporaryError
+from btp_gitops.controller.prometheus import OtherResult, PrometheusClient, Scalar, Vector, VectorSample
 from tests.support.prometheus import EVALUATION_TIME, PrometheusFactory, PrometheusServer, steady
 
 

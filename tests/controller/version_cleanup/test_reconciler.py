@@ -16,7 +16,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from controller.cap.version_cleanup import (
+from btp_gitops.controller.cap.version_cleanup import (
     CLEANUP_DEFERRED,
     READY_FOR_DELETION,
     CleanupSettings,
@@ -24,8 +24,8 @@ from controller.cap.version_cleanup import (
     VersionCleanupReconciler,
     guarded_removal,
 )
-from controller.errors import PrometheusUnavailable
-from controller.kube import (
+from btp_gitops.controller.errors import PrometheusUnavailable
+from btp_gitops.controller.kube import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
     CONFIG_MAP,
@@ -33,9 +33,9 @@ from controller.kube import (
     KubeClient,
     KubeObject,
 )
-from controller.prometheus import PrometheusClient
-from controller.runtime import DONE, Manager, ObjectKey, Outcome, RuntimeSettings
-from generator.core.validation import SchemaRegistry
+from btp_gitops.controller.prometheus import PrometheusClient
+from btp_gitops.controller.runtime import DONE, Manager, ObjectKey, Outcome, RuntimeSettings
+from btp_gitops.generator.core.validation import SchemaRegistry
 from tests.conftest import RunCli
 from tests.controller.version_cleanup.builders import (
     Document,

@@ -10,14 +10,14 @@ from collections.abc import Mapping
 
 import pytest
 
-from controller.cap.version_cleanup import (
+from btp_gitops.controller.cap.version_cleanup import (
     MetricRule,
     MetricType,
     RuleEvaluator,
     VersionVerdict,
     metric_query,
 )
-from controller.prometheus import PrometheusClient, QueryResult
+from btp_gitops.controller.prometheus import PrometheusClient, QueryResult
 from tests.controller.version_cleanup.builders import Document, as_version, counter, gauge, version
 from tests.support.prometheus import EVALUATION_TIME, PrometheusFactory, PrometheusServer, rising, steady
 

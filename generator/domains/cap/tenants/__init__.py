@@ -11,8 +11,8 @@ app that those Jobs wait for.
     render     the tenant apps, in sync stages
 """
 
-from generator.domains.cap.tenants.catalog import TenantCatalog, build_tenant_catalog
-from generator.domains.cap.tenants.render import (
+from btp_gitops.generator.domains.cap.tenants.catalog import TenantCatalog, build_tenant_catalog
+from btp_gitops.generator.domains.cap.tenants.render import (
     render_cap_tenants,
     tenant_operation_notes,
     version_gate_manifests,

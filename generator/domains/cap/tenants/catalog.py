@@ -17,12 +17,12 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from generator.core.errors import Problem
-from generator.core.sources import SourceDocument, SourceSet, problem_at
-from generator.domains.cap.catalog import CapCatalog
-from generator.domains.cap.exposures import current_version
-from generator.domains.cap.model import Application, Provider
-from generator.domains.cap.tenants.model import (
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet, problem_at
+from btp_gitops.generator.domains.cap.catalog import CapCatalog
+from btp_gitops.generator.domains.cap.exposures import current_version
+from btp_gitops.generator.domains.cap.model import Application, Provider
+from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
     DEPROVISION_ANNOTATION,
     Tenant,
@@ -31,8 +31,8 @@ from generator.domains.cap.tenants.model import (
     provider_tenant_name,
     tenant_from_source,
 )
-from generator.domains.cap.tenants.routing import RoutingSettings, routing_settings
-from generator.domains.cap.tenants.selection import record_of
+from btp_gitops.generator.domains.cap.tenants.routing import RoutingSettings, routing_settings
+from btp_gitops.generator.domains.cap.tenants.selection import record_of
 
 ApplicationKey = tuple[str, str]  # (namespace, name)
 

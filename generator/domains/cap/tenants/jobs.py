@@ -37,16 +37,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.core.objects import KubeObject
-from generator.domains.cap.credentials import workload_credentials
-from generator.domains.cap.identity import (
+from btp_gitops.generator.core.objects import KubeObject
+from btp_gitops.generator.domains.cap.credentials import workload_credentials
+from btp_gitops.generator.domains.cap.identity import (
     DISABLE_KARYDIA,
     Category,
     version_annotations,
     version_labels,
     workload_labels,
 )
-from generator.domains.cap.model import (
+from btp_gitops.generator.domains.cap.model import (
     Application,
     JobType,
     TenantOperation,
@@ -54,9 +54,9 @@ from generator.domains.cap.model import (
     Version,
     Workload,
 )
-from generator.domains.cap.pods import APP_VERSION_ENV, PodPlan, pod_template
-from generator.domains.cap.tenants.model import SUBSCRIPTION_CONTEXT_KEY, Tenant
-from generator.domains.cap.tenants.names import (
+from btp_gitops.generator.domains.cap.pods import APP_VERSION_ENV, PodPlan, pod_template
+from btp_gitops.generator.domains.cap.tenants.model import SUBSCRIPTION_CONTEXT_KEY, Tenant
+from btp_gitops.generator.domains.cap.tenants.names import (
     CONTINUE_ON_FAILURE_ANNOTATION,
     TENANT_OPERATION_STEP,
     TENANT_OPERATION_TYPE,

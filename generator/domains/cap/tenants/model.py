@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from generator.core.objects import get_path
-from generator.core.sources import SourceDocument
-from generator.domains.cap.model import API_VERSION, Application, Provider, TenantOperation
+from btp_gitops.generator.core.objects import get_path
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.domains.cap.model import API_VERSION, Application, Provider, TenantOperation
 
 CAP_TENANT = (API_VERSION, "CAPTenant")
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from generator.domains.cap.identity import (
+from btp_gitops.generator.domains.cap.identity import (
     APP_IDENTIFIER_HASH,
     APP_LABEL,
     PREFIX,
@@ -32,8 +32,8 @@ from generator.domains.cap.identity import (
     owner_labels,
     sha1_hex,
 )
-from generator.domains.cap.model import Application, TenantOperation, Version, Workload
-from generator.domains.cap.tenants.model import Tenant
+from btp_gitops.generator.domains.cap.model import Application, TenantOperation, Version, Workload
+from btp_gitops.generator.domains.cap.tenants.model import Tenant
 
 BTP_TENANT_ID = f"{PREFIX}btp-tenant-id"
 TENANT_TYPE = f"{PREFIX}tenant-type"

@@ -21,32 +21,41 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.core.errors import InvalidSpec, Problem, raise_if_problems
-from generator.core.objects import KubeObject, Manifest
-from generator.core.report import AppRender, Level, Note
-from generator.core.sources import problem_at
-from generator.domains.cap.catalog import CapCatalog
-from generator.domains.cap.identity import owner_labels
-from generator.domains.cap.model import Application, Domain, TenantOperation, Version
-from generator.domains.cap.tenants.catalog import ApplicationTenants, TenantCatalog
-from generator.domains.cap.tenants.jobs import StepTemplate, operation_job, step_templates, version_gate
-from generator.domains.cap.tenants.model import CAP_TENANT, Tenant
-from generator.domains.cap.tenants.names import (
+from btp_gitops.generator.core.errors import InvalidSpec, Problem, raise_if_problems
+from btp_gitops.generator.core.objects import KubeObject, Manifest
+from btp_gitops.generator.core.report import AppRender, Level, Note
+from btp_gitops.generator.core.sources import problem_at
+from btp_gitops.generator.domains.cap.catalog import CapCatalog
+from btp_gitops.generator.domains.cap.identity import owner_labels
+from btp_gitops.generator.domains.cap.model import Application, Domain, TenantOperation, Version
+from btp_gitops.generator.domains.cap.tenants.catalog import ApplicationTenants, TenantCatalog
+from btp_gitops.generator.domains.cap.tenants.jobs import (
+    StepTemplate,
+    operation_job,
+    step_templates,
+    version_gate,
+)
+from btp_gitops.generator.domains.cap.tenants.model import CAP_TENANT, Tenant
+from btp_gitops.generator.domains.cap.tenants.names import (
     BTP_TENANT_ID,
     TENANT_TYPE,
     application_labels_for_tenants,
     tenant_app,
     tenant_labels,
 )
-from generator.domains.cap.tenants.routing import TenantRoutes, tenant_dns_entries, tenant_virtual_service
-from generator.domains.cap.tenants.selection import (
+from btp_gitops.generator.domains.cap.tenants.routing import (
+    TenantRoutes,
+    tenant_dns_entries,
+    tenant_virtual_service,
+)
+from btp_gitops.generator.domains.cap.tenants.selection import (
     TenantPlan,
     VersionIndex,
     plan_tenant,
     record_of,
     session_versions,
 )
-from generator.transforms.ordering import Stage, annotate_argocd_stage, stage_steps
+from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage, stage_steps
 
 StepKey = tuple[str, TenantOperation]  # (CAPApplicationVersion name, operation)
 

@@ -31,14 +31,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.core.errors import Problem
-from generator.core.objects import KubeObject
-from generator.core.sources import problem_at
-from generator.domains.cap.dns import DnsRecord, expand, uses_subdomain
-from generator.domains.cap.identity import CAV_VERSION, gateway_reference, service_host
-from generator.domains.cap.model import Application, DnsMode, Domain, Version
-from generator.domains.cap.networking import dns_entry
-from generator.domains.cap.tenants.model import Tenant
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.objects import KubeObject
+from btp_gitops.generator.core.sources import problem_at
+from btp_gitops.generator.domains.cap.dns import DnsRecord, expand, uses_subdomain
+from btp_gitops.generator.domains.cap.identity import CAV_VERSION, gateway_reference, service_host
+from btp_gitops.generator.domains.cap.model import Application, DnsMode, Domain, Version
+from btp_gitops.generator.domains.cap.networking import dns_entry
+from btp_gitops.generator.domains.cap.tenants.model import Tenant
 
 VERSION_AFFINITY_ANNOTATION = "sme.sap.com/enable-version-affinity"
 LOGOUT_ENDPOINT_ANNOTATION = "sme.sap.com/logout-endpoint"

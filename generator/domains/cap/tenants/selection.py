@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 
 import semver
 
-from generator.core.errors import Problem
-from generator.core.sources import SourceDocument, problem_at
-from generator.domains.cap.exposures import semantic_version
-from generator.domains.cap.model import Application, TenantOperation, Version
-from generator.domains.cap.tenants.model import DEPROVISION_ANNOTATION, Tenant, UpgradeStrategy
+from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.sources import SourceDocument, problem_at
+from btp_gitops.generator.domains.cap.exposures import semantic_version
+from btp_gitops.generator.domains.cap.model import Application, TenantOperation, Version
+from btp_gitops.generator.domains.cap.tenants.model import DEPROVISION_ANNOTATION, Tenant, UpgradeStrategy
 
 
 @dataclass(frozen=True, slots=True)
