@@ -15,12 +15,13 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from btp_gitops.controller.errors import ControllerError
+from btp_gitops.controller.errors import ConfigurationError, ControllerError
 
 log = logging.getLogger("btp_gitops.controller")
 
@@ -184,15 +185,34 @@ class StopSignal:
         self.event.set()
 
 
-def run_controller(args: argparse.Namespace) -> int:
-    from btp_gitops.controller.process import ControllerProcess  # noqa: PLC0415 (heavy imports only when run)
+# The top-level modules of the `controller` extra (pip install 'btp-gitops[controller]'); the
+# generator's own dependencies are always installed.
+EXTRA_MODULES = frozenset({"jwt", "kubernetes", "prometheus_client", "urllib3"})
 
+
+@contextmanager
+def _controller_extra(command: str) -> Iterator[None]:
+    """Turn the import of a missing extra module into a clear error instead of a traceback."""
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] not in EXTRA_MODULES:
+            raise
+        raise ConfigurationError(
+            f"btp-gitops {command} needs the controller extra ({error.name} is not installed): "
+            "pip install 'btp-gitops[controller]'"
+        ) from error
+
+
+def run_controller(args: argparse.Namespace) -> int:
+    with _controller_extra("controller"):
+        from btp_gitops.controller.process import ControllerProcess  # noqa: PLC0415 (heavy: only when run)
     return ControllerProcess.from_args(args).run(StopSignal().event)
 
 
 def run_subscription_server(args: argparse.Namespace) -> int:
-    from btp_gitops.controller.process import SubscriptionServerProcess  # noqa: PLC0415
-
+    with _controller_extra("subscription-server"):
+        from btp_gitops.controller.process import SubscriptionServerProcess  # noqa: PLC0415
     return SubscriptionServerProcess.from_args(args).run(StopSignal().event)
 
 

@@ -2,20 +2,36 @@
 
 Only post-render reads the cluster (its output goes there anyway); render never does. Values are
 returned as the API gives them (base64 `data`) and are never logged.
+
+The Kubernetes client belongs to the `controller` extra (`pip install 'btp-gitops[controller]'`),
+so it is imported here, when a command reads the cluster, and its absence is a usage error.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
-from urllib3.exceptions import HTTPError
-
-from btp_gitops.generator.core.errors import ClusterUnreachable, Problem
+from btp_gitops.generator.core.errors import ClusterUnreachable, Problem, UsageError
 from btp_gitops.generator.core.objects import KubeObject
+
+if TYPE_CHECKING:
+    from kubernetes import client
+
+CLIENT_MISSING = "--from-cluster needs the kubernetes client: pip install 'btp-gitops[controller]'"
+# The top-level modules --from-cluster imports, all from the `controller` extra.
+_CLIENT_MODULES = frozenset({"kubernetes", "urllib3"})
+
+
+def _require_client() -> None:
+    """Raise a usage error (exit 2) naming the extra when the Kubernetes client is not installed."""
+    try:
+        import kubernetes.client  # noqa: F401, PLC0415 - the controller extra, only for --from-cluster
+        import urllib3.exceptions  # noqa: F401, PLC0415
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] not in _CLIENT_MODULES:
+            raise
+        raise UsageError(CLIENT_MISSING) from error
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +47,10 @@ class ClusterReader:
         )
 
     def _core_api(self) -> client.CoreV1Api:
+        _require_client()
+        from kubernetes import client, config  # noqa: PLC0415
+        from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415
+
         try:
             api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
                 config_file=self.kubeconfig, context=self.context
@@ -44,6 +64,9 @@ class ClusterReader:
     def read_secret(self, namespace: str, name: str) -> KubeObject | None:
         """The Secret as a plain object, or None when it does not exist."""
         api = self._core_api()
+        from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
+        from urllib3.exceptions import HTTPError  # noqa: PLC0415
+
         try:
             secret = api.read_namespaced_secret(name, namespace)
         except ApiException as error:
