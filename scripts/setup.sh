@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up a checkout: Python venv with btp-gitops and its test dependencies, and with --with-tools
-# the Go-built CLIs and Debian packages the test suite runs for real, and the pinned third-party
-# CRDs it installs (all cached under .cache/).
+# Set up a checkout: Python venv with btp-gitops and its test dependencies at the versions of
+# constraints.txt, and with --with-tools the Go-built CLIs and Debian packages the test suite runs
+# for real, and the pinned third-party CRDs it installs (all cached under .cache/).
 # Idempotent: a second run only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,10 +13,11 @@ python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
+# constraints.txt (scripts/lock.sh) pins every package, pip included, to one exact version.
 stamp=.venv/.btp-gitops-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[test]'
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet -c constraints.txt pip
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
   touch "$stamp"
 fi
 
