@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The floor venv (.venv-floor): btp-gitops with every direct dependency at the floor declared in
+# pyproject.toml (constraints-floor.txt) and everything else at the pins of constraints.txt, so the
+# floor tier of scripts/test.sh shows that the lowest versions we accept really work.
+#
+# Editable, like .venv: the tests run the checkout's code (pytest puts the repository root first on
+# sys.path, and the `btp-gitops` script of an editable install imports the checkout too), so a wheel
+# copy would add nothing but a reinstall after every source change. The built wheel in a clean venv
+# has its own test.
+# Idempotent: reinstalls only when pyproject.toml or a constraints file changed since the last run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+venv=.venv-floor
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv"
+fi
+stamp=$venv/.btp-gitops-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ] \
+  || [ constraints-floor.txt -nt "$stamp" ]; then
+  # One constraints file: the floors, then the lock without the packages the floors name.
+  floors=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' -e 's/[[:space:]]*==.*//' constraints-floor.txt \
+    | tr 'A-Z_.' 'a-z--')
+  {
+    grep -v '^#' constraints-floor.txt | sed '/^[[:space:]]*$/d'
+    grep -v '^#' constraints.txt | while IFS= read -r pin; do
+      name=$(printf '%s' "${pin%%==*}" | tr 'A-Z_.' 'a-z--')
+      grep -qxF "$name" <<<"$floors" || printf '%s\n' "$pin"
+    done
+  } >"$venv/constraints.txt"
+  "$venv/bin/python" -m pip install --quiet -c "$venv/constraints.txt" pip
+  "$venv/bin/python" -m pip install --quiet -c "$venv/constraints.txt" -e '.[test]'
+  touch "$stamp"
+fi
