@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command, for humans and CI alike: set up (idempotent), lint, type-check,
-# check the import layering, then run every test, real-component tiers included.
+# check the import layering, then run every test, real-component tiers included. Without arguments
+# the floor tier follows (scripts/setup-floor.sh); arguments go to the first pytest run only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --with-tools
@@ -9,3 +10,17 @@ bash scripts/setup.sh --with-tools
 .venv/bin/mypy
 .venv/bin/lint-imports
 .venv/bin/python -m pytest "$@"
+
+if [ "$#" -eq 0 ]; then
+  # Floor tier: every direct dependency at its declared floor (constraints-floor.txt). The unit
+  # tier, then the real-API-server tests of what the unit tier does not reach: the Kubernetes
+  # client (kubernetes, urllib3), bearer tokens and client certificates (PyJWT, cryptography) and
+  # the metrics endpoint (prometheus-client).
+  bash scripts/setup-floor.sh
+  .venv-floor/bin/python -m pytest -p no:cacheprovider -m "not kube and not tools"
+  .venv-floor/bin/python -m pytest -p no:cacheprovider \
+    tests/controller/test_kube_client.py \
+    tests/controller/subscription/test_bearer_auth.py \
+    tests/controller/subscription/test_certificate_auth.py \
+    tests/controller/subscription/test_routes.py
+fi
