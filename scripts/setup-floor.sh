@@ -7,7 +7,8 @@
 # sys.path, and the `btp-gitops` script of an editable install imports the checkout too), so a wheel
 # copy would add nothing but a reinstall after every source change. The built wheel in a clean venv
 # has its own test.
-# Idempotent: reinstalls only when pyproject.toml or a constraints file changed since the last run.
+# Idempotent: reinstalls only when pyproject.toml, a constraints file or the version (in
+# btp_gitops/__init__.py) changed since the last run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +19,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 stamp=$venv/.btp-gitops-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ] \
-  || [ constraints-floor.txt -nt "$stamp" ]; then
+  || [ constraints-floor.txt -nt "$stamp" ] || [ btp_gitops/__init__.py -nt "$stamp" ]; then
   # One constraints file: the floors, then the lock without the packages the floors name.
   floors=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' -e 's/[[:space:]]*==.*//' constraints-floor.txt \
     | tr 'A-Z_.' 'a-z--')

@@ -15,7 +15,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # constraints.txt (scripts/lock.sh) pins every package, pip included, to one exact version.
 stamp=.venv/.btp-gitops-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ] \
+  || [ btp_gitops/__init__.py -nt "$stamp" ]; then  # __init__.py: the version in the metadata
   .venv/bin/python -m pip install --quiet -c constraints.txt pip
   .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
   touch "$stamp"
