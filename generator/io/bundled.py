@@ -29,6 +29,11 @@ def data_dir() -> Path:
     return root
 
 
+def is_checkout() -> bool:
+    """True when the data files are the repository's own (linked), not an installation's copies."""
+    return (data_dir() / "schemas").is_symlink()
+
+
 def _member(name: str) -> Path:
     # Resolved, so that a checkout reports (and `btp-gitops crds` writes) the repository's own files.
     return (data_dir() / name).resolve()

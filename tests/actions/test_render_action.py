@@ -47,7 +47,7 @@ def remote(tmp_path: Path) -> Path:
 
 def _use_absolute_chart(config_path: Path) -> None:
     config = yaml.safe_load(config_path.read_text())
-    config["spec"]["chart"]["path"] = str(CHART)
+    config["spec"].setdefault("chart", {})["path"] = str(CHART)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 

@@ -38,7 +38,7 @@ def _source(tmp_path: Path, name: str, chart: Path) -> Path:
     shutil.copytree(EXAMPLES / "btp-operator", source)
     config_path = source / "btpoperatorconfig.yaml"
     config = yaml.safe_load(config_path.read_text())
-    config["spec"]["chart"]["path"] = str(chart)
+    config["spec"].setdefault("chart", {})["path"] = str(chart)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return source
 
