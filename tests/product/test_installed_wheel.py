@@ -18,19 +18,14 @@ import yaml
 from btp_gitops import __version__
 from tests.conftest import CLI, EXAMPLES, ROOT, read_tree
 from tests.support.tools import tool_path
-from tests.support.wheel import InstalledProduct, build_wheel, install
+from tests.support.wheel import InstalledProduct, install
 
 CLUSTER_ID = "0c5a3f7e-1d2b-4c6a-9e8f-7a6b5c4d3e2f"
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
-
-
-@pytest.fixture(scope="module")
-def product(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> InstalledProduct:
-    return install(wheel, tmp_path_factory.mktemp("installed"))
+def product(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> InstalledProduct:
+    return install(built_wheel, tmp_path_factory.mktemp("installed"))
 
 
 def checkout_cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -44,8 +39,8 @@ def copy_example(name: str, into: Path) -> Path:
     return Path(shutil.copytree(EXAMPLES / name, into / name))
 
 
-def test_the_wheel_has_one_top_level_package_and_its_data(wheel: Path) -> None:
-    names = zipfile.ZipFile(wheel).namelist()
+def test_the_wheel_has_one_top_level_package_and_its_data(built_wheel: Path) -> None:
+    names = zipfile.ZipFile(built_wheel).namelist()
     assert {name.split("/")[0] for name in names} == {"btp_gitops", f"btp_gitops-{__version__}.dist-info"}
     for shipped in (
         "btp_gitops/data/schemas/btpoperatorconfig.btp-gitops.io.v1alpha1.json",

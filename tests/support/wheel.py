@@ -8,6 +8,7 @@ data file missing from the wheel or an import of the checkout fails here as it w
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -17,15 +18,36 @@ ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = ROOT / "constraints.txt"
 
 
-def build_wheel(out: Path) -> Path:
-    """`pip wheel` of the checkout (the build backend in its own isolated environment)."""
+def source_files(root: Path) -> list[str]:
+    """The checkout's files as Git sees them: tracked or new, not ignored (no .venv, no build/)."""
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    return sorted(name for name in listed.decode().split("\0") if name and (root / name).exists())
+
+
+def build_wheel(work: Path) -> Path:
+    """btp_gitops-<version>-py3-none-any.whl, as `pip wheel --no-deps` builds it.
+
+    Built from a copy of the working tree (links kept as links), so setuptools' build/ directory
+    cannot carry files of an earlier build into it, and nothing is written into the checkout."""
+    source, out = work / "source", work / "wheel"
+    for name in source_files(ROOT):
+        target = source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / name).is_symlink():
+            target.symlink_to((ROOT / name).readlink())
+        else:
+            shutil.copy2(ROOT / name, target)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
         timeout=600,
     )
-    [wheel] = out.glob("btp_gitops-*.whl")
+    (wheel,) = out.glob("btp_gitops-*.whl")
     return wheel
 
 
@@ -85,7 +107,12 @@ def install(wheel: Path, where: Path, extras: str = "") -> InstalledProduct:
         capture_output=True,
         text=True,
         cwd=home,
-        env={**InstalledProduct(venv, home).env(), "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        env={
+            **InstalledProduct(venv, home).env(),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            # The user's download cache: the same files PyPI would send, fetched once.
+            "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip")),
+        },
         check=False,
         timeout=900,
     )
