@@ -8,6 +8,7 @@ bash scripts/setup.sh --with-tools
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/mypy --strict scripts/*.py  # the maintainer scripts, outside the package
 .venv/bin/lint-imports
 .venv/bin/python -m pytest "$@"
 

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from tests.support.wheel import build_wheel
+
 pytest_plugins = ["tests.support.kubeapi", "tests.support.prometheus"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +56,12 @@ def read_tree(root: Path) -> dict[str, bytes]:
         for path in sorted(root.rglob("*"))
         if path.is_file() and ".git" not in path.relative_to(root).parts
     }
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel users install, built once per test session from this checkout's sources."""
+    return build_wheel(tmp_path_factory.mktemp("wheel-build"))
 
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]

@@ -42,6 +42,7 @@ from btp_gitops.generator.core.errors import (
 from btp_gitops.generator.core.wiring import ARGOCD, TARGETS, TargetOptions
 from btp_gitops.generator.domains.kyma.status import report_table
 from btp_gitops.generator.domains.kyma_modules import PolicyText
+from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.crd_files import default_crd_dir
 from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli
 from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version
@@ -208,7 +209,7 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def run_module_resources(args: argparse.Namespace) -> int:
     result = generate_module_resources(
-        chart=Path(args.chart),
+        chart=Path(args.chart) if args.chart else bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART),
         values_files=tuple(Path(v) for v in args.values),
         release=args.release,
         namespace=args.namespace,
@@ -242,6 +243,9 @@ def run_module_resources(args: argparse.Namespace) -> int:
 
 
 def run_crds(args: argparse.Namespace) -> int:
+    if not args.out and not args.check and not bundled.is_checkout():
+        # The default is the install chart inside this installation: never rewrite installed files.
+        raise UsageError("btp-gitops crds: pass --out DIR (only a checkout writes its own chart's CRDs)")
     out = Path(args.out) if args.out else default_crd_dir()
     if args.check:
         drifting = check_crds(args.schemas, out)
@@ -466,7 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
         "module-resources",
         help="write BTP Manager's module-resources/ (apply, delete, excluded) from a chart",
     )
-    module_resources.add_argument("--chart", required=True, metavar="DIR")
+    module_resources.add_argument(
+        "--chart", metavar="DIR", help="the module chart (default: the SAP BTP operator chart shipped)"
+    )
     module_resources.add_argument("--values", action="append", default=[], metavar="FILE")
     module_resources.add_argument("--release", default="sap-btp-operator", metavar="TAG")
     module_resources.add_argument("--namespace", default="kyma-system")
@@ -475,7 +481,11 @@ def build_parser() -> argparse.ArgumentParser:
     module_resources.set_defaults(handler=run_module_resources)
 
     crds = commands.add_parser("crds", help="write the CustomResourceDefinitions of the chart from schemas/")
-    crds.add_argument("--out", metavar="DIR", help="default: charts/btp-gitops/crds of this checkout")
+    crds.add_argument(
+        "--out",
+        metavar="DIR",
+        help="default: charts/btp-gitops/crds (in a checkout; elsewhere --out is needed)",
+    )
     crds.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if DIR drifts from schemas/"
     )

@@ -232,3 +232,129 @@ def _prunes_unknown_fields(node: Mapping[str, Any], out: Mapping[str, Any]) -> b
     if node.get("x-kubernetes-preserve-unknown-fields") is True or "additionalProperties" in out:
         return False
     return "properties" in out or node.get("type") == "object"
+
+
+# --- the third-party schemas shipped with btp-gitops ---------------------------------------------
+#
+# `scripts/generate-crd-schemas.py` writes one JSON document per custom resource kind that
+# btp-gitops emits (cert-manager Certificates, Istio VirtualServices, ...), taken from the pinned
+# CRDs, so that `btp-gitops validate` knows those kinds offline without `--crds`:
+#
+#     {"group": "networking.istio.io", "kind": "VirtualService", "plural": "virtualservices",
+#      "scope": "Namespaced", "source": "<module>@<version>/<file>",
+#      "versions": [{"name": "v1", "schema": 0, "storage": true}, {"name": "v1beta1", "schema": 0}],
+#      "schemas": [<openAPIV3Schema>, ...]}
+#
+# Every served version is listed; versions whose schemas are identical share one entry of
+# `schemas`. Schema nodes lose what offline validation never reads (DOCUMENTATION_KEYWORDS):
+# descriptions are most of a CRD's bytes. Everything else, values included, is kept as it is.
+
+SHIPPED_FORMAT = 1
+# Keywords of a schema node that only document it, or that `root_schema` does not evaluate
+# (CEL rules): left out of the shipped schemas.
+DOCUMENTATION_KEYWORDS = frozenset(
+    {"description", "title", "example", "externalDocs", "x-kubernetes-validations"}
+)
+_SCHEMA_MAPS = ("properties", "patternProperties", "definitions", "dependencies")
+_SCHEMA_VALUES = ("items", "additionalProperties", "additionalItems", "not")
+
+
+class ShippedSchemaError(ValueError):
+    """A shipped schema document does not have the shape `crd_from_shipped` reads."""
+
+
+def compact_schema(node: Mapping[str, Any]) -> dict[str, Any]:
+    """`node` without DOCUMENTATION_KEYWORDS, in it and in every schema below it.
+
+    Only schema positions are walked (`properties` values, `items`, `allOf` branches, ...): a
+    field that happens to be called `description` stays, and so do `enum` and `default` values.
+    """
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in DOCUMENTATION_KEYWORDS:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {
+                name: compact_schema(child) if isinstance(child, Mapping) else child
+                for name, child in value.items()
+            }
+        elif key in _SCHEMA_VALUES and isinstance(value, Mapping):
+            out[key] = compact_schema(value)
+        elif key in (*_JUNCTORS, "items") and isinstance(value, list):
+            out[key] = [compact_schema(branch) if isinstance(branch, Mapping) else branch for branch in value]
+        else:
+            out[key] = value
+    return out
+
+
+def shipped_schema_document(crd: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The shipped document of one CRD: its served versions and their compacted schemas."""
+    spec = crd["spec"]
+    schemas: list[dict[str, Any]] = []
+    versions: list[dict[str, Any]] = []
+    for version in spec["versions"]:
+        if version.get("served") is False:
+            continue
+        openapi = (version.get("schema") or {}).get("openAPIV3Schema") or _ANYTHING
+        compacted = compact_schema(openapi)
+        if compacted not in schemas:
+            schemas.append(compacted)
+        entry: dict[str, Any] = {"name": version["name"], "schema": schemas.index(compacted)}
+        if version.get("storage") is True:
+            entry["storage"] = True
+        versions.append(entry)
+    return {
+        "format": SHIPPED_FORMAT,
+        "group": spec["group"],
+        "kind": spec["names"]["kind"],
+        "plural": spec["names"]["plural"],
+        "scope": spec.get("scope", "Namespaced"),
+        "source": source,
+        "versions": versions,
+        "schemas": schemas,
+    }
+
+
+def crd_from_shipped(document: object) -> dict[str, Any]:
+    """The CustomResourceDefinition a shipped document stands for, as `served_versions` reads it.
+
+    Raises ShippedSchemaError, naming what is wrong, for a document of another shape.
+    """
+    if not isinstance(document, Mapping) or document.get("format") != SHIPPED_FORMAT:
+        raise ShippedSchemaError(f"not a shipped schema document of format {SHIPPED_FORMAT}")
+    names = {key: document.get(key) for key in ("group", "kind", "plural", "scope")}
+    wrong = sorted(key for key, value in names.items() if not isinstance(value, str) or not value)
+    schemas, versions = document.get("schemas"), document.get("versions")
+    if not isinstance(schemas, list) or not all(isinstance(schema, Mapping) for schema in schemas):
+        wrong.append("schemas")
+    elif not isinstance(versions, list) or not all(_is_shipped_version(v, len(schemas)) for v in versions):
+        wrong.append("versions")
+    if wrong:
+        raise ShippedSchemaError(f"missing or malformed: {', '.join(wrong)}")
+    assert isinstance(schemas, list) and isinstance(versions, list)  # checked above, for mypy
+    return {
+        "apiVersion": CRD_API_VERSION,
+        "kind": CRD_KIND,
+        "metadata": {"name": f"{names['plural']}.{names['group']}"},
+        "spec": {
+            "group": names["group"],
+            "names": {"kind": names["kind"], "plural": names["plural"]},
+            "scope": names["scope"],
+            "versions": [
+                {
+                    "name": version["name"],
+                    "served": True,
+                    "storage": version.get("storage") is True,
+                    "schema": {"openAPIV3Schema": schemas[version["schema"]]},
+                }
+                for version in versions
+            ],
+        },
+    }
+
+
+def _is_shipped_version(version: object, schema_count: int) -> bool:
+    if not isinstance(version, Mapping) or not isinstance(version.get("name"), str):
+        return False
+    index = version.get("schema")
+    return isinstance(index, int) and not isinstance(index, bool) and 0 <= index < schema_count

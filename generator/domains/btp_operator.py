@@ -82,9 +82,11 @@ class ModuleConfig:
     issuer: dict[str, str] | None
 
     @classmethod
-    def from_source(cls, source: SourceDocument) -> ModuleConfig:
+    def from_source(cls, source: SourceDocument, bundled_chart: Path) -> ModuleConfig:
+        """`bundled_chart` is the SAP BTP service operator chart shipped with btp-gitops, used when
+        `spec.chart.path` names none."""
         spec = source.body["spec"]
-        chart = spec["chart"]
+        chart = spec.get("chart", {})
         credentials_namespace = spec.get("credentialsNamespace", MODULE_NAMESPACE)
         credentials = spec.get("credentials", {})
         secret = credentials.get("sourceSecret", {"name": "sap-btp-manager", "namespace": MODULE_NAMESPACE})
@@ -92,7 +94,7 @@ class ModuleConfig:
         certificates = spec.get("certificates", {})
         return cls(
             source=source,
-            chart=(source.directory / chart["path"]).resolve(),
+            chart=(source.directory / chart["path"]).resolve() if chart.get("path") else bundled_chart,
             values_files=tuple((source.directory / f).resolve() for f in chart.get("valuesFiles", [])),
             values=dict(chart.get("values", {})),
             settings=OperatorSettings(
@@ -170,10 +172,10 @@ def issuer_ref_problems(config: ModuleConfig) -> list[Problem]:
     ]
 
 
-def select_module_config(sources: SourceSet, request: SourceDocument) -> ModuleConfig:
+def select_module_config(sources: SourceSet, request: SourceDocument, bundled_chart: Path) -> ModuleConfig:
     configs = sources.of_kind(*BTP_OPERATOR_CONFIG)
     if len(configs) == 1:
-        config = ModuleConfig.from_source(configs[0])
+        config = ModuleConfig.from_source(configs[0], bundled_chart)
         if config.certificate_mode == "self-signed":
             raise InvalidSpec(
                 "self-signed certificates cannot be rendered into Git",
@@ -197,8 +199,8 @@ def select_module_config(sources: SourceSet, request: SourceDocument) -> ModuleC
             file=request.file,
             document=request.document,
             object_ref=request.ref,
-            message="no BtpOperatorConfig (btp-gitops.io/v1alpha1) in the sources: add one naming the chart "
-            "and the cluster id",
+            message="no BtpOperatorConfig (btp-gitops.io/v1alpha1) in the sources: add one with the "
+            "cluster id",
         )
     else:
         problem = Problem(
@@ -299,8 +301,10 @@ def render_module_objects(
     return AppRender(APP, manifests, notes)
 
 
-def render_btp_operator(sources: SourceSet, engine: ChartRenderer) -> list[AppRender]:
-    """BtpOperator + BtpOperatorConfig -> the `btp-operator` app, or nothing when not requested."""
+def render_btp_operator(sources: SourceSet, engine: ChartRenderer, bundled_chart: Path) -> list[AppRender]:
+    """BtpOperator + BtpOperatorConfig -> the `btp-operator` app, or nothing when not requested.
+
+    `bundled_chart` is the chart rendered when the BtpOperatorConfig names none."""
     request, notes = select_module_request(sources)
     if request is None:
         configs = sources.of_kind(*BTP_OPERATOR_CONFIG)
@@ -314,7 +318,7 @@ def render_btp_operator(sources: SourceSet, engine: ChartRenderer) -> list[AppRe
             for c in configs
         ]
         return [AppRender(APP, [], notes)] if notes else []
-    config = select_module_config(sources, request)
+    config = select_module_config(sources, request, bundled_chart)
     rendered, manifests, pin_notes = render_chart_deterministically(engine, chart_request(config))
     app = render_module_objects(config, rendered, manifests)
     # The BtpOperator syncs after the operator and, pruned in reverse order, is deleted before it:

@@ -21,8 +21,8 @@ from typing import Any, TextIO
 
 import yaml
 
-from btp_gitops.generator.core.crd_schemas import is_crd
-from btp_gitops.generator.core.errors import Problem, UsageError
+from btp_gitops.generator.core.crd_schemas import crd_from_shipped, is_crd
+from btp_gitops.generator.core.errors import InstallationBroken, Problem, UsageError
 from btp_gitops.generator.core.manifest_validation import (
     STDIN,
     ManifestDocument,
@@ -30,6 +30,7 @@ from btp_gitops.generator.core.manifest_validation import (
     parse_manifests,
 )
 from btp_gitops.generator.core.yamlio import load_trusted_document, yaml_problem_location
+from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.crd_files import default_crd_dir
 from btp_gitops.generator.io.sources import display_path, source_files
 
@@ -214,3 +215,24 @@ def bundled_crd_paths() -> list[Path]:
     """The CRDs btp-gitops installs (charts/btp-gitops/crds/ of this checkout), when present."""
     directory = default_crd_dir()
     return [directory] if directory.is_dir() else []
+
+
+@functools.cache
+def shipped_third_party_crds() -> tuple[Mapping[str, Any], ...]:
+    """The CRDs of the third-party kinds btp-gitops emits, from the schemas shipped with it.
+
+    `data/crd-schemas/*.json` (scripts/generate-crd-schemas.py) hold their served versions'
+    schemas; each file stands for one CRD. A missing or unreadable file is a broken install.
+    """
+    directory = bundled.crd_schema_dir()
+    if not directory.is_dir():
+        raise InstallationBroken(f"the shipped CRD schemas are missing ({directory}): reinstall btp-gitops")
+    crds = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            crds.append(crd_from_shipped(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError) as error:  # JSONDecodeError and ShippedSchemaError are ValueErrors
+            raise InstallationBroken(
+                f"{path}: broken shipped CRD schema ({error}): reinstall btp-gitops"
+            ) from error
+    return tuple(crds)

@@ -31,6 +31,7 @@ from btp_gitops.generator.domains.kyma_modules import (
     plan_kyma_modules,
     render_kyma_modules,
 )
+from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.git import SourceRevision, commit_subtree, source_revisions
 from btp_gitops.generator.io.repo import LocalFilesystem, TreeChanges, read_tree, write_subtree
 from btp_gitops.generator.io.sources import load_sources
@@ -91,7 +92,7 @@ def cluster_subtree(cluster: str) -> str:
 def render_domains(sources: SourceSet, engine: ChartRenderer, kyma: KymaPlan) -> list[AppRender]:
     """Every domain's apps. Each domain reads only its own kinds."""
     return [
-        *render_btp_operator(sources, engine),
+        *render_btp_operator(sources, engine, bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART)),
         *render_kyma_modules(kyma, engine, load_sources),
         *render_cap_applications(sources),
     ]

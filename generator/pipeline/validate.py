@@ -1,6 +1,7 @@
 """`btp-gitops validate`: offline schema validation of a rendered repo, a stream or any manifests.
 
-read manifests -> collect CRDs (theirs, --crds, ours) -> load Kubernetes schemas -> validate
+read manifests -> collect CRDs (theirs, --crds, ours, the shipped third-party ones) -> load
+Kubernetes schemas -> validate
 
 `render --validate` runs the same checks on the rendered files before anything is written.
 """
@@ -28,6 +29,7 @@ from btp_gitops.generator.io.kube_schemas import (
     read_crds,
     read_manifests,
     resolve_kubernetes_version,
+    shipped_third_party_crds,
 )
 from btp_gitops.generator.io.sources import display_path
 
@@ -45,12 +47,14 @@ def load_manifest_schemas(
     """The schemas for `documents`, and the problems of CRD files that could not be read.
 
     CRDs among the documents come first: they are what the cluster gets with the objects. Then
-    the ones the user points at, then the ones btp-gitops itself installs.
+    the ones the user points at, then the ones btp-gitops itself installs, then the schemas of the
+    third-party kinds btp-gitops emits that ship with it (cert-manager, Istio, Flux, ...): the first
+    CRD of a kind wins, so `--crds` overrides a shipped schema.
     """
     builtin = BundledKubernetesSchemas(resolve_kubernetes_version(options.kubernetes_version))
     given, given_problems = read_crds(options.crd_paths)
     ours, our_problems = read_crds(bundled_crd_paths())
-    crds: list[Mapping[str, Any]] = [*crds_among(documents), *given, *ours]
+    crds: list[Mapping[str, Any]] = [*crds_among(documents), *given, *ours, *shipped_third_party_crds()]
     return ManifestSchemas(builtin, crds), [*given_problems, *our_problems]
 
 

@@ -75,8 +75,7 @@ def test_step_outputs_refer_to_earlier_steps_that_write_them() -> None:
 def test_run_steps_are_bash_scripts_kept_beside_the_action() -> None:
     for step in metadata()["runs"]["steps"]:
         if "run" not in step:
-            assert "@v" in step["uses"], f"{step['uses']}: pin actions by version"
-            continue
+            continue  # a third-party action: tests/actions/test_pinned_actions.py checks its pin
         assert step["shell"] == "bash"
         script = ACTION_DIR / f"{step['id']}.sh"
         assert script.read_text().startswith("#!/usr/bin/env bash\n"), script

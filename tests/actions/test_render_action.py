@@ -4,8 +4,8 @@ The steps come from action.yml itself (tests/actions/composite.py evaluates thei
 and `with:`), and run the action's scripts with the installed btp-gitops CLI against real Git
 repositories: a sources repo, a bare "GitHub" remote of the GitOps repo and fresh clones of it
 per workflow run. Only what needs GitHub is left out: setup-python and the install step (the CLI
-under test is already installed), create-pull-request and the PR comment, whose evaluated inputs
-are checked instead.
+under test is the checkout's; test_render_action_installed.py runs the install step with the
+built wheel), create-pull-request and the PR comment, whose evaluated inputs are checked instead.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def remote(tmp_path: Path) -> Path:
 
 def _use_absolute_chart(config_path: Path) -> None:
     config = yaml.safe_load(config_path.read_text())
-    config["spec"]["chart"]["path"] = str(CHART)
+    config["spec"].setdefault("chart", {})["path"] = str(CHART)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 

@@ -34,7 +34,7 @@ def btp_operator_source(target: Path, **spec: object) -> Path:
     shutil.copytree(EXAMPLES / "btp-operator", target)
     config_path = target / "btpoperatorconfig.yaml"
     config = yaml.safe_load(config_path.read_text())
-    config["spec"]["chart"]["path"] = str(CHART)
+    config["spec"].setdefault("chart", {})["path"] = str(CHART)
     config["spec"].update(spec)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return target

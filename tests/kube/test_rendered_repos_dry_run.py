@@ -65,7 +65,7 @@ class ConfigVariant:
         config = yaml.safe_load(config_path.read_text())
         spec = config["spec"]
         # The example's chart path is relative to the example directory, which a copy leaves.
-        spec["chart"]["path"] = str(CHART)
+        spec.setdefault("chart", {})["path"] = str(CHART)
         for key in self.unset:
             del spec[key]
         spec.update(self.spec)

@@ -24,7 +24,7 @@ def make_source(tmp_path: Path) -> MakeSource:
         shutil.copytree(EXAMPLES / "btp-operator", target)
         config_path = target / "btpoperatorconfig.yaml"
         config = yaml.safe_load(config_path.read_text())
-        config["spec"]["chart"]["path"] = str(chart_dir)
+        config["spec"].setdefault("chart", {})["path"] = str(chart_dir)
         config["spec"].update(spec)
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         return target

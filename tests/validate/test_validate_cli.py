@@ -1,8 +1,9 @@
 """`btp-gitops validate` end to end, through the installed console script.
 
 Exact stderr lines, stdout summaries, exit codes and JSON; inputs from files, directories and
-stdin; the Kubernetes version switch; the pinned third-party CRDs (scripts/fetch-crds.sh) for a
-real cert-manager Certificate and for the rendered example repo.
+stdin; the Kubernetes version switch; the pinned third-party CRDs (scripts/fetch-crds.sh) given
+with --crds agree with the schemas shipped with btp-gitops (tests/validate/test_shipped_schemas.py)
+for a real cert-manager Certificate and for the rendered example repo.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def test_json_output(tmp_path: Path, run_cli: RunCli) -> None:
         tmp_path / "all.yaml",
         widget(mode="slow"),
         {
-            "apiVersion": "cert-manager.io/v1",
-            "kind": "Certificate",
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "HTTPRoute",
             "metadata": {"name": "c", "namespace": "n"},
         },
     )
@@ -88,9 +89,9 @@ def test_json_output(tmp_path: Path, run_cli: RunCli) -> None:
             {
                 "file": "all.yaml",
                 "document": 2,
-                "object": "Certificate n/c",
+                "object": "HTTPRoute n/c",
                 "field": None,
-                "message": f"no schema for cert-manager.io/v1 Certificate in Kubernetes {NEWEST}; "
+                "message": f"no schema for gateway.networking.k8s.io/v1 HTTPRoute in Kubernetes {NEWEST}; "
                 "not validated (--ignore-missing-schemas)",
             }
         ],
@@ -173,12 +174,13 @@ def test_syntax_errors_and_non_objects_are_located(tmp_path: Path, run_cli: RunC
 
 
 def test_missing_schema_is_an_error_unless_ignored(tmp_path: Path, run_cli: RunCli) -> None:
+    """A kind neither built in nor shipped (Gateway API's HTTPRoute) and given no CRD."""
     _write(
         tmp_path / "c.yaml",
-        {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "c"}},
+        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": {"name": "c"}},
     )
     line = (
-        f"c.yaml: document 1 (Certificate c): no schema for cert-manager.io/v1 Certificate in Kubernetes {NEWEST}; "
+        f"c.yaml: document 1 (HTTPRoute c): no schema for gateway.networking.k8s.io/v1 HTTPRoute in Kubernetes {NEWEST}; "
         "pass --crds with its CRD or --ignore-missing-schemas\n"
     )
     failed = run_cli("validate", "c.yaml", cwd=tmp_path)
@@ -240,7 +242,7 @@ def test_a_crd_in_the_input_defines_its_kind(tmp_path: Path, run_cli: RunCli) ->
 
 
 def test_third_party_custom_resource(tmp_path: Path, run_cli: RunCli) -> None:
-    """A cert-manager Certificate, checked against cert-manager's own pinned CRD."""
+    """A cert-manager Certificate: cert-manager's own pinned CRD and the shipped schema agree."""
     certificate = {
         "apiVersion": "cert-manager.io/v1",
         "kind": "Certificate",
@@ -262,29 +264,26 @@ def test_third_party_custom_resource(tmp_path: Path, run_cli: RunCli) -> None:
         "certificate.yaml: document 1 (Certificate apps/web): spec.dnsName: unknown field\n"
         "certificate.yaml: document 1 (Certificate apps/web): spec.privateKey.size: must be of type integer, got string\n",
     )
+    shipped = run_cli("validate", "certificate.yaml", cwd=tmp_path)
+    assert (shipped.returncode, shipped.stdout, shipped.stderr) == (
+        result.returncode,
+        result.stdout,
+        result.stderr,
+    )
 
 
-def test_rendered_example_validates_clean_with_the_pinned_crds(tmp_path: Path, run_cli: RunCli) -> None:
+def test_rendered_example_validates_clean_with_or_without_the_pinned_crds(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
     rendered = run_cli("render", EXAMPLES / "btp-operator", "--out", tmp_path / "repo", "--cluster", "demo")
     assert rendered.returncode == EXIT_OK, rendered.stderr
     objects = len([p for p in (tmp_path / "repo").rglob("*.yaml") if p.name != "kustomization.yaml"])
+    valid = (EXIT_OK, f"{objects} objects valid (Kubernetes {NEWEST})\n", "")
     result = run_cli("validate", tmp_path / "repo", *_crd_options(third_party_crd_files()))
-    assert (result.returncode, result.stdout, result.stderr) == (
-        EXIT_OK,
-        f"{objects} objects valid (Kubernetes {NEWEST})\n",
-        "",
-    )
+    assert (result.returncode, result.stdout, result.stderr) == valid
+    # Its Certificates, Issuers, ExternalSecrets and SecretStore need no option: their schemas ship.
     without_crds = run_cli("validate", tmp_path / "repo")
-    assert without_crds.returncode == EXIT_INPUT
-    assert {
-        line.rsplit(": no schema for ", 1)[1].split(" in Kubernetes")[0]
-        for line in without_crds.stderr.splitlines()
-    } == {
-        "cert-manager.io/v1 Certificate",
-        "cert-manager.io/v1 Issuer",
-        "external-secrets.io/v1 ExternalSecret",
-        "external-secrets.io/v1 SecretStore",
-    }
+    assert (without_crds.returncode, without_crds.stdout, without_crds.stderr) == valid
 
 
 @pytest.mark.parametrize(

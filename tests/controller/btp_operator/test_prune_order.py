@@ -66,7 +66,7 @@ def _source(target: Path) -> Path:
     shutil.copytree(EXAMPLES / "btp-operator", target)
     config_path = target / "btpoperatorconfig.yaml"
     config = yaml.safe_load(config_path.read_text())
-    config["spec"]["chart"]["path"] = str(CHART)
+    config["spec"].setdefault("chart", {})["path"] = str(CHART)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     request_path = target / "btpoperator.yaml"
     module_request = yaml.safe_load(request_path.read_text())

@@ -1,0 +1,193 @@
+"""The built wheel, installed into a clean venv outside the checkout, does every job on its own.
+
+Each command runs from the installed console script with an environment that knows nothing of the
+checkout, and where the checkout's CLI can do the same job, both must write the same bytes: a data
+file left out of the wheel, or code that finds files relative to the repository, fails here.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from btp_gitops import __version__
+from tests.conftest import CLI, EXAMPLES, ROOT, read_tree
+from tests.support.tools import tool_path
+from tests.support.wheel import InstalledProduct, install
+
+CLUSTER_ID = "0c5a3f7e-1d2b-4c6a-9e8f-7a6b5c4d3e2f"
+
+
+@pytest.fixture(scope="module")
+def product(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> InstalledProduct:
+    return install(built_wheel, tmp_path_factory.mktemp("installed"))
+
+
+def checkout_cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CLI), *map(str, args)], check=False, capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+def copy_example(name: str, into: Path) -> Path:
+    """An example outside the checkout: relative paths inside it can't reach the repository."""
+    return Path(shutil.copytree(EXAMPLES / name, into / name))
+
+
+def test_the_wheel_has_one_top_level_package_and_its_data(built_wheel: Path) -> None:
+    names = zipfile.ZipFile(built_wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {"btp_gitops", f"btp_gitops-{__version__}.dist-info"}
+    for shipped in (
+        "btp_gitops/data/schemas/btpoperatorconfig.btp-gitops.io.v1alpha1.json",
+        "btp_gitops/data/charts/sap-btp-operator/Chart.yaml",
+        "btp_gitops/data/charts/btp-gitops/crds/btpoperatorconfigs.btp-gitops.io.yaml",
+        "btp_gitops/data/module-resources/delete/to-delete.yml",
+        "btp_gitops/py.typed",
+    ):
+        assert shipped in names
+
+
+def test_imports_come_from_the_venv_and_clash_with_nothing(product: InstalledProduct) -> None:
+    done = product.python(
+        "import importlib.util, btp_gitops.generator.cli, btp_gitops.controller.cli\n"
+        "print(btp_gitops.__file__)\n"
+        "print([n for n in ('generator', 'controller') if importlib.util.find_spec(n)])\n"
+    )
+    assert done.returncode == 0, done.stderr
+    location, clashing = done.stdout.splitlines()
+    assert Path(location).is_relative_to(product.venv)
+    assert clashing == "[]"
+
+
+def test_version(product: InstalledProduct) -> None:
+    done = product.run("--version")
+    assert (done.returncode, done.stdout.strip()) == (0, f"btp-gitops {__version__}")
+
+
+@pytest.mark.parametrize("example", ["btp-operator", "cap-app", "cap-services-only", "kyma-modules"])
+def test_render_and_validate_an_example(product: InstalledProduct, example: str, tmp_path: Path) -> None:
+    source = copy_example(example, tmp_path / "sources")
+    installed, checkout = tmp_path / "installed", tmp_path / "checkout"
+    done = product.run("render", source, "--out", installed, "--cluster", "demo")
+    assert done.returncode == 0, done.stderr
+    reference = checkout_cli("render", source, "--out", checkout, "--cluster", "demo", cwd=tmp_path)
+    assert reference.returncode == 0, reference.stderr
+    rendered = read_tree(installed)
+    assert rendered == read_tree(checkout)
+    assert any(path.endswith(".yaml") and "/kustomization" not in path for path in rendered)
+
+    # The render validates offline with what ships: built-in kinds, our CRDs, the third-party kinds.
+    validated = product.run("validate", installed / "clusters" / "demo")
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+
+
+def test_btp_operator_without_a_chart_path_renders_the_bundled_chart(
+    product: InstalledProduct, tmp_path: Path
+) -> None:
+    source = copy_example("btp-operator", tmp_path)
+    assert "chart" not in yaml.safe_load((source / "btpoperatorconfig.yaml").read_text())["spec"]
+    done = product.run("render", source, "--out", tmp_path / "out", "--cluster", "demo")
+    assert done.returncode == 0, done.stderr
+    app = tmp_path / "out" / "clusters" / "demo" / "btp-operator"
+    deployment = yaml.safe_load((app / "deployment-sap-btp-operator-controller-manager.yaml").read_text())
+    chart = yaml.safe_load((ROOT / "charts" / "sap-btp-operator" / "Chart.yaml").read_text())
+    assert deployment["metadata"]["labels"]["chart-version"] == chart["version"]
+
+
+def test_module_resources_from_the_bundled_chart_match_the_shipped_artifact(
+    product: InstalledProduct, tmp_path: Path
+) -> None:
+    out = tmp_path / "module-resources"
+    shutil.copytree(ROOT / "module-resources", out)
+    done = product.run("module-resources", "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert read_tree(out) == read_tree(ROOT / "module-resources")
+
+
+def test_diff_against_a_rendered_repo(product: InstalledProduct, tmp_path: Path) -> None:
+    source = copy_example("btp-operator", tmp_path / "sources")
+    repo = tmp_path / "gitops"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for key, value in (("user.name", "test"), ("user.email", "test@example.com")):
+        subprocess.run(["git", "-C", str(repo), "config", key, value], check=True)
+    done = product.run("render", source, "--out", repo, "--cluster", "demo", "--commit")
+    assert done.returncode == 0, done.stderr
+
+    same = product.run(
+        "diff", source, "--against", "HEAD", "--repo", repo, "--cluster", "demo", "--exit-code"
+    )
+    assert same.returncode == 0, same.stdout + same.stderr
+
+    config = source / "btpoperatorconfig.yaml"
+    config.write_text(config.read_text().replace("3f9d2c1e-7a4b-4e2f-9c8d-1b2a3c4d5e6f", CLUSTER_ID))
+    changed = product.run(
+        "diff",
+        source,
+        "--against",
+        "HEAD",
+        "--repo",
+        repo,
+        "--cluster",
+        "demo",
+        "--exit-code",
+        "--output",
+        "json",
+    )
+    assert changed.returncode == 1, changed.stderr
+    assert "sap-btp-operator-config" in changed.stdout
+
+
+@pytest.mark.tools
+def test_post_render_behind_helm(product: InstalledProduct, tmp_path: Path) -> None:
+    """Helm 3 runs the installed executable as its post-renderer on the chart the wheel ships."""
+    located = product.python(
+        "from btp_gitops.generator.io import bundled; print(bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART))"
+    )
+    chart = Path(located.stdout.strip())
+    assert chart.is_relative_to(product.venv), located.stderr
+    outputs = []
+    for cli in (product.cli, CLI):
+        done = subprocess.run(
+            [
+                str(tool_path("helm3")),
+                "template",
+                "sap-btp-operator",
+                str(chart),
+                "--namespace",
+                "kyma-system",
+                "--set",
+                f"cluster.id={CLUSTER_ID}",
+                "--post-renderer",
+                str(cli),
+                "--post-renderer-args",
+                "post-render",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=product.home,
+            env={
+                **product.env(),
+                "HELM_CONFIG_HOME": str(tmp_path / "h"),
+                "HELM_CACHE_HOME": str(tmp_path / "h"),
+                "HELM_DATA_HOME": str(tmp_path / "h"),
+            },
+            check=False,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1]
+    objects = [o for o in yaml.safe_load_all(outputs[0]) if o]
+    # Helm's own uninstall hooks stay Helm's; every object of the module is labelled as BTP Manager's.
+    module = [o for o in objects if "helm.sh/hook" not in o["metadata"].get("annotations", {})]
+    assert len(module) > 10
+    assert {o["metadata"]["labels"]["app.kubernetes.io/managed-by"] for o in module} == {"btp-manager"}
+    [config] = [
+        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "sap-btp-operator-config"
+    ]
+    assert config["data"]["CLUSTER_ID"] == CLUSTER_ID
