@@ -1,0 +1,61 @@
+"""The wheel as users install it: `btp-gitops` alone is the generator, `btp-gitops[controller]`
+adds the controller's dependencies, and the base install names the extra instead of failing with
+a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.wheel import InstalledProduct, install
+
+EXTRA_MODULES = ("kubernetes", "jwt", "prometheus_client")
+
+
+@pytest.fixture(scope="module")
+def base(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> InstalledProduct:
+    return install(built_wheel, tmp_path_factory.mktemp("base"))
+
+
+@pytest.fixture(scope="module")
+def with_controller(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> InstalledProduct:
+    return install(built_wheel, tmp_path_factory.mktemp("controller"), extras="controller")
+
+
+def importable(product: InstalledProduct, module: str) -> bool:
+    result = product.python(f"import importlib.util; print(importlib.util.find_spec({module!r}) is not None)")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip() == "True"
+
+
+def test_the_base_install_has_no_controller_dependencies(base: InstalledProduct) -> None:
+    assert [m for m in EXTRA_MODULES if importable(base, m)] == []
+    assert base.python("import btp_gitops.generator.cli").returncode == 0
+
+
+@pytest.mark.parametrize("command", ["controller", "subscription-server"])
+def test_the_base_install_names_the_extra_for_controller_commands(
+    base: InstalledProduct, command: str
+) -> None:
+    result = base.run(command, "--kubeconfig", base.home / "absent")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "pip install 'btp-gitops[controller]'" in result.stderr
+
+
+def test_the_base_install_names_the_extra_for_from_cluster(base: InstalledProduct) -> None:
+    result = base.run("post-render", "--from-cluster", stdin="")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "pip install 'btp-gitops[controller]'" in result.stderr
+
+
+def test_the_controller_extra_brings_them(with_controller: InstalledProduct) -> None:
+    assert [m for m in EXTRA_MODULES if not importable(with_controller, m)] == []
+    loaded = with_controller.python("import btp_gitops.controller.process")
+    assert loaded.returncode == 0, loaded.stderr
+    pip_check = with_controller.python(
+        "import subprocess, sys; sys.exit(subprocess.call([sys.executable, '-m', 'pip', 'check']))"
+    )
+    assert pip_check.returncode == 0, pip_check.stdout + pip_check.stderr
