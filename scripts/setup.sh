@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up a checkout: Python venv with btp-gitops and its test dependencies at the versions of
 # constraints.txt, and with --with-tools the Go-built CLIs and Debian packages the test suite runs
-# for real, and the pinned third-party CRDs it installs (all cached under .cache/).
+# for real, and the pinned third-party CRDs it installs (cached per user: see build-tools.sh).
 # Idempotent: a second run only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
