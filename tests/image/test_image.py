@@ -9,6 +9,7 @@ Real components: mmdebstrap, umoci, the image's own Python, venv, Git and embedd
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from datetime import UTC, datetime
@@ -64,7 +65,9 @@ def test_labels_name_the_source_version_and_revision(image: BuiltImage) -> None:
     )
     revision, commit_time = head.stdout.split()
     assert labels["org.opencontainers.image.revision"] == revision
-    created = datetime.fromtimestamp(int(commit_time), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # SOURCE_DATE_EPOCH, by default the last commit's time.
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or commit_time)
+    created = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert labels["org.opencontainers.image.created"] == created == image.config()["created"]
     # The same, as OCI annotations of the manifest.
     assert image.manifest()["annotations"] == labels
