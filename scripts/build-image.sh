@@ -27,6 +27,9 @@
 # Needs: mmdebstrap, umoci, curl, tar (scripts/setup.sh --with-tools installs them), and root
 # (or passwordless sudo) for mmdebstrap's root mode; otherwise mmdebstrap tries its unshare mode.
 set -euo pipefail
+# File modes in the image must not depend on the caller's umask (pip and cp follow it).
+umask 022
+caller_dir=$PWD
 cd "$(dirname "$0")/.."
 repo=$PWD
 script_path=$repo/scripts/build-image.sh
@@ -251,13 +254,14 @@ main() {
   log "wheelhouse (our wheel and its dependencies)"
   build_wheelhouse "$work/wheelhouse"
   log "Debian package indexes"
-  local key
+  local indexes key
+  indexes=$(debian_index_hashes)
+  [ "$(wc -l <<<"$indexes")" -eq 3 ] || die "expected the hashes of 3 package indexes, got: $indexes"
   key=$(
     {
       sha256sum "$script_path" | cut -d' ' -f1
-      printf '%s\n' "$SOURCE_DATE_EPOCH" "$revision" "$version"
+      printf '%s\n' "$SOURCE_DATE_EPOCH" "$revision" "$version" "$indexes"
       debian_sources
-      debian_index_hashes
       (cd "$work/wheelhouse" && sha256sum -- *.whl requirement.txt)
     } | sha256sum | cut -c1-32
   )
@@ -307,7 +311,7 @@ parse_args() {
   while [ $# -gt 0 ]; do
     case $1 in
       --no-cache) use_cache=false ;;
-      --out) [ $# -ge 2 ] || die "--out needs a directory"; out_dir=$2; shift ;;
+      --out) [ $# -ge 2 ] || die "--out needs a directory"; out_dir=$2; shift ;;  # relative: to the caller's directory
       --customize) shift; customize_rootfs "$@"; exit 0 ;;  # mmdebstrap's hook: see run_mmdebstrap
       -h|--help) sed -n '2,27p' "$script_path"; exit 0 ;;
       *) die "unknown argument: $1" ;;
@@ -317,6 +321,5 @@ parse_args() {
 }
 
 parse_args "$@"
-mkdir -p "$out_dir"
-out_dir=$(cd "$out_dir" && pwd)
+cd "$caller_dir" && mkdir -p "$out_dir" && out_dir=$(cd "$out_dir" && pwd) && cd "$repo"
 main
