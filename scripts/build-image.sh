@@ -111,8 +111,11 @@ sys.exit(0 if "controller" in extras else 1)
 EOF
   then extra="[controller]"; fi
   [ -f constraints.txt ] && constraints=(-c constraints.txt)
-  .venv/bin/python -m pip download --quiet --disable-pip-version-check --timeout 60 --retries 3 \
-    --only-binary=:all: --dest "$wheelhouse" "${constraints[@]}" "$wheel$extra" "pip==$pip_version" >&2
+  local download=(.venv/bin/python -m pip download --quiet --disable-pip-version-check --timeout 60
+    --retries 3 --only-binary=:all: --dest "$wheelhouse")
+  "${download[@]}" "${constraints[@]}" "$wheel$extra" >&2
+  # pip on its own: the constraints pin the checkout's pip, which may not be this one.
+  "${download[@]}" --no-deps "pip==$pip_version" >&2
   mv "$wheel" "$wheelhouse/" && rmdir "$wheelhouse/self"
   printf '%s\n' "btp-gitops$extra" >"$wheelhouse/requirement.txt"
 }
@@ -320,6 +323,6 @@ parse_args() {
   done
 }
 
-parse_args "$@"
-cd "$caller_dir" && mkdir -p "$out_dir" && out_dir=$(cd "$out_dir" && pwd) && cd "$repo"
-main
+# One line: bash has read all of it before main runs, so editing this file during a build
+# cannot make bash read a shifted tail afterwards.
+parse_args "$@"; cd "$caller_dir" && mkdir -p "$out_dir" && out_dir=$(cd "$out_dir" && pwd) && cd "$repo" && main; exit
