@@ -23,12 +23,20 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt
 fi
 
 if $with_tools; then
-  # Debian packages the tests run for real: Prometheus (version-cleanup rules).
-  if ! command -v prometheus >/dev/null 2>&1; then
+  # Debian packages the tests run for real, installed system-wide (so scripts/test.sh installs
+  # them too, with sudo when not root): Prometheus (version-cleanup rules); mmdebstrap, umoci,
+  # curl and the Debian archive keyring for scripts/build-image.sh (the OCI image tests).
+  missing=()
+  command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+  command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
+  command -v umoci >/dev/null 2>&1 || missing+=(umoci)
+  command -v curl >/dev/null 2>&1 || missing+=(curl)
+  [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)
+  if [ ${#missing[@]} -gt 0 ]; then
     sudo_cmd=""
     [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
     $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
   bash scripts/build-tools.sh
   bash scripts/fetch-crds.sh

@@ -31,6 +31,7 @@ ALL_ON: dict[str, Any] = {
     "source": {"repo": "git@github.com:example/platform-sources.git", "branch": "production"},
     "git": {"auth": "ssh", "existingSecret": "btp-gitops-git"},
     "controller": {
+        "moduleResources": "/srv/module-resources",
         "prometheusUrl": "http://prometheus-operated.monitoring.svc:9090",
         "priorityClassName": "system-cluster-critical",
         "podAnnotations": {"example.com/team": "platform"},

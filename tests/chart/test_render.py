@@ -188,12 +188,12 @@ def test_chart_metadata() -> None:
 def test_image_tag_defaults_to_the_app_version() -> None:
     default = find(render("default"), "Deployment", CONTROLLER)
     pinned = find(render("existing-gateway-one-replica"), "Deployment", "gitops-controller")
-    assert container(default)["image"] == "registry.example.com/btp-gitops:0.1.0"
+    assert container(default)["image"] == "ghcr.io/btp-gitops/btp-gitops:0.1.0"
     assert (container(default)["imagePullPolicy"], container(pinned)["imagePullPolicy"]) == (
         "IfNotPresent",
         "Always",
     )
-    assert container(pinned)["image"] == "registry.example.com/btp-gitops:0.1.0-rc.1"
+    assert container(pinned)["image"] == "ghcr.io/btp-gitops/btp-gitops:0.1.0-rc.1"
 
 
 # --------------------------------------------------------------------------
@@ -208,7 +208,7 @@ ALL_ON_CONTROLLER_ARGS = [
     "--source-repo=git@github.com:example/platform-sources.git",
     "--source-branch=production",
     "--workdir=/var/lib/btp-gitops/source",
-    "--module-resources=/app/module-resources",
+    "--module-resources=/srv/module-resources",
     "--prometheus-url=http://prometheus-operated.monitoring.svc:9090",
     "--cleanup-interval=600",
     "--hard-delete-timeout=1200",
@@ -244,7 +244,6 @@ def test_arguments_of_the_other_branches() -> None:
         "--lease-name=btp-gitops-controller",
         "--probe-address=0.0.0.0:8081",
         "--workdir=/var/lib/btp-gitops/source",
-        "--module-resources=/app/module-resources",
         "--cleanup-interval=600",
         "--hard-delete-timeout=1200",
         "--log-format=json",

@@ -133,6 +133,11 @@ REFUSED_BY_SCHEMA = [
     pytest.param(
         {"imagePullSecrets": ["registry"]}, "at '/imagePullSecrets/0'", id="pull-secret-not-an-object"
     ),
+    pytest.param(
+        {"controller": {"moduleResources": "module-resources"}},
+        "at '/controller/moduleResources'",
+        id="module-resources-not-absolute",
+    ),
 ]
 
 
