@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from btp_gitops import __version__
 from btp_gitops.generator.cli import build_parser
 from tests.chart.helm import (
     ALL_ON,
@@ -169,8 +170,8 @@ def test_every_object_has_the_standard_labels_and_namespace(variant: str) -> Non
         assert labels["app.kubernetes.io/instance"] == "btp-gitops"
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
         assert labels["app.kubernetes.io/part-of"] == "btp-gitops"
-        assert labels["app.kubernetes.io/version"] == "0.1.0"
-        assert labels["helm.sh/chart"] == "btp-gitops-0.1.0"
+        assert labels["app.kubernetes.io/version"] == __version__
+        assert labels["helm.sh/chart"] == f"btp-gitops-{__version__}"
         assert labels["app.kubernetes.io/component"] in ("controller", "subscription-server")
         if obj["kind"] in cluster_scoped:
             assert "namespace" not in obj["metadata"]
@@ -180,7 +181,7 @@ def test_every_object_has_the_standard_labels_and_namespace(variant: str) -> Non
 
 def test_chart_metadata() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
-    assert chart["appVersion"] == "0.1.0"
+    assert chart["appVersion"] == __version__
     assert "controller" in chart["description"]
     assert "later" not in chart["description"]
 
@@ -188,7 +189,7 @@ def test_chart_metadata() -> None:
 def test_image_tag_defaults_to_the_app_version() -> None:
     default = find(render("default"), "Deployment", CONTROLLER)
     pinned = find(render("existing-gateway-one-replica"), "Deployment", "gitops-controller")
-    assert container(default)["image"] == "ghcr.io/btp-gitops/btp-gitops:0.1.0"
+    assert container(default)["image"] == f"ghcr.io/btp-gitops/btp-gitops:{__version__}"
     assert (container(default)["imagePullPolicy"], container(pinned)["imagePullPolicy"]) == (
         "IfNotPresent",
         "Always",

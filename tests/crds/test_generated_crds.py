@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from btp_gitops import __version__
 from btp_gitops.generator.core.errors import EXIT_CHANGES, EXIT_INPUT, EXIT_OK
 from btp_gitops.generator.pipeline.crds import check_crds, generate_crd_files, write_crds
 from tests.conftest import ROOT, RunCli, read_tree
@@ -158,7 +159,7 @@ def test_unconvertible_schema_exits_with_input_error(tmp_path: Path, run_cli: Ru
 
 def test_chart_metadata() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    assert (chart["apiVersion"], chart["name"], chart["version"]) == ("v2", "btp-gitops", "0.1.0")
+    assert (chart["apiVersion"], chart["name"], chart["version"]) == ("v2", "btp-gitops", __version__)
 
 
 @pytest.mark.tools

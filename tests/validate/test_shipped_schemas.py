@@ -270,7 +270,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
     gardener = root / "btp-operator-gardener-source"
     shutil.copytree(EXAMPLES / "btp-operator", gardener)
     config = yaml.safe_load((gardener / "btpoperatorconfig.yaml").read_text())
-    config["spec"]["chart"]["path"] = str(CHART)
+    config["spec"].setdefault("chart", {})["path"] = str(CHART)
     config["spec"]["certificates"] = {"mode": "gardener"}
     _write(gardener / "btpoperatorconfig.yaml", config)
     repos[("btp-operator-gardener", "argocd")] = _render(run, gardener, root / "gardener", "argocd")
