@@ -68,6 +68,11 @@ ENCODINGS: list[tuple[str, Callable[[], str], str]] = [
     ),
     ("hex-der", lambda: keys.der_sec1().hex(), "hex of a DER SEC1 EC private key"),
     (
+        "wrapped-der-in-a-json-string",
+        lambda: '{"k": "' + wrapped(keys.b64(keys.der_pkcs1()), 64).replace("\n", "\\n") + '"}',
+        "base64 of a DER PKCS#1 RSA private key",
+    ),
+    (
         "pem-in-json-string",
         lambda: '{"key": "' + keys.pem_rsa().replace("\n", "\\n") + '"}',
         "PEM RSA PRIVATE KEY",
