@@ -46,10 +46,10 @@ _BYTES_MARKER = re.compile(
     rb"|openssh-key-v1\x00"
 )
 # A run of the base64 alphabet (standard or URL-safe) long enough to hold a key, continued over
-# whitespace or escaped line breaks (wrapped base64 in a YAML block scalar or a JSON or double-quoted
-# string): the character classes are disjoint, so the
-# match is linear; the look-behind starts a match only where a run starts (not 64 times inside one).
-_RUN_AT = re.compile(r"[A-Za-z0-9+/_-]{64,}={0,2}(?:(?:\s|\\[nr])+[A-Za-z0-9+/_-]{4,}={0,2})*")
+# whitespace or escaped line breaks (wrapped base64 in a YAML block scalar, a JSON or a
+# double-quoted string), not over a YAML key that follows (`image:`). The character classes are
+# disjoint, so the match is linear; the look-behind starts a match only where a run starts.
+_RUN_AT = re.compile(r"[A-Za-z0-9+/_-]{64,}={0,2}(?:(?:\s|\\[nr])+[A-Za-z0-9+/_-]{4,}+={0,2}+(?!:))*")
 _SEPARATOR = re.compile(r"(?:\s|\\[nr])+")
 _RUN = re.compile(r"(?<![A-Za-z0-9+/_-])" + _RUN_AT.pattern)
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
@@ -178,9 +178,10 @@ def _key_in_bytes(data: bytes, depth: int) -> str | None:
     der = der_private_key(data)
     if der:
         return f"a DER {der}"
-    if depth + 1 < _MAX_NESTING and len(data) >= _MIN_RUN and _PRINTABLE.fullmatch(data):
-        text = data.decode("ascii")
-        for run in _RUN.finditer(text):
+    printable = _PRINTABLE.match(data)  # a text, maybe followed by what a word after it decoded to
+    if depth + 1 < _MAX_NESTING and printable and printable.end() >= _MIN_RUN:
+        text = data[: printable.end()].decode("ascii")
+        for run in _runs(text):
             what = _encoded_key(run.group(), depth + 1)
             if what:
                 return what

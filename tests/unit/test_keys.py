@@ -39,6 +39,11 @@ ENCODINGS: list[tuple[str, Callable[[], str], str]] = [
         "base64 of base64 of a PEM PRIVATE KEY",
     ),
     (
+        "base64-of-base64-pem-before-a-yaml-key",
+        lambda: f"env:\n- value: Bearer {keys.b64(keys.b64(keys.pem_ec()))}\n  image: registry/x:1\n",
+        "base64 of base64 of a PEM EC PRIVATE KEY",
+    ),
+    (
         "openssh-body-without-armour",
         lambda: "".join(keys.openssh().splitlines()[1:-1]),
         "base64 of an OpenSSH private key",
