@@ -75,21 +75,20 @@ def _marker(value: Any, counterpart: Any, side: Side) -> str:
 def _mask_document(document: Any, counterpart: Any, side: Side) -> Any:
     if isinstance(document, _Absent):
         return document
-    if not is_secret(document):
-        return _mask(document, counterpart, side, sensitive=False)
-    other = counterpart if isinstance(counterpart, dict) else {}
-    return {
-        key: _mask(value, other.get(key, ABSENT), side, sensitive=key in _SECRET_VALUE_KEYS)
-        for key, value in document.items()
-    }
+    return _mask(document, counterpart, side, sensitive=False)
 
 
 def _mask(value: Any, counterpart: Any, side: Side, *, sensitive: bool) -> Any:
     if isinstance(value, dict):
         other = counterpart if isinstance(counterpart, dict) else {}
+        # A Secret at any depth (an item of a List too) has its values masked.
+        secret = value.get("kind") == "Secret"
         return {
             _mask_map_key(key): _mask(
-                item, other.get(key, ABSENT), side, sensitive=sensitive or key == _CA_BUNDLE
+                item,
+                other.get(key, ABSENT),
+                side,
+                sensitive=sensitive or key == _CA_BUNDLE or (secret and key in _SECRET_VALUE_KEYS),
             )
             for key, item in value.items()
         }

@@ -126,3 +126,14 @@ def test_a_masked_change_shows_as_changed_without_any_value() -> None:
     assert f"+  password: '{MASKED_NEW}'" in change.diff
     assert "b2xkLXZhbHVl" not in change.diff and "bmV3LXZhbHVl" not in change.diff
     assert "plain-token" not in change.diff
+
+
+def test_secrets_inside_lists_are_masked_like_top_level_ones() -> None:
+    listed = {"apiVersion": "v1", "kind": "List", "items": [secret(password="aHVudGVyMg==")]}
+    changed = {"apiVersion": "v1", "kind": "List", "items": [secret(password="c3dvcmRmaXNo")]}
+
+    old, new = mask_pair(listed, changed)
+
+    assert old["items"][0]["data"] == {"password": MASKED_OLD}
+    assert new["items"][0]["data"] == {"password": MASKED_NEW}
+    assert old["items"][0]["metadata"]["name"] == "creds"

@@ -9,8 +9,8 @@ already holds a file), `render --stdout`, and `diff` in text, markdown and json.
 name the object and the field, write nothing into the repository, and show the key in none of
 stdout, stderr or any file: no 32-character slice of what was planted appears anywhere.
 
-Also: what a diff shows of an old tree someone committed keys into by hand is masked in every
-format; certificates and public keys (caBundles, trust stores) are rendered, not refused; and a
+Also: what a diff shows of an old tree someone committed keys (and a Secret inside a List) into
+by hand is masked in every format; certificates and public keys (caBundles, trust stores) are rendered, not refused; and a
 schema error about a 4 KB private key, or a 4 KB plain value, shows at most a short prefix.
 """
 
@@ -275,6 +275,14 @@ def test_diff_masks_keys_someone_committed_into_the_old_tree(tmp_path: Path, run
     (app / "configmap-committed.yaml").write_text(yaml.safe_dump(committed))
     (app / "notes.txt").write_text(f"deploy key:\n{putty}")
     (app / "broken.yaml").write_text(f"key: [unclosed\n{pem}")
+    canary = base64.b64encode(b"hand-committed-password-canary").decode()
+    listed = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"name": "listed", "namespace": "kyma-system"},
+        "items": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"p": canary}}],
+    }
+    (app / "list-listed.yaml").write_text(yaml.safe_dump(listed))
 
     for output in ("text", "markdown", "json"):
         result = run_cli(
@@ -285,6 +293,8 @@ def test_diff_masks_keys_someone_committed_into_the_old_tree(tmp_path: Path, run
         assert "<masked" in result.stdout
         for planted in (pem, openssh, putty, der, b64_pem):
             assert_nothing_leaked(planted, result.stdout, result.stderr)
+        assert "list-listed.yaml" in result.stdout
+        assert canary not in result.stdout + result.stderr
         assert "PRIVATE KEY-----" not in result.stdout
 
 
