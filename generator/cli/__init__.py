@@ -22,13 +22,7 @@ from btp_gitops import __version__
 from btp_gitops.generator.cli.output import print_notes
 from btp_gitops.generator.cli.post_render import add_post_render_parser
 from btp_gitops.generator.core.charts import ChartRenderer
-from btp_gitops.generator.core.diff_report import (
-    DEFAULT_MAX_LENGTH,
-    MIN_MAX_LENGTH,
-    json_report,
-    markdown_report,
-    text_report,
-)
+from btp_gitops.generator.core.diff_report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
 from btp_gitops.generator.core.errors import (
     EXIT_CHANGES,
     EXIT_INPUT,
@@ -39,6 +33,7 @@ from btp_gitops.generator.core.errors import (
     Problem,
     UsageError,
 )
+from btp_gitops.generator.core.redact import redact
 from btp_gitops.generator.core.wiring import ARGOCD, TARGETS, TargetOptions
 from btp_gitops.generator.domains.kyma.status import report_table
 from btp_gitops.generator.domains.kyma_modules import PolicyText
@@ -50,7 +45,7 @@ from btp_gitops.generator.io.progress import progress_for
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.io.sources import display_path
 from btp_gitops.generator.pipeline.crds import check_crds, write_crds
-from btp_gitops.generator.pipeline.diff import DiffRequest, diff_cluster
+from btp_gitops.generator.pipeline.diff import DiffRequest, diff_cluster, diff_report
 from btp_gitops.generator.pipeline.module_resources import generate_module_resources
 from btp_gitops.generator.pipeline.render import (
     KymaOptions,
@@ -193,13 +188,7 @@ def run_diff(args: argparse.Namespace) -> int:
         target=target_options(args),
     )
     result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
-    if args.output == "json":
-        json.dump(json_report(result.diff, result.title), sys.stdout, indent=2, sort_keys=True)
-        print()
-    elif args.output == "markdown":
-        sys.stdout.write(markdown_report(result.diff, result.title, args.max_length))
-    else:
-        sys.stdout.write(text_report(result.diff, result.title))
+    sys.stdout.write(diff_report(result, args.output, args.max_length))
     # Notes go to stderr: stdout is the report, which a workflow posts as it is.
     for app in result.render.apps:
         print_notes(app.notes, sys.stderr)
@@ -402,7 +391,7 @@ def _add_diff_parser(commands: Any) -> None:
         description="Renders the sources as `render` would (nothing is written) and compares the result "
         "with clusters/<cluster>/ at --against: a directory (the GitOps repo's root) if one exists at that "
         "path, else a Git ref of --repo. Objects are matched by app, kind, namespace and name; Secret "
-        "values, caBundles and PEM bodies are masked on both sides.",
+        "values, caBundles, PEM bodies and private keys in any encoding are masked on both sides.",
     )
     parser.add_argument("sources", nargs="+", metavar="SOURCE", help="YAML files or directories")
     parser.add_argument("--against", required=True, metavar="REF|DIR", help="what to compare with")
@@ -536,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except Exception:
         print("internal error in btp-gitops (please report it with this trace):", file=sys.stderr)
-        traceback.print_exc(file=sys.stderr)
+        print(redact(traceback.format_exc()), end="", file=sys.stderr)  # it may quote input values
         return EXIT_INTERNAL
 
 

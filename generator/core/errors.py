@@ -21,13 +21,16 @@
 
 Exit code 1 is reserved for "changes found" (`diff --exit-code`), 70 for a bug in btp-gitops.
 Every input error carries `Problem`s: file, document index, object and field path, so that one
-run reports everything that is wrong, not only the first thing.
+run reports everything that is wrong, not only the first thing. Messages and problems are
+redacted when they are made (core.redact): no private key, token or long value is ever shown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from btp_gitops.generator.core.redact import redact
 
 EXIT_OK = 0
 EXIT_CHANGES = 1
@@ -48,6 +51,14 @@ class Problem:
     object_ref: str | None = None  # "Kind namespace/name"
     field_path: str | None = None  # "spec.modules[2].channel"
 
+    def __post_init__(self) -> None:
+        # The one place every problem's text passes: no key, token or long value gets through
+        # (core.redact); CI logs are public.
+        for name in ("message", "object_ref", "field_path"):
+            text = getattr(self, name)
+            if text is not None:
+                object.__setattr__(self, name, redact(text))
+
     def render(self) -> str:
         where = self.file
         if self.document is not None:
@@ -65,6 +76,7 @@ class BtpGitopsError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, problems: Iterable[Problem] = ()) -> None:
+        message = redact(message)
         super().__init__(message)
         self.message = message
         self.problems: tuple[Problem, ...] = tuple(problems)

@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.redact import redact
 
 
 class Level(StrEnum):
@@ -21,6 +22,10 @@ class Note:
     reason: str  # stable, machine-readable (e.g. WrongNamespaceOrName, ExcludedHook, PinnedValue)
     subject: str  # the object or source the note is about
     message: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "subject", redact(self.subject))
+        object.__setattr__(self, "message", redact(self.message))
 
     def as_dict(self) -> dict[str, str]:
         return {

@@ -17,6 +17,7 @@ import referencing.jsonschema
 from btp_gitops.generator.core.errors import Problem, SchemaViolation, raise_if_problems
 from btp_gitops.generator.core.objects import format_field_path
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
+from btp_gitops.generator.core.redact import shown
 from btp_gitops.generator.core.sources import SourceDocument
 
 GroupVersionKind = tuple[str, str]  # (apiVersion, kind)
@@ -86,12 +87,19 @@ def describe_schema_error(error: jsonschema.ValidationError) -> list[tuple[str, 
     if error.validator == "enum":
         return [(format_field_path(path), enum_mismatch(schema.get("enum", []), error.instance))]
     if error.validator == "const":
-        return [(format_field_path(path), f"must be {error.validator_value!r}, got {error.instance!r}")]
-    return [(format_field_path(path), error.message)]
+        return [(format_field_path(path), f"must be {error.validator_value!r}, got {shown(error.instance)}")]
+    return [(format_field_path(path), without_instance(error))]
+
+
+def without_instance(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message with the offending value cut to a short prefix: it quotes the whole
+    value, which may be a 4 KB private key (core.redact also catches what this misses)."""
+    quoted = repr(error.instance)
+    return error.message.replace(quoted, shown(error.instance)) if quoted in error.message else error.message
 
 
 def enum_mismatch(choices: Iterable[Any], instance: Any) -> str:
-    return f"must be one of {', '.join(repr(choice) for choice in choices)}, got {instance!r}"
+    return f"must be one of {', '.join(repr(choice) for choice in choices)}, got {shown(instance)}"
 
 
 def type_mismatch(expected: Any, instance: Any) -> str:

@@ -10,17 +10,19 @@ repo it writes into, so the diff shows what `render` would write there.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from btp_gitops.generator.core.charts import ChartRenderer
 from btp_gitops.generator.core.diff import ClusterDiff, compare_trees
-from btp_gitops.generator.core.diff_report import DiffTitle
+from btp_gitops.generator.core.diff_report import DiffTitle, json_report, markdown_report, text_report
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.core.wiring import DEFAULT_TARGET, TargetOptions
 from btp_gitops.generator.io.git import read_tree_at
 from btp_gitops.generator.io.repo import read_tree
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
+from btp_gitops.generator.transforms.guards import assert_no_private_key_in_text
 
 _SHORT_COMMIT = 12
 
@@ -67,3 +69,20 @@ def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaReg
     new = {**result.files, **result.records}
     diff = compare_trees(old, new, prefix=f"{cluster_subtree(request.cluster)}/")
     return DiffResult(DiffTitle(request.cluster, label), diff, result)
+
+
+def diff_report(result: DiffResult, output: str, max_length: int) -> str:
+    """The report as it will be printed (text, markdown or json), checked for private keys.
+
+    Both sides are masked before any text is made (core.diff_masking) and the rendered side has
+    passed the credential guard; a key in the report would mean the masking missed one, and the
+    report is refused rather than posted.
+    """
+    if output == "json":
+        text = json.dumps(json_report(result.diff, result.title), indent=2, sort_keys=True) + "\n"
+    elif output == "markdown":
+        text = markdown_report(result.diff, result.title, max_length)
+    else:
+        text = text_report(result.diff, result.title)
+    assert_no_private_key_in_text(f"the {output} diff report", text)
+    return text

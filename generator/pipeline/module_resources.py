@@ -22,6 +22,7 @@ from btp_gitops.generator.core.report import Note
 from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document
 from btp_gitops.generator.domains.charts import render_chart_deterministically
 from btp_gitops.generator.io.repo import TreeChanges, read_tree, write_subtree
+from btp_gitops.generator.transforms.guards import assert_no_credentials
 from btp_gitops.generator.transforms.hooks import split_hooks
 from btp_gitops.generator.transforms.workloads import blank_deployment_images
 
@@ -125,5 +126,7 @@ def generate_module_resources(
     _, manifests, notes = render_chart_deterministically(engine, request)
     previous = read_tree(out)
     files = build_module_resources(manifests, previous)
+    # The artifact is committed (a workflow opens a PR with it): the same guard as a render.
+    assert_no_credentials(manifests, files, placeholders=True)
     changes = write_subtree(out.parent, out.name, files)
     return ModuleResources(files=files, notes=notes, changes=changes)

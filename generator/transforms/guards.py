@@ -1,38 +1,157 @@
-"""Last checks before anything is written to Git: no credential and no private key leaves us."""
+"""Last checks before anything leaves for Git: no credential and no private key gets through.
+
+The guard sees what kustomize and Argo CD will see: every object, and every object inside a
+wrapper (`kind: List`, a `*List` kind, any object with an `items` array, at any depth), so a
+Secret inside a List is found like a top-level one. It refuses
+
+- a Secret (`kind: Secret`) with `data` or `stringData`, wherever it sits;
+- a private key in any string of any object, keys of maps included, in any encoding core.keys
+  recognises (PEM, OpenSSH, PuTTY, base64 or hex of those, DER PKCS#8 / PKCS#1 / SEC1 in base64);
+- a private key anywhere in the text of any output file (kustomization, wiring, records).
+
+Certificates and public keys pass: a caBundle is public. Problems name the object and the field,
+never the value.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 from btp_gitops.generator.core.errors import CredentialInOutput, Problem
-from btp_gitops.generator.core.objects import Manifest, describe, kind_of
+from btp_gitops.generator.core.keys import MIN_KEY_TEXT, private_key_in
+from btp_gitops.generator.core.objects import Manifest, describe, format_field_path
 
-PRIVATE_KEY_MARKERS = ("PRIVATE KEY-----", "PRIVATE KEY BLOCK-----")
+REFUSAL = (
+    "refusing to write credentials into the rendered repo: credentials must be referenced "
+    "(ExternalSecret) and certificates issued in-cluster (cert-manager)"
+)
+
+Path = tuple[str | int, ...]
+_SECRET_KIND = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?Secret(?![\w-])""")
 
 
-def secrets_with_data(manifests: list[Manifest]) -> list[Manifest]:
-    return [
-        m
-        for m in manifests
-        if kind_of(m.body) == "Secret" and (m.body.get("data") or m.body.get("stringData"))
-    ]
+def _nodes(body: Any) -> Iterator[tuple[Path, Any]]:
+    """Every node under `body` with its path, depth first (iterative: depth is the input's)."""
+    stack: list[tuple[Path, Any]] = [((), body)]
+    while stack:
+        path, node = stack.pop()
+        yield path, node
+        if isinstance(node, dict):
+            stack.extend(((*path, str(key)), value) for key, value in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend(((*path, index), item) for index, item in reversed(list(enumerate(node))))
 
 
-def assert_no_credentials(manifests: list[Manifest], serialized: dict[str, str]) -> None:
-    """Refuse Secrets with data, and any text that holds a PEM private key.
+def _secret_field_with_data(node: dict[str, Any], placeholders: bool) -> str | None:
+    """`data` or `stringData` if `node` is a Secret that has values there, else None."""
+    if node.get("kind") != "Secret":
+        return None
+    for field in ("data", "stringData"):
+        values = node.get(field)
+        if placeholders and isinstance(values, dict):
+            # Only a value that is not empty counts.
+            values = [value for value in values.values() if value not in ("", None)]
+        if values:
+            return field
+    return None
 
-    `serialized` maps output file names to their text; the scan covers every byte we would write.
+
+def _where(path: Path) -> str:
+    return format_field_path(list(path))
+
+
+def object_problems(manifest: Manifest, placeholders: bool = False) -> list[Problem]:
+    """Secrets with data and private keys anywhere in one object, located by field path and by
+    the innermost object around them (a List's item, not the List). With `placeholders`, a
+    Secret whose values are all empty passes."""
+    objects: dict[Path, str] = {}  # where an object (a map with a kind) starts -> "Kind ns/name"
+
+    def found(path: Path, message: str) -> Problem:
+        around = next((objects[path[:n]] for n in range(len(path), -1, -1) if path[:n] in objects), None)
+        return Problem(manifest.origin, message, object_ref=around, field_path=_where(path))
+
+    problems: list[Problem] = []
+    for path, node in _nodes(manifest.body):
+        if isinstance(node, str):
+            if len(node) >= MIN_KEY_TEXT and (what := private_key_in(node)):
+                problems.append(found(path, f"contains {_article(what)}"))
+            continue
+        if not isinstance(node, dict):
+            continue
+        if isinstance(node.get("kind"), str):
+            objects[path] = describe(node)
+        if field := _secret_field_with_data(node, placeholders):
+            inside = " (inside a list)" if path else ""
+            problems.append(found((*path, field), f"Secret with data{inside}"))
+        for key in node:
+            if isinstance(key, str) and len(key) >= MIN_KEY_TEXT and (what := private_key_in(key)):
+                problems.append(found(path, f"a map key is {_article(what)}"))
+    return problems
+
+
+def _article(what: str) -> str:
+    return what if what.startswith(("a ", "an ", "base64", "hex")) else f"a {what}"
+
+
+def _secret_below_the_top(text: str) -> bool:
+    """Whether an output text shows an object of kind Secret that is not a document's top level
+    (an item of a List, a field of another object): only then are the objects walked for one."""
+    for match in _SECRET_KIND.finditer(text):
+        if match.start() != text.rfind("\n", 0, match.start()) + 1:
+            return True
+    return False
+
+
+def credential_problems(
+    manifests: list[Manifest], serialized: Mapping[str, str], placeholders: bool = False
+) -> list[Problem]:
+    """Every problem, objects first, then files.
+
+    `serialized` is every byte that would be written, the objects' text included, and is where
+    keys are searched first: one pass over the text in C (core.keys) is far cheaper than a walk
+    through every string of every object. The objects are walked (for keys and for Secrets at any
+    depth) only when a text shows a key or a Secret below the top, or when there is no text.
     """
-    problems = [
-        Problem(file=m.origin, object_ref=describe(m.body), field_path="data", message="Secret with data")
-        for m in secrets_with_data(manifests)
-    ]
-    problems += [
-        Problem(file=name, message="contains a PEM private key")
-        for name, text in sorted(serialized.items())
-        if any(marker in text for marker in PRIVATE_KEY_MARKERS)
-    ]
+    keyed = [(name, what) for name, text in sorted(serialized.items()) if (what := private_key_in(text))]
+    walk = bool(keyed) or not serialized or any(_secret_below_the_top(t) for t in serialized.values())
+    problems: list[Problem] = []
+    for manifest in manifests:
+        if walk:
+            problems += object_problems(manifest, placeholders)
+        elif isinstance(manifest.body, dict) and (
+            field := _secret_field_with_data(manifest.body, placeholders)
+        ):
+            problems.append(
+                Problem(
+                    manifest.origin, "Secret with data", object_ref=describe(manifest.body), field_path=field
+                )
+            )
+    problems += [Problem(file=name, message=f"contains {_article(what)}") for name, what in keyed]
+    return problems
+
+
+def assert_no_credentials(
+    manifests: list[Manifest], serialized: Mapping[str, str], *, placeholders: bool = False
+) -> None:
+    """Refuse Secrets with data and private keys in the objects, and private keys in any output
+    text. `serialized` maps output file names to their text: every byte we would write.
+
+    `placeholders` is for module-resources: BTP Manager's artifact ships the operator's Secret
+    with every value empty (filled in the cluster); such a Secret passes, one value does not.
+    """
+    problems = credential_problems(manifests, serialized, placeholders)
     if problems:
+        raise CredentialInOutput(REFUSAL, problems)
+
+
+def assert_no_private_key_in_text(name: str, text: str) -> None:
+    """Refuse a text about to be shown (a diff report) that holds a private key: the masking
+    before it should have removed every one; this is the check that it did."""
+    what = private_key_in(text)
+    if what:
         raise CredentialInOutput(
-            "refusing to write credentials into the rendered repo: credentials must be referenced "
-            "(ExternalSecret) and certificates issued in-cluster (cert-manager)",
-            problems,
+            f"refusing to print {name}: it would show a private key",
+            [Problem(file=name, message=f"contains {_article(what)}")],
         )

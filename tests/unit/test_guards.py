@@ -1,9 +1,11 @@
 """Unit tests of `generator.transforms.guards`: nothing secret is written to Git.
 
 Covered: `assert_no_credentials` raises CredentialInOutput (exit code 5) listing every Secret with
-`data` or `stringData` (by origin and object) and every serialized file holding a PEM private key
-(RSA, EC, PKCS#8, encrypted, OpenSSH, PGP blocks), sorted by file name; it passes for Secrets
-without data (absent or empty), for certificates and public keys, and for other kinds with data.
+`data` or `stringData` (by origin, object and field path, inside Lists too) and every serialized
+file holding a PEM private key (RSA, EC, PKCS#8, encrypted, OpenSSH, PGP blocks), sorted by file
+name; it passes for Secrets without data (absent or empty), for certificates and public keys, and
+for other kinds with data. Every other encoding is in tests/unit/test_keys.py, and through the
+CLI in tests/render/test_secrets_guard.py.
 
 Nothing is faked: the guard runs on Manifests and file texts as the render pipeline passes them.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from btp_gitops.generator.core.errors import EXIT_OUTPUT, CredentialInOutput
-from btp_gitops.generator.transforms.guards import assert_no_credentials, secrets_with_data
+from btp_gitops.generator.transforms.guards import assert_no_credentials, credential_problems
 from tests.unit.helpers import manifests
 
 MESSAGE = (
@@ -23,14 +25,14 @@ MESSAGE = (
 
 
 @pytest.mark.parametrize(
-    "secret",
+    ("secret", "field"),
     [
-        pytest.param("data: {clientsecret: c2VjcmV0}", id="data"),
-        pytest.param("stringData: {clientsecret: secret}", id="stringData"),
-        pytest.param("data: {}\nstringData: {a: b}", id="empty-data-but-stringData"),
+        pytest.param("data: {clientsecret: c2VjcmV0}", "data", id="data"),
+        pytest.param("stringData: {clientsecret: secret}", "stringData", id="stringData"),
+        pytest.param("data: {}\nstringData: {a: b}", "stringData", id="empty-data-but-stringData"),
     ],
 )
-def test_secret_with_data_is_refused(secret: str) -> None:
+def test_secret_with_data_is_refused(secret: str, field: str) -> None:
     found = manifests(
         f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s, namespace: kyma-system}}\n{secret}\n",
         origin="chart/templates/secret.yaml",
@@ -41,23 +43,32 @@ def test_secret_with_data_is_refused(secret: str) -> None:
     assert error.exit_code == EXIT_OUTPUT
     assert error.lines() == [
         MESSAGE,
-        "  chart/templates/secret.yaml (Secret kyma-system/s): data: Secret with data",
+        f"  chart/templates/secret.yaml (Secret kyma-system/s): {field}: Secret with data",
     ]
 
 
 @pytest.mark.parametrize(
-    "pem",
+    ("pem", "what"),
     [
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
-        "-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----",
-        "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----",
-        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----",
-        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
-        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOY\n-----END PGP PRIVATE KEY BLOCK-----",
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "RSA PRIVATE KEY"),
+        ("-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----", "EC PRIVATE KEY"),
+        ("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----", "PRIVATE KEY"),
+        (
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----",
+            "ENCRYPTED PRIVATE KEY",
+        ),
+        (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
+            "OPENSSH PRIVATE KEY",
+        ),
+        (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOY\n-----END PGP PRIVATE KEY BLOCK-----",
+            "PGP PRIVATE KEY BLOCK",
+        ),
     ],
     ids=["rsa", "ec", "pkcs8", "encrypted", "openssh", "pgp"],
 )
-def test_private_key_in_any_serialized_file_is_refused(pem: str) -> None:
+def test_private_key_in_any_serialized_file_is_refused(pem: str, what: str) -> None:
     indented = "\n".join(f"    {line}" for line in pem.splitlines())
     files = {
         "kustomization.yaml": "resources: []\n",
@@ -65,7 +76,37 @@ def test_private_key_in_any_serialized_file_is_refused(pem: str) -> None:
     }
     with pytest.raises(CredentialInOutput) as caught:
         assert_no_credentials([], files)
-    assert caught.value.lines() == [MESSAGE, "  configmap-tls.yaml: contains a PEM private key"]
+    assert caught.value.lines() == [MESSAGE, f"  configmap-tls.yaml: contains a PEM {what}"]
+
+
+def test_secrets_inside_lists_at_any_depth_and_keys_in_any_string_are_refused() -> None:
+    """What kustomize and Argo CD expand: v1/List, *List kinds, nested wrappers."""
+    found = manifests(
+        """\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: SecretList
+  items:
+  - {apiVersion: v1, kind: Secret, metadata: {name: deep, namespace: n}, stringData: {k: v}}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: cm
+    namespace: n
+    annotations: {note: "-----BEGIN OPENSSH PRIVATE KEY-----"}
+  data: {k: v}
+""",
+        origin="module/list.yaml",
+    )
+    with pytest.raises(CredentialInOutput) as caught:
+        assert_no_credentials(found, {})
+    assert caught.value.lines() == [
+        MESSAGE,
+        "  module/list.yaml (Secret n/deep): items[0].items[0].stringData: Secret with data (inside a list)",
+        "  module/list.yaml (ConfigMap n/cm): items[1].metadata.annotations.note: contains a PEM OPENSSH PRIVATE KEY",
+    ]
 
 
 def test_every_problem_is_reported_secrets_first_then_files_sorted() -> None:
@@ -85,9 +126,9 @@ def test_every_problem_is_reported_secrets_first_then_files_sorted() -> None:
     assert caught.value.lines() == [
         MESSAGE,
         "  c/templates/s.yaml (Secret n/b): data: Secret with data",
-        "  c/templates/s.yaml (Secret n/a): data: Secret with data",
-        "  a.yaml: contains a PEM private key",
-        "  z.yaml: contains a PEM private key",
+        "  c/templates/s.yaml (Secret n/a): stringData: Secret with data",
+        "  a.yaml: contains a PEM PRIVATE KEY",
+        "  z.yaml: contains a PEM RSA PRIVATE KEY",
     ]
 
 
@@ -120,5 +161,5 @@ data: [{secretKey: k}]
         "configmap-ca.yaml": "data:\n  ca.crt: |\n    -----BEGIN CERTIFICATE-----\n    MIIB\n",
         "configmap-pub.yaml": "data:\n  key.pub: |\n    -----BEGIN PUBLIC KEY-----\n    MIIB\n",
     }
-    assert secrets_with_data(found) == []
+    assert credential_problems(found, files) == []
     assert_no_credentials(found, files)  # raises CredentialInOutput on any finding
