@@ -31,6 +31,7 @@ from btp_gitops.generator.core.manifest_validation import (
 )
 from btp_gitops.generator.core.yamlio import load_trusted_document, yaml_problem_location
 from btp_gitops.generator.io.crd_files import default_crd_dir
+from btp_gitops.generator.io.input_files import MAX_STREAM_BYTES, UnreadableInput, read_input_text
 from btp_gitops.generator.io.sources import display_path, source_files
 
 _SCHEMA_PACKAGE = "kubernetes_validate"
@@ -163,11 +164,16 @@ def _read_text(path: str | Path, stdin: TextIO, problems: list[Problem]) -> tupl
     """(the name shown for `path`, its text); None and a problem when it cannot be read."""
     shown = STDIN if isinstance(path, str) else display_path(path)
     try:
-        return shown, stdin.read() if isinstance(path, str) else path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        problems.append(Problem(file=shown, message="no such file or directory"))
+        if isinstance(path, str):
+            text = stdin.read(MAX_STREAM_BYTES + 1)
+            if len(text) > MAX_STREAM_BYTES:
+                raise UnreadableInput(f"the stream is too large (the limit is {MAX_STREAM_BYTES >> 20} MiB)")
+            return shown, text
+        return shown, read_input_text(path)
     except UnicodeDecodeError as error:
         problems.append(Problem(file=shown, message=f"not UTF-8 text (byte {error.start})"))
+    except UnreadableInput as error:
+        problems.append(Problem(file=shown, message=error.reason))
     except OSError as error:
         problems.append(Problem(file=shown, message=f"cannot read: {error.strerror or error}"))
     return shown, None
