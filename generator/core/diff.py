@@ -118,7 +118,7 @@ def _objects_in(text: str) -> list[tuple[str, KubeObject]] | None:
     try:
         pieces = split_documents(text)
         documents = [(piece, load_trusted_document(piece)) for piece in pieces]
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return None
     if not documents or not all(_is_object(body) for _, body in documents):
         return None
