@@ -10,7 +10,8 @@ at most `MAX_ALIAS_NODES` nodes to everything one call reads (a file, a stream),
 composed node graph before anything is constructed. A "billion laughs" document is refused in
 microseconds: the graph libyaml composes shares the aliased nodes, and only its expanded size is
 computed, once per distinct node. A text without both `&` and `*` cannot hold an alias and skips
-the count. A cyclic alias (an anchor used inside its own node) is refused too.
+the count. A cyclic alias (an anchor used inside its own node) is refused too, and so is nesting
+deeper than `MAX_DEPTH`, which would otherwise end in a RecursionError somewhere downstream.
 
 Writing: block style, 2-space indent, no line folding, plain scalars unless quoting is needed,
 multi-line strings as literal blocks, and a fixed key order: apiVersion, kind, metadata, name,
@@ -45,6 +46,7 @@ def _key_order(item: tuple[Any, Any]) -> tuple[int, str, str]:
 
 MAX_DOCUMENT_CHARS = 3 * 1024 * 1024
 MAX_ALIAS_NODES = 1_000_000
+MAX_DEPTH = 128  # CRDs with their OpenAPI schemas nest a few dozen levels; Python recursion ~1000
 
 
 class YamlLimitError(yaml.MarkedYAMLError):
@@ -72,12 +74,35 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+def _too_deep(node: yaml.Node) -> YamlLimitError:
+    return YamlLimitError(
+        None, None, f"nested deeper than {MAX_DEPTH} levels (mappings and lists)", node.start_mark
+    )
+
+
+def _check_depth(root: yaml.Node) -> None:
+    """Raise when a node of the tree `root` (no aliases: nothing shared) is nested too deeply."""
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _too_deep(node)
+        if isinstance(node, yaml.SequenceNode):
+            stack += [(child, depth + 1) for child in node.value]
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.append((key, depth + 1))
+                stack.append((value, depth + 1))
+
+
 def _added_by_aliases(root: yaml.Node) -> int:
     """Nodes the document holds once its aliases are expanded, minus the nodes written in it.
 
-    Iterative (no recursion limit), once per distinct node; raises on a cyclic alias.
+    Iterative (no recursion limit), once per distinct node; raises on a cyclic alias and on a
+    node nested deeper than `MAX_DEPTH` once expanded.
     """
     sizes: dict[int, int] = {}
+    depths: dict[int, int] = {}
     entered: set[int] = set()
     stack = [root]
     while stack:
@@ -99,6 +124,9 @@ def _added_by_aliases(root: yaml.Node) -> int:
                 stack.append(child)
             continue
         sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+        depths[key] = 1 + max((depths[id(child)] for child in children), default=0)
+        if depths[key] > MAX_DEPTH:
+            raise _too_deep(node)
         stack.pop()
     return sizes[id(root)] - len(sizes)
 
@@ -114,6 +142,7 @@ def _check_document(node: yaml.Node, budget: AliasBudget | None) -> None:
             node.start_mark,
         )
     if budget is None:
+        _check_depth(node)
         return
     budget.remaining -= _added_by_aliases(node)
     if budget.remaining < 0:
@@ -362,10 +391,12 @@ def load_values_document(text: str) -> Any:
     return _load_one(text, _Loader)
 
 
-def load_trusted_document(text: str) -> Any:
+def load_trusted_document(text: str, budget: AliasBudget | None = None) -> Any:
     """Parse one machine-written document (e.g. a chart template's output) quickly, though still
-    within the limits: a chart or a previous output tree may come from an untrusted change."""
-    return _load_one(text, _FastLoader)
+    within the limits: a chart or a previous output tree may come from an untrusted change. Pass
+    one `budget` to every piece of one file or chart, so that the alias limit holds for the whole.
+    """
+    return _load_one(text, _FastLoader, budget)
 
 
 class SourceSyntaxProblem(Exception):

@@ -29,7 +29,7 @@ from btp_gitops.generator.core.manifest_validation import (
     documents_with_lines,
     parse_manifests,
 )
-from btp_gitops.generator.core.yamlio import load_trusted_document, yaml_problem_location
+from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, yaml_problem_location
 from btp_gitops.generator.io.crd_files import default_crd_dir
 from btp_gitops.generator.io.input_files import MAX_STREAM_BYTES, UnreadableInput, read_input_text
 from btp_gitops.generator.io.sources import display_path, source_files
@@ -204,9 +204,15 @@ def read_crds(paths: Iterable[Path]) -> tuple[list[Mapping[str, Any]], list[Prob
     problems: list[Problem] = []
     for path in manifest_files(str(p) for p in paths):
         shown, text = _read_text(path, sys.stdin, problems)
+        budget = AliasBudget()  # the alias limit holds for the whole file
         for index, (line, piece) in enumerate(documents_with_lines(text or ""), start=1):
             try:
-                body = load_trusted_document(piece)
+                body = load_trusted_document(piece, budget)
+            except RecursionError:
+                problems.append(
+                    Problem(file=shown, document=index, message="invalid YAML: nested too deeply")
+                )
+                continue
             except yaml.YAMLError as error:
                 location = yaml_problem_location(error, line_offset=line)
                 problems.append(Problem(file=shown, document=index, message=f"invalid YAML: {location}"))

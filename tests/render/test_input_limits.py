@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from btp_gitops.generator.core.errors import EXIT_INPUT
 from btp_gitops.generator.core.yamlio import MAX_ALIAS_NODES
@@ -312,3 +313,44 @@ def test_an_int_where_an_init_container_env_entry_should_be(tmp_path: Path, run_
     assert (
         "spec.workloads[0].deploymentDefinition.initContainers[0].env[0]: must be of type object, got integer"
     ) in result.stderr
+
+
+def test_a_non_object_in_a_kept_kyma_app_is_named(tmp_path: Path, run_cli: RunCli) -> None:
+    """skip-reconciliation keeps the previous render: a file there that is no object is named."""
+    source = tmp_path / "source"
+    shutil.copytree(EXAMPLES / "kyma-modules", source)
+    repo = tmp_path / "repo"
+    assert run_cli("render", source, "--out", repo).returncode == 0
+    (repo / "clusters/default/kyma-greeter/notes.yaml").write_bytes(b"\xff\xfe just notes\n")
+    kyma = source / "kyma.yaml"
+    body = yaml.safe_load(kyma.read_text())
+    body["metadata"].setdefault("labels", {})["operator.kyma-project.io/skip-reconciliation"] = "true"
+    kyma.write_text(yaml.safe_dump(body))
+    result = run_cli("render", source, "--out", repo)
+    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.stderr == (
+        "error: cannot keep app kyma-greeter as it was rendered before\n"
+        "  clusters/default/kyma-greeter/notes.yaml: not a Kubernetes object: fix or remove the file\n"
+    )
+
+
+def _nested(levels: int) -> str:
+    return "{a: " * levels + "1" + "}" * levels
+
+
+@pytest.mark.parametrize("command", ["render", "validate", "post-render"])
+def test_deep_nesting_is_refused_before_it_recurses(tmp_path: Path, run_cli: RunCli, command: str) -> None:
+    document = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  deep: {_nested(300)}\n"
+    source = tmp_path / "deep.yaml"
+    source.write_text(document)
+    if command == "post-render":
+        result = subprocess.run(
+            [str(CLI), "post-render"], input=f"---\n{document}", capture_output=True, text=True, check=False
+        )
+    else:
+        result = run_cli(command, source, *(["--out", tmp_path / "out"] if command == "render" else []))
+    assert result.returncode == EXIT_INPUT, result.stderr
+    assert "invalid YAML: line 6, column 513: nested deeper than 128 levels (mappings and lists)" in (
+        result.stderr.replace("line 7,", "line 6,")  # post-render counts the `---` line
+    )
+    assert "Traceback" not in result.stderr
