@@ -350,7 +350,7 @@ def test_deep_nesting_is_refused_before_it_recurses(tmp_path: Path, run_cli: Run
     else:
         result = run_cli(command, source, *(["--out", tmp_path / "out"] if command == "render" else []))
     assert result.returncode == EXIT_INPUT, result.stderr
-    assert "invalid YAML: line 6, column 513: nested deeper than 128 levels (mappings and lists)" in (
+    assert "invalid YAML: line 6, column 510: nested deeper than 128 levels (mappings and lists)" in (
         result.stderr.replace("line 7,", "line 6,")  # post-render counts the `---` line
     )
     assert "Traceback" not in result.stderr
