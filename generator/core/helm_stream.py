@@ -157,10 +157,11 @@ def _object_problems(
         for key in ("apiVersion", "kind")
         if not isinstance(body.get(key), str) or not body[key]
     ]
-    if problems or _is_list(body):
+    if _is_list(body):
         return problems
     if not isinstance(body.get("metadata"), dict):
         problems.append(Problem(stream_name, "every object needs metadata", raw.position, where, "metadata"))
+    if problems:  # the shape of the rest is looked at once apiVersion, kind and metadata are there
         return problems
     problems += [
         Problem(stream_name, message, raw.position, where, path) for path, message in shape_problems(body)
