@@ -40,6 +40,7 @@ from btp_gitops.generator.domains.kyma_modules import PolicyText
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.crd_files import default_crd_dir
 from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli
+from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version
 from btp_gitops.generator.io.progress import progress_for
 from btp_gitops.generator.io.schemas import load_schema_registry
@@ -110,9 +111,9 @@ def kyma_options(args: argparse.Namespace) -> KymaOptions:
     if args.maintenance_policy:
         path = Path(args.maintenance_policy)
         try:
-            policy = PolicyText(display_path(path), path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as error:
-            problem = Problem(display_path(path), f"cannot read: {getattr(error, 'strerror', None) or error}")
+            policy = PolicyText(display_path(path), read_input_text(path))
+        except UnreadableInput as error:
+            problem = Problem(display_path(path), error.reason)
             raise InputError("cannot read the maintenance policy", [problem]) from error
     return KymaOptions(tuple(Path(c) for c in args.catalog), policy, _render_time(args.at))
 

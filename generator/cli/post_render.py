@@ -17,6 +17,7 @@ from btp_gitops.generator.cli.output import print_notes
 from btp_gitops.generator.core.errors import EXIT_OK, InputError, Problem, SourceSyntaxError, UsageError
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.io.cluster import ClusterReader
+from btp_gitops.generator.io.input_files import UnreadableInput, read_stream_text
 from btp_gitops.generator.io.sources import load_sources
 from btp_gitops.generator.pipeline.post_render import (
     CERTIFICATE_MODES,
@@ -68,13 +69,11 @@ def _credentials(args: argparse.Namespace) -> OperatorCredentials | None:
 
 
 def _read_stdin() -> str:
-    data = sys.stdin.buffer.read()
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
+        return read_stream_text(sys.stdin.buffer)
+    except UnreadableInput as error:
         raise SourceSyntaxError(
-            "the manifest stream is not valid post-renderer input",
-            [Problem("<stdin>", f"not UTF-8 text (byte {error.start})")],
+            "the manifest stream is not valid post-renderer input", [Problem("<stdin>", error.reason)]
         ) from error
 
 

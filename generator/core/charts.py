@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from btp_gitops.generator.core.errors import ChartRenderFailed
 from btp_gitops.generator.core.objects import Manifest
-from btp_gitops.generator.core.yamlio import load_trusted_document, split_documents
+from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, split_documents
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +44,11 @@ def manifests_of(rendered: RenderedChart, include_crds: bool = True) -> list[Man
     """Parse a chart's output into manifests whose origin is the template they came from."""
     sources = {**(rendered.crds if include_crds else {}), **rendered.templates}
     manifests: list[Manifest] = []
+    budget = AliasBudget()  # one for the whole chart: its templates are as untrusted as its values
     for origin, text in sources.items():
         for position, piece in enumerate(split_documents(text), start=1):
             try:
-                body = load_trusted_document(piece)
+                body = load_trusted_document(piece, budget)
             except Exception as error:  # yaml.YAMLError; any parse failure is the chart's fault
                 raise ChartRenderFailed(
                     f"{origin}: document {position} is not valid YAML: {error}"

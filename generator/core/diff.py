@@ -20,7 +20,7 @@ import yaml
 
 from btp_gitops.generator.core.diff_masking import ABSENT, mask_pair, mask_text_pair
 from btp_gitops.generator.core.objects import KubeObject, describe, object_key
-from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document, split_documents
+from btp_gitops.generator.core.yamlio import AliasBudget, dump_object, load_trusted_document, split_documents
 
 CLUSTER_ROOT = ""  # the "app" of files directly under clusters/<cluster>/
 
@@ -117,8 +117,9 @@ def _objects_in(text: str) -> list[tuple[str, KubeObject]] | None:
     Kubernetes object (then the file is compared as text)."""
     try:
         pieces = split_documents(text)
-        documents = [(piece, load_trusted_document(piece)) for piece in pieces]
-    except yaml.YAMLError:
+        budget = AliasBudget()  # the alias limit holds for the whole file
+        documents = [(piece, load_trusted_document(piece, budget)) for piece in pieces]
+    except (yaml.YAMLError, RecursionError):
         return None
     if not documents or not all(_is_object(body) for _, body in documents):
         return None

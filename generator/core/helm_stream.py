@@ -23,9 +23,11 @@ from typing import Any
 import yaml
 
 from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
+from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.objects import KubeObject, Manifest, describe
 from btp_gitops.generator.core.validation import type_name
 from btp_gitops.generator.core.yamlio import (
+    AliasBudget,
     dump_each,
     load_stream_document,
     load_stream_documents,
@@ -159,6 +161,11 @@ def _object_problems(
         return problems
     if not isinstance(body.get("metadata"), dict):
         problems.append(Problem(stream_name, "every object needs metadata", raw.position, where, "metadata"))
+    if problems:  # the shape of the rest is looked at once apiVersion, kind and metadata are there
+        return problems
+    problems += [
+        Problem(stream_name, message, raw.position, where, path) for path, message in shape_problems(body)
+    ]
     return problems
 
 
@@ -184,9 +191,10 @@ def _parsed(raws: list[_RawDocument], stream_name: str, problems: list[Problem])
     if fast is not None:
         return fast
     parsed: list[Any] = []
+    budget = AliasBudget()  # the alias limit holds for the whole stream, not per document
     for raw in raws:
         try:
-            parsed.append(load_stream_document(raw.content))
+            parsed.append(load_stream_document(raw.content, budget))
         except yaml.YAMLError as error:
             detail = yaml_problem_location(error, line_offset=raw.content_line - 1)
             problems.append(Problem(stream_name, f"invalid YAML: {detail}", raw.position, _where(raw)))

@@ -35,7 +35,12 @@ from btp_gitops.generator.core.validation import (
     type_mismatch,
     type_name,
 )
-from btp_gitops.generator.core.yamlio import load_stream_document, split_documents, yaml_problem_location
+from btp_gitops.generator.core.yamlio import (
+    AliasBudget,
+    load_stream_document,
+    split_documents,
+    yaml_problem_location,
+)
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 STDIN = "<stdin>"
@@ -135,12 +140,16 @@ def parse_manifests(text: str, file: str) -> tuple[list[ManifestDocument], list[
     """
     documents: list[ManifestDocument] = []
     problems: list[Problem] = []
+    budget = AliasBudget()  # the alias limit holds for the whole file
     for index, (line, piece) in enumerate(documents_with_lines(text), start=1):
         try:
-            body = load_stream_document(piece)
+            body = load_stream_document(piece, budget)
         except yaml.YAMLError as error:
             location = yaml_problem_location(error, line_offset=line)
             problems.append(Problem(file=file, document=index, message=f"invalid YAML: {location}"))
+            continue
+        except RecursionError:
+            problems.append(Problem(file=file, document=index, message="invalid YAML: nested too deeply"))
             continue
         if body is not None:
             documents.append(ManifestDocument(file, index, body))

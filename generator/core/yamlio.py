@@ -4,6 +4,15 @@ Reading: libyaml's C parser, YAML 1.1 scalars as Kubernetes reads them, except t
 stay strings (a date in an annotation must not turn into a datetime and back). Source files are
 read strictly: a duplicate key is an error, as it is for `kubectl apply`.
 
+Every read is bounded, whatever the loader: one document may span at most `MAX_DOCUMENT_CHARS`
+(the 3 MiB the Kubernetes API server accepts for one request), and anchors and aliases may add
+at most `MAX_ALIAS_NODES` nodes to everything one call reads (a file, a stream), counted on the
+composed node graph before anything is constructed. A "billion laughs" document is refused in
+microseconds: the graph libyaml composes shares the aliased nodes, and only its expanded size is
+computed, once per distinct node. A text without both `&` and `*` cannot hold an alias and skips
+the count. A cyclic alias (an anchor used inside its own node) is refused too, and so is nesting
+deeper than `MAX_DEPTH`, which would otherwise end in a RecursionError somewhere downstream.
+
 Writing: block style, 2-space indent, no line folding, plain scalars unless quoting is needed,
 multi-line strings as literal blocks, and a fixed key order: apiVersion, kind, metadata, name,
 namespace, spec, data, stringData, then the rest sorted, `status` last. The same object always
@@ -16,6 +25,7 @@ import io
 import operator
 import re
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 import yaml
@@ -33,6 +43,150 @@ def _key_order(item: tuple[Any, Any]) -> tuple[int, str, str]:
     if key == "status":
         return (_TRAILING_RANK, "", "")
     return (_KEY_RANK.get(key, _UNRANKED), type(key).__name__, str(key))
+
+
+MAX_DOCUMENT_CHARS = 3 * 1024 * 1024
+MAX_ALIAS_NODES = 1_000_000
+MAX_DEPTH = 128  # CRDs with their OpenAPI schemas nest a few dozen levels; Python recursion ~1000
+
+
+class YamlLimitError(yaml.MarkedYAMLError):
+    """A document over a size limit, or aliases expanding beyond theirs."""
+
+
+class AliasBudget:
+    """How many nodes aliases may still add; one budget per file or stream, shared by its pieces."""
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, limit: int = MAX_ALIAS_NODES) -> None:
+        self.remaining = limit
+
+
+def _may_hold_aliases(text: str) -> bool:
+    return "*" in text and "&" in text
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return node.value  # type: ignore[no-any-return]
+    if isinstance(node, yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    return []
+
+
+def _too_deep(node: yaml.Node) -> YamlLimitError:
+    return YamlLimitError(
+        None, None, f"nested deeper than {MAX_DEPTH} levels (mappings and lists)", node.start_mark
+    )
+
+
+def _check_depth(root: yaml.Node) -> None:
+    """Raise when a node of the tree `root` (no aliases: nothing shared) is nested too deeply.
+
+    Level by level, with the children gathered by C-level list operations: this runs on every
+    document of every stream, so it is kept to a small fraction of the parse itself.
+    """
+    level: list[yaml.Node] = [root]
+    depth = 1
+    while level:
+        if depth > MAX_DEPTH:
+            raise _too_deep(level[0])
+        below: list[yaml.Node] = []
+        for node in level:
+            kind = type(node)
+            if kind is yaml.MappingNode:
+                below.extend(chain.from_iterable(node.value))
+            elif kind is yaml.SequenceNode:
+                below.extend(node.value)
+        level = below
+        depth += 1
+
+
+def _added_by_aliases(root: yaml.Node) -> int:
+    """Nodes the document holds once its aliases are expanded, minus the nodes written in it.
+
+    Iterative (no recursion limit), once per distinct node; raises on a cyclic alias and on a
+    node nested deeper than `MAX_DEPTH` once expanded.
+    """
+    sizes: dict[int, int] = {}
+    depths: dict[int, int] = {}
+    entered: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        key = id(node)
+        if key in sizes:
+            stack.pop()
+            continue
+        children = _children(node)
+        if key not in entered:
+            entered.add(key)
+            for child in children:
+                if id(child) in sizes:
+                    continue
+                if id(child) in entered:  # entered, not finished: an ancestor of `node`
+                    raise YamlLimitError(
+                        None, None, "an alias refers to a node that contains it", child.start_mark
+                    )
+                stack.append(child)
+            continue
+        sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+        depths[key] = 1 + max((depths[id(child)] for child in children), default=0)
+        if depths[key] > MAX_DEPTH:
+            raise _too_deep(node)
+        stack.pop()
+    return sizes[id(root)] - len(sizes)
+
+
+def _check_document(node: yaml.Node, budget: AliasBudget | None) -> None:
+    span = node.end_mark.index - node.start_mark.index
+    if span > MAX_DOCUMENT_CHARS:
+        raise YamlLimitError(
+            None,
+            None,
+            f"the document is {span / (1 << 20):.1f} MiB, larger than the "
+            f"{MAX_DOCUMENT_CHARS >> 20} MiB Kubernetes accepts for one object",
+            node.start_mark,
+        )
+    if budget is None:
+        _check_depth(node)
+        return
+    budget.remaining -= _added_by_aliases(node)
+    if budget.remaining < 0:
+        raise YamlLimitError(
+            None,
+            None,
+            f"anchors and aliases expand beyond {MAX_ALIAS_NODES:,} nodes "
+            '(the limit per file or stream; a "billion laughs" document?)',
+            node.start_mark,
+        )
+
+
+def _bounded_documents(
+    loader: yaml.CSafeLoader, text: str, budget: AliasBudget | None = None
+) -> Iterator[Any]:
+    """The documents of `loader` (built over `text`), each checked against the limits first."""
+    counted = (budget or AliasBudget()) if _may_hold_aliases(text) else None
+    while loader.check_node():
+        node = loader.get_node()
+        if node is None:
+            return
+        _check_document(node, counted)
+        yield loader.construct_document(node)
+
+
+def _load_one(text: str, loader_type: type[yaml.CSafeLoader], budget: AliasBudget | None = None) -> Any:
+    """The one document of `text` (None when there is none), bounded like every read."""
+    loader = loader_type(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_document(node, (budget or AliasBudget()) if _may_hold_aliases(text) else None)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 class _Loader(yaml.CSafeLoader):
@@ -203,38 +357,54 @@ def load_source_documents(text: str, file: str) -> Iterator[tuple[int, Any]]:
     loader = _StrictLoader(text)
     index = 0
     try:
-        while loader.check_data():  # type: ignore[no-untyped-call]
-            index += 1
-            yield index, loader.get_data()
+        for index, document in enumerate(_bounded_documents(loader, text), start=1):
+            yield index, document
     except yaml.YAMLError as error:
         raise SourceSyntaxProblem(
-            Problem(
-                file=file, document=max(index, 1), message=f"invalid YAML: {yaml_problem_location(error)}"
-            )
+            Problem(file=file, document=index + 1, message=f"invalid YAML: {yaml_problem_location(error)}")
+        ) from error
+    except RecursionError as error:
+        raise SourceSyntaxProblem(
+            Problem(file=file, document=index + 1, message="invalid YAML: nested too deeply")
         ) from error
     finally:
         loader.dispose()
 
 
-def load_stream_document(text: str) -> Any:
-    """Parse one document of a manifest stream strictly (duplicate keys are errors)."""
-    return yaml.load(text, Loader=_StrictLoader)
+def load_stream_document(text: str, budget: AliasBudget | None = None) -> Any:
+    """Parse one document of a manifest stream strictly (duplicate keys are errors).
+
+    Pass one `budget` to every piece of one stream, so that the alias limit holds for the whole.
+    """
+    return _load_one(text, _StrictLoader, budget)
 
 
 def load_stream_documents(pieces: list[str]) -> list[Any] | None:
     """Parse many single-document pieces in one strict pass; None when any piece fails or the
     pieces do not map one-to-one onto documents (the caller then parses them one by one, which
     names the piece at fault). One pass spares a loader per document on large streams."""
+    text = "\n---\n".join(pieces)
+    loader = _StrictLoader(text)
     try:
-        documents = list(yaml.load_all("\n---\n".join(pieces), Loader=_StrictLoader))
+        documents = list(_bounded_documents(loader, text))
     except (yaml.YAMLError, RecursionError):
         return None
+    finally:
+        loader.dispose()
     return documents if len(documents) == len(pieces) else None
 
 
-def load_trusted_document(text: str) -> Any:
-    """Parse one machine-written document (e.g. a chart template's output) quickly."""
-    return yaml.load(text, Loader=_FastLoader)
+def load_values_document(text: str) -> Any:
+    """Parse a Helm values file (or Chart.yaml): YAML as Helm reads it, bounded like every read."""
+    return _load_one(text, _Loader)
+
+
+def load_trusted_document(text: str, budget: AliasBudget | None = None) -> Any:
+    """Parse one machine-written document (e.g. a chart template's output) quickly, though still
+    within the limits: a chart or a previous output tree may come from an untrusted change. Pass
+    one `budget` to every piece of one file or chart, so that the alias limit holds for the whole.
+    """
+    return _load_one(text, _FastLoader, budget)
 
 
 class SourceSyntaxProblem(Exception):

@@ -15,7 +15,8 @@ import yaml
 
 from btp_gitops.generator.core.charts import ChartRequest, RenderedChart
 from btp_gitops.generator.core.errors import ChartNotFound, ChartRenderFailed, Problem, SourceSyntaxError
-from btp_gitops.generator.core.yamlio import dump_object
+from btp_gitops.generator.core.yamlio import dump_object, load_values_document, yaml_problem_location
+from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.io.sources import display_path
 
 
@@ -31,15 +32,17 @@ def _read_values_files(request: ChartRequest) -> list[dict[str, Any]]:
     for path in request.values_files:
         shown = display_path(path)
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as error:
+            loaded = load_values_document(read_input_text(path))
+        except UnreadableInput as error:
             raise SourceSyntaxError(
-                "cannot read values file", [Problem(file=shown, message=str(error))]
+                "cannot read values file", [Problem(file=shown, message=error.reason)]
             ) from error
         except yaml.YAMLError as error:
-            raise SourceSyntaxError(
-                "invalid values file", [Problem(file=shown, message=str(error))]
-            ) from error
+            message = f"invalid YAML: {yaml_problem_location(error)}"
+            raise SourceSyntaxError("invalid values file", [Problem(file=shown, message=message)]) from error
+        except RecursionError as error:
+            message = "invalid YAML: nested too deeply"
+            raise SourceSyntaxError("invalid values file", [Problem(file=shown, message=message)]) from error
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
@@ -113,7 +116,7 @@ class HelmCli:
 
     def render_chart(self, request: ChartRequest) -> RenderedChart:
         _check_chart_dir(request)
-        metadata = yaml.safe_load((request.chart / "Chart.yaml").read_text(encoding="utf-8")) or {}
+        metadata = _chart_metadata(request)
         values = user_values(request)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", encoding="utf-8") as values_file:
             values_file.write(dump_object(values))
@@ -152,6 +155,24 @@ class HelmCli:
             templates={path: text for path, text in sorted(templates.items()) if _keep_template(path, text)},
             crds=dict(sorted(crds.items())),
         )
+
+
+def _chart_metadata(request: ChartRequest) -> dict[str, Any]:
+    """Chart.yaml, read within the input limits (the chart may come from an untrusted change)."""
+    shown = display_path(request.chart / "Chart.yaml")
+    try:
+        metadata = load_values_document(read_input_text(request.chart / "Chart.yaml"))
+    except UnreadableInput as error:
+        raise ChartNotFound(f"cannot read {shown}{_requested_by(request)}: {error.reason}") from error
+    except yaml.YAMLError as error:
+        raise ChartNotFound(
+            f"invalid {shown}{_requested_by(request)}: {yaml_problem_location(error)}"
+        ) from error
+    except RecursionError as error:
+        raise ChartNotFound(f"invalid {shown}{_requested_by(request)}: nested too deeply") from error
+    if not isinstance(metadata, dict):
+        raise ChartNotFound(f"invalid {shown}{_requested_by(request)}: expected a mapping")
+    return metadata
 
 
 def _requested_by(request: ChartRequest) -> str:

@@ -29,9 +29,10 @@ from btp_gitops.generator.core.manifest_validation import (
     documents_with_lines,
     parse_manifests,
 )
-from btp_gitops.generator.core.yamlio import load_trusted_document, yaml_problem_location
+from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, yaml_problem_location
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.crd_files import default_crd_dir
+from btp_gitops.generator.io.input_files import MAX_STREAM_BYTES, UnreadableInput, read_input_text
 from btp_gitops.generator.io.sources import display_path, source_files
 
 _SCHEMA_PACKAGE = "kubernetes_validate"
@@ -164,11 +165,16 @@ def _read_text(path: str | Path, stdin: TextIO, problems: list[Problem]) -> tupl
     """(the name shown for `path`, its text); None and a problem when it cannot be read."""
     shown = STDIN if isinstance(path, str) else display_path(path)
     try:
-        return shown, stdin.read() if isinstance(path, str) else path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        problems.append(Problem(file=shown, message="no such file or directory"))
+        if isinstance(path, str):
+            text = stdin.read(MAX_STREAM_BYTES + 1)
+            if len(text) > MAX_STREAM_BYTES:
+                raise UnreadableInput(f"the stream is too large (the limit is {MAX_STREAM_BYTES >> 20} MiB)")
+            return shown, text
+        return shown, read_input_text(path)
     except UnicodeDecodeError as error:
         problems.append(Problem(file=shown, message=f"not UTF-8 text (byte {error.start})"))
+    except UnreadableInput as error:
+        problems.append(Problem(file=shown, message=error.reason))
     except OSError as error:
         problems.append(Problem(file=shown, message=f"cannot read: {error.strerror or error}"))
     return shown, None
@@ -199,9 +205,15 @@ def read_crds(paths: Iterable[Path]) -> tuple[list[Mapping[str, Any]], list[Prob
     problems: list[Problem] = []
     for path in manifest_files(str(p) for p in paths):
         shown, text = _read_text(path, sys.stdin, problems)
+        budget = AliasBudget()  # the alias limit holds for the whole file
         for index, (line, piece) in enumerate(documents_with_lines(text or ""), start=1):
             try:
-                body = load_trusted_document(piece)
+                body = load_trusted_document(piece, budget)
+            except RecursionError:
+                problems.append(
+                    Problem(file=shown, document=index, message="invalid YAML: nested too deeply")
+                )
+                continue
             except yaml.YAMLError as error:
                 location = yaml_problem_location(error, line_offset=line)
                 problems.append(Problem(file=shown, document=index, message=f"invalid YAML: {location}"))

@@ -7,9 +7,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from btp_gitops.generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
+from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -45,12 +47,9 @@ def source_files(paths: Iterable[Path]) -> Iterator[Path]:
 def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocument]:
     shown = display_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        problems.append(Problem(file=shown, message="no such file or directory"))
-        return
-    except (OSError, UnicodeDecodeError) as error:
-        problems.append(Problem(file=shown, message=f"cannot read: {error}"))
+        text = read_input_text(path)
+    except UnreadableInput as error:
+        problems.append(Problem(file=shown, message=error.reason))
         return
     try:
         for index, body in load_source_documents(text, shown):
@@ -73,6 +72,13 @@ def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocumen
                         message="required field is missing: not a Kubernetes object",
                     )
                 )
+                continue
+            shape = [] if body.get("kind") == "List" else shape_problems(body)
+            if shape:
+                problems += [
+                    Problem(file=shown, document=index, field_path=field, message=message)
+                    for field, message in shape
+                ]
                 continue
             yield SourceDocument(file=shown, document=index, body=body, directory=path.parent.resolve())
     except SourceSyntaxProblem as error:

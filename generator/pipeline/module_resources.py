@@ -15,7 +15,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+import yaml
+
 from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
+from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import install_rank
 from btp_gitops.generator.core.objects import KubeObject, Manifest, ObjectKey, kind_of, object_key
 from btp_gitops.generator.core.report import Note
@@ -79,12 +82,24 @@ def parse_sourced_documents(text: str) -> list[SourcedDocument]:
     return documents
 
 
+def _previous_documents(path: str, data: bytes) -> list[SourcedDocument]:
+    """A file of the previous artifact read back; one that is not ours to read is an input error."""
+    try:
+        return parse_sourced_documents(data.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:
+        detail = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else "not valid YAML"
+        raise SourceSyntaxError(
+            "cannot read the previous module resources",
+            [Problem(path, f"{detail} (a file of --out): fix or remove it")],
+        ) from error
+
+
 def previous_apply_documents(previous: dict[str, bytes]) -> list[SourcedDocument]:
     return [
         document
         for path, data in sorted(previous.items())
         if path.startswith(f"{APPLY}/")
-        for document in parse_sourced_documents(data.decode("utf-8"))
+        for document in _previous_documents(path, data)
     ]
 
 
@@ -94,7 +109,7 @@ def removed_documents(previous: dict[str, bytes], current_keys: set[ObjectKey]) 
     before_keys = {object_key(d.body) for d in before}
     if before_keys == current_keys and DELETE_FILE in previous:
         # Same objects as last time: keep the last step's list (idempotent regeneration).
-        kept = parse_sourced_documents(previous[DELETE_FILE].decode("utf-8"))
+        kept = _previous_documents(DELETE_FILE, previous[DELETE_FILE])
         return [d for d in kept if object_key(d.body) not in current_keys]
     return [d for d in before if object_key(d.body) not in current_keys]
 

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from btp_gitops.generator.core.charts import ChartRenderer
 from btp_gitops.generator.core.errors import InvalidSpec, Problem
 from btp_gitops.generator.core.layout import app_files, staged_app_files
@@ -206,8 +208,16 @@ def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
             return f"{path.split('/', maxsplit=1)[0]}: kustomization"
         if "/" not in path:  # a record beside the apps (.kyma-modules.json), not an object
             return path
-        body = load_trusted_document(text.decode("utf-8") if isinstance(text, bytes) else text)
-        return f"{path.split('/', maxsplit=1)[0]}: {describe(body) if isinstance(body, dict) else path}"
+        try:
+            body = load_trusted_document(
+                text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+            )
+        except (yaml.YAMLError, RecursionError):
+            body = None  # a file that is not YAML (a person put it there): named by its path
+        described = (
+            describe(body) if isinstance(body, dict) and isinstance(body.get("metadata"), dict) else path
+        )
+        return f"{path.split('/', maxsplit=1)[0]}: {described}"
 
     listed: list[tuple[str, str, str | bytes]] = [("+", p, files[p]) for p in changes.added]
     listed += [("~", p, files[p]) for p in changes.changed]
@@ -253,7 +263,12 @@ def render_into_repo(
     progress: Progress = NO_PROGRESS,
 ) -> RenderResult:
     subtree = cluster_subtree(request.cluster)
-    previous = {path: data.decode("utf-8") for path, data in read_tree(request.out / subtree).items()}
+    # The tree may hold anything a person or an earlier change put there: decoded leniently, since it
+    # is only compared and read for records, never written back.
+    previous = {
+        path: data.decode("utf-8", errors="replace")
+        for path, data in read_tree(request.out / subtree).items()
+    }
     result = render_cluster(
         request.sources,
         request.cluster,

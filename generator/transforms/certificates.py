@@ -57,8 +57,11 @@ def webhook_client_configs(obj: KubeObject) -> list[dict[str, object]]:
     """Every `clientConfig` of a webhook configuration or of a CRD's conversion webhook."""
     kind = kind_of(obj)
     if kind in WEBHOOK_CONFIGURATION_KINDS:
+        webhooks = obj.get("webhooks")
         return [
-            w["clientConfig"] for w in obj.get("webhooks") or [] if isinstance(w.get("clientConfig"), dict)
+            w["clientConfig"]
+            for w in (webhooks if isinstance(webhooks, list) else [])
+            if isinstance(w, dict) and isinstance(w.get("clientConfig"), dict)
         ]
     if kind == "CustomResourceDefinition":
         config = get_path(obj, "spec", "conversion", "webhook", "clientConfig")

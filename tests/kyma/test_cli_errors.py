@@ -172,7 +172,7 @@ def test_template_without_content(kyma_source: Path, rendered_repo: Path, run_cl
         (
             ("--maintenance-policy", "missing.json"),
             EXIT_INPUT,
-            "error: cannot read the maintenance policy\n  missing.json: cannot read: No such file or directory\n",
+            "error: cannot read the maintenance policy\n  missing.json: no such file or directory\n",
         ),
     ],
 )

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.sources import problem_at
+from btp_gitops.generator.core.validation import type_name
 from btp_gitops.generator.domains.cap.identity import binding_volume_name, service_name
 from btp_gitops.generator.domains.cap.model import (
     TENANT_JOB_TYPES,
@@ -356,6 +357,14 @@ class VersionRules:
         for workload in self.version.workloads:
             for path, env in _environments(workload):
                 for index, variable in enumerate(env):
+                    if not isinstance(variable, dict):
+                        problems.append(
+                            self.problem(
+                                workload.definition_path(*path, index),
+                                f"must be of type object, got {type_name(variable)}",
+                            )
+                        )
+                        continue
                     name = str(variable.get("name", ""))
                     if name in reserved:
                         problems.append(

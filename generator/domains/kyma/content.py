@@ -14,14 +14,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
-from btp_gitops.generator.core.errors import InvalidSpec, SourceSyntaxError
+from btp_gitops.generator.core.errors import InvalidSpec, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.core.layout import KUSTOMIZATION
 from btp_gitops.generator.core.objects import Manifest, describe, name_of
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
-from btp_gitops.generator.core.yamlio import load_trusted_document
+from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document
 from btp_gitops.generator.domains.charts import render_chart_deterministically
 from btp_gitops.generator.domains.kyma.model import (
     SYNC_NAMESPACE,
@@ -143,9 +145,19 @@ def render_module(module: ModuleRender, engine: ChartRenderer, read: ReadManifes
 
 def kept_app(app: str, previous: Mapping[str, str], where: str) -> AppRender:
     """An app exactly as the previous render wrote it (laid out again, the same bytes come out)."""
-    manifests = [
-        Manifest(load_trusted_document(text), f"{where}/{path}")
-        for path, text in sorted(previous.items())
-        if path.startswith(f"{app}/") and path != f"{app}/{KUSTOMIZATION}"
-    ]
+    manifests = []
+    budget = AliasBudget()  # the alias limit holds for the whole app
+    for path, text in sorted(previous.items()):
+        if path.startswith(f"{app}/") and path != f"{app}/{KUSTOMIZATION}":
+            try:
+                body = load_trusted_document(text, budget)
+            except (yaml.YAMLError, RecursionError):
+                body = None
+            if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
+                # The tree may hold a file a person put there: say which, instead of guessing.
+                raise InvalidSpec(
+                    f"cannot keep app {app} as it was rendered before",
+                    [Problem(f"{where}/{path}", "not a Kubernetes object: fix or remove the file")],
+                )
+            manifests.append(Manifest(body, f"{where}/{path}"))
     return AppRender(app, manifests)
