@@ -220,6 +220,7 @@ def chart_request(config: ModuleConfig) -> ChartRequest:
         values=config.values,
         values_files=config.values_files,
         requested_by=f"{_where(config.source)}: spec.chart.path",
+        source=config.source,
     )
 
 

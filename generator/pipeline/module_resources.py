@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
+from btp_gitops.generator.core.errors import ChartRenderFailed
 from btp_gitops.generator.core.kinds import install_rank
+from btp_gitops.generator.core.names import path_message
 from btp_gitops.generator.core.objects import KubeObject, Manifest, ObjectKey, kind_of, object_key
 from btp_gitops.generator.core.report import Note
 from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document
@@ -104,7 +106,11 @@ def build_module_resources(manifests: list[Manifest], previous: dict[str, bytes]
     kept = blank_deployment_images(kept)
     by_file: dict[str, list[Manifest]] = {}
     for manifest in kept:
-        by_file.setdefault(apply_file_name(manifest.origin), []).append(manifest)
+        name = apply_file_name(manifest.origin)
+        # The template's path comes from the chart (or a `# Source:` line of the helm CLI's output).
+        if (message := path_message(manifest.origin)) or (message := path_message(name)):
+            raise ChartRenderFailed(f"template {message}: it cannot name a file of module-resources")
+        by_file.setdefault(name, []).append(manifest)
     files = {name: _sourced_text(_install_order(group)) for name, group in by_file.items()}
     current_keys = {object_key(m.body) for m in kept}
     files[DELETE_FILE] = "".join(d.text() for d in removed_documents(previous, current_keys))
