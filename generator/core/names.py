@@ -20,7 +20,7 @@ from btp_gitops.generator.core.sources import SourceDocument, problem_at
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL = 63
 MAX_SUBDOMAIN = 253
-_SHOWN = 40  # characters of an offending value shown in a message
+_SHOWN = 64  # characters of an offending value shown in a message
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
