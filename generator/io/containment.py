@@ -64,12 +64,21 @@ class SourceRoots:
             raise PathNotAllowed("a symbolic link leaves the source roots", [problem])
 
     def check_tree(self, directory: Path) -> None:
-        """Every symbolic link under `directory` (hidden ones included: Helm reads those too)."""
-        for parent, dirs, files in os.walk(directory, followlinks=False):
+        """Every symbolic link under `directory` (hidden ones included: Helm reads those too),
+        following the links that stay inside the roots, as Helm would, each directory once."""
+        seen = {directory.resolve()}
+        for parent, dirs, files in os.walk(directory, followlinks=True):
             for name in sorted([*dirs, *files]):
                 entry = Path(parent) / name
                 if entry.is_symlink():
                     self.check_link(entry)
+            unseen = []
+            for name in dirs:
+                real = (Path(parent) / name).resolve()
+                if real not in seen:
+                    seen.add(real)
+                    unseen.append(name)
+            dirs[:] = unseen
 
     def outside(self, path: Path) -> str:
         """Why `path` may not be read: outside the roots, through a link when it goes through one."""

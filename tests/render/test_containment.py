@@ -313,6 +313,16 @@ def _btp_chart_with_link(source: Path, outside: Path) -> list[str | Path]:
     return [source]
 
 
+def _btp_chart_with_linked_dir(source: Path, outside: Path) -> list[str | Path]:
+    """A link inside the roots, to a directory that holds a link out of them: Helm follows both."""
+    _btp_source(source, path=".chart")
+    shutil.copytree(CHART, source / ".chart")
+    (source / ".inner").mkdir()
+    (source / ".inner" / "zz-canary.yaml").symlink_to(outside / "canary.yaml")
+    (source / ".chart" / "templates" / "inner").symlink_to(source / ".inner")
+    return [source]
+
+
 def _kyma(content: dict[str, Any], link: tuple[str, str] | None = None) -> Setup:
     def setup(source: Path, outside: Path) -> list[str | Path]:
         _kyma_source(source)
@@ -379,6 +389,11 @@ READS: dict[str, tuple[Setup, str, bool]] = {
     "chart-holding-a-link": (
         _btp_chart_with_link,
         "src/.chart/templates/zz-canary.yaml: a symbolic link",
+        False,
+    ),
+    "chart-holding-a-linked-dir": (
+        _btp_chart_with_linked_dir,
+        "src/.chart/templates/inner/zz-canary.yaml: a symbolic link",
         False,
     ),
     "values-dot-dot": (
