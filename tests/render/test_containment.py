@@ -497,3 +497,23 @@ def test_links_inside_the_roots_are_read(tmp_path: Path, run_cli: RunCli) -> Non
     (source / ".values.yaml").symlink_to(source / "values" / "v.yml.txt")
     result = run_cli("render", source, "--stdout", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_file_source_is_a_root_by_itself(tmp_path: Path, run_cli: RunCli) -> None:
+    """Given as a file, a source may not name the files beside it; given as its directory, it may."""
+    source = tmp_path / "src"
+    _btp_source(source, valuesFiles=["values.yml.txt"])
+    (source / "values.yml.txt").write_text("{}\n")
+    as_files = run_cli(
+        "render", source / "btpoperator.yaml", source / "btpoperatorconfig.yaml", "--stdout", cwd=tmp_path
+    )
+    assert as_files.returncode == EXIT_INPUT, as_files.stderr
+    assert "spec.chart.valuesFiles[0]: src/values.yml.txt: outside the source roots" in as_files.stderr
+    as_directory = run_cli("render", source, "--stdout", cwd=tmp_path)
+    assert as_directory.returncode == 0, as_directory.stderr
+
+
+def test_allow_path_must_exist(tmp_path: Path, run_cli: RunCli) -> None:
+    result = run_cli("render", EXAMPLES / "btp-operator", "--stdout", "--allow-path", tmp_path / "nowhere")
+    assert result.returncode == EXIT_USAGE
+    assert result.stderr == f"error: --allow-path {tmp_path / 'nowhere'}: no such file or directory\n"
