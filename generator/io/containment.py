@@ -34,6 +34,14 @@ def display_path(path: Path) -> str:
         return str(absolute)
 
 
+def _resolved(path: Path) -> Path | None:
+    """`path` with every link followed; None for a loop of links, which leads nowhere readable."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class SourceRoots:
     """Resolved directories (or single files) inside which reading is allowed."""
@@ -45,8 +53,8 @@ class SourceRoots:
         return cls(tuple(dict.fromkeys(Path(path).resolve() for group in groups for path in group)))
 
     def contains(self, path: Path) -> bool:
-        resolved = path.resolve()
-        return any(resolved.is_relative_to(root) for root in self.roots)
+        resolved = _resolved(path)
+        return resolved is not None and any(resolved.is_relative_to(root) for root in self.roots)
 
     def check_named(self, path: Path, problem: Problem) -> None:
         """A file a source names: refuse it, at `problem`'s location, when it resolves outside."""
@@ -59,7 +67,7 @@ class SourceRoots:
             target = os.readlink(link)
             problem = Problem(
                 file=display_path(link),
-                message=f"a symbolic link to {target} ({link.resolve()}), {OUTSIDE}",
+                message=f"a symbolic link to {target} ({_resolved(link) or 'a loop of links'}), {OUTSIDE}",
             )
             raise PathNotAllowed("a symbolic link leaves the source roots", [problem])
 
@@ -74,15 +82,18 @@ class SourceRoots:
                     self.check_link(entry)
             unseen = []
             for name in dirs:
-                real = (Path(parent) / name).resolve()
-                if real not in seen:
+                real = _resolved(Path(parent) / name)
+                if real is not None and real not in seen:
                     seen.add(real)
                     unseen.append(name)
             dirs[:] = unseen
 
     def outside(self, path: Path) -> str:
         """Why `path` may not be read: outside the roots, through a link when it goes through one."""
-        shown, resolved = display_path(path), display_path(path.resolve())
+        real = _resolved(path)
+        if real is None:
+            return f"a loop of symbolic links, {OUTSIDE}"
+        shown, resolved = display_path(path), display_path(real)
         return OUTSIDE if shown == resolved else f"leads to {resolved}, {OUTSIDE}"
 
 
@@ -94,10 +105,9 @@ class ContainedCharts:
         self.roots = roots
 
     def _problem(self, request: ChartRequest, field_path: str, path: Path) -> Problem:
-        message = f"{display_path(path)}: {self.roots.outside(path)}"
         if request.source is None:
-            return Problem(file=display_path(path), message=message)
-        return problem_at(request.source, field_path, message)
+            return Problem(file=display_path(path), message=self.roots.outside(path))
+        return problem_at(request.source, field_path, f"{display_path(path)}: {self.roots.outside(path)}")
 
     def render_chart(self, request: ChartRequest) -> RenderedChart:
         chart_field = f"{request.field}.path"

@@ -369,6 +369,18 @@ def _source_link(name: str, target: str) -> Setup:
     return setup
 
 
+def _btp_chart_loop(source: Path, _: Path) -> list[str | Path]:
+    _btp_source(source, path=".chart")
+    (source / ".chart").symlink_to(".chart")
+    return [source]
+
+
+def _source_link_loop(source: Path, _: Path) -> list[str | Path]:
+    shutil.copytree(EXAMPLES / "btp-operator", source)
+    (source / "loop.yaml").symlink_to("loop.yaml")
+    return [source]
+
+
 def _catalog_link(source: Path, outside: Path) -> list[str | Path]:
     _kyma_source(source)
     catalog = source.parent / "catalog"
@@ -443,6 +455,16 @@ READS: dict[str, tuple[Setup, str, bool]] = {
     ),
     "source-link-to-dir": (_source_link("evil", "manifests"), "src/evil: a symbolic link", False),
     "catalog-link-to-file": (_catalog_link, "catalog/evil.yaml: a symbolic link", False),
+    "source-link-loop": (
+        _source_link_loop,
+        "src/loop.yaml: a symbolic link to loop.yaml (a loop of links)",
+        False,
+    ),
+    "chart-link-loop": (
+        _btp_chart_loop,
+        "spec.chart.path: src/.chart: a loop of symbolic links, outside",
+        False,
+    ),
 }
 
 
