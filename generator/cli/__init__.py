@@ -83,6 +83,7 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
         chart_engine(args),
         load_schema_registry(args.schemas),
         kyma=kyma_options(args),
+        allow_paths=allow_paths(args),
     )
     if args.validate:
         where = Path(f"clusters/{args.cluster}")  # the files go to stdout: name them as in a repo
@@ -118,6 +119,13 @@ def kyma_options(args: argparse.Namespace) -> KymaOptions:
     return KymaOptions(tuple(Path(c) for c in args.catalog), policy, _render_time(args.at))
 
 
+def allow_paths(args: argparse.Namespace) -> tuple[Path, ...]:
+    for path in args.allow_path:
+        if not Path(path).exists():
+            raise UsageError(f"--allow-path {path}: no such file or directory")
+    return tuple(Path(path) for path in args.allow_path)
+
+
 def run_render(args: argparse.Namespace) -> int:
     if args.stdout:
         return run_render_to_stdout(args)
@@ -129,6 +137,7 @@ def run_render(args: argparse.Namespace) -> int:
         validate=validate_options(args) if args.validate else None,
         kyma=kyma_options(args),
         target=target_options(args),
+        allow_paths=allow_paths(args),
     )
     progress = progress_for(sys.stderr, os.environ)
     try:
@@ -187,6 +196,7 @@ def run_diff(args: argparse.Namespace) -> int:
         repo=Path(args.repo) if args.repo else None,
         kyma=kyma_options(args),
         target=target_options(args),
+        allow_paths=allow_paths(args),
     )
     result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
     sys.stdout.write(diff_report(result, args.output, args.max_length))
@@ -348,6 +358,15 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
         "--at",
         metavar="TIME",
         help="when maintenance windows are checked, e.g. 2025-10-11T21:30:00Z (default: now)",
+    )
+    parser.add_argument(
+        "--allow-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also let sources name files (charts, values files, raw manifests) under DIR; by default "
+        "only the SOURCE paths, --catalog directories and the charts shipped with btp-gitops. Whoever "
+        "writes the sources can then read anything under DIR into the output; repeatable",
     )
     parser.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
 

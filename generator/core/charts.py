@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from btp_gitops.generator.core.errors import ChartRenderFailed
 from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, split_documents
 
 
@@ -23,6 +24,8 @@ class ChartRequest:
     values: dict[str, Any] = field(default_factory=dict)
     values_files: tuple[Path, ...] = ()
     requested_by: str = ""  # "file: document n (Kind ns/name)", for error messages
+    source: SourceDocument | None = None  # the document that names the chart (None: a flag did)
+    field: str = "spec.chart"  # where in `source`: `<field>.path`, `<field>.valuesFiles[i]`
 
 
 @dataclass(frozen=True, slots=True)

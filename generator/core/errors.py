@@ -10,6 +10,7 @@
     |   +-- ManifestInvalid                     `validate`: an object does not match its kind's schema
     |   +-- UnconvertibleSchema                 a schema in schemas/ has no CRD equivalent
     |   +-- ClusterUnreachable                  post-render --from-cluster cannot read the cluster
+    |   +-- PathNotAllowed                      a source reaches a file outside the source roots
     +-- ChartError                      exit 4  a chart cannot be found or rendered
     |   +-- ChartNotFound
     |   +-- ChartRenderFailed
@@ -122,6 +123,11 @@ class UnconvertibleSchema(InputError):
 
 class ClusterUnreachable(InputError):
     """post-render --from-cluster could not ask the cluster (the kubeconfig is an input)."""
+
+
+class PathNotAllowed(InputError):
+    """A source names a file, or a source directory holds a symlink, outside the roots given on the
+    command line (sources, catalogs, `--allow-path`, the charts shipped with btp-gitops)."""
 
 
 class ChartError(BtpGitopsError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,12 @@ class SourceDocument:
     document: int  # 1-based index within the file
     body: KubeObject
     directory: Path  # the file's directory: relative paths inside the object resolve from here
+
+    def path_of(self, named: str) -> Path:
+        """A file this document names, relative to its directory (or absolute): joined and
+        normalised as text, links left unresolved. Whether it may be read is for the I/O layer to
+        decide (generator.io.containment), which also names the link when one leads out."""
+        return Path(os.path.normpath(self.directory / named))
 
     @property
     def api_version(self) -> str:

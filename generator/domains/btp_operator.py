@@ -94,8 +94,8 @@ class ModuleConfig:
         certificates = spec.get("certificates", {})
         return cls(
             source=source,
-            chart=(source.directory / chart["path"]).resolve() if chart.get("path") else bundled_chart,
-            values_files=tuple((source.directory / f).resolve() for f in chart.get("valuesFiles", [])),
+            chart=source.path_of(chart["path"]) if chart.get("path") else bundled_chart,
+            values_files=tuple(source.path_of(f) for f in chart.get("valuesFiles", [])),
             values=dict(chart.get("values", {})),
             settings=OperatorSettings(
                 cluster_id=spec["clusterId"],
@@ -220,6 +220,7 @@ def chart_request(config: ModuleConfig) -> ChartRequest:
         values=config.values,
         values_files=config.values_files,
         requested_by=f"{_where(config.source)}: spec.chart.path",
+        source=config.source,
     )
 
 

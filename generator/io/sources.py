@@ -6,40 +6,50 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from btp_gitops.generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from btp_gitops.generator.core.errors import PathNotAllowed, Problem, SourceSyntaxError, raise_if_problems
 from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
+from btp_gitops.generator.io.containment import SourceRoots, display_path
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
+
+__all__ = ["YAML_SUFFIXES", "display_path", "load_sources", "source_files"]
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
-def display_path(path: Path) -> str:
-    """The path as the user would type it: relative to the working directory when inside it."""
-    absolute = Path(os.path.abspath(path))
-    try:
-        return absolute.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return str(absolute)
+def _walk(directory: Path, roots: SourceRoots) -> list[Path]:
+    """The YAML files under `directory`, not descending into hidden or linked directories; a
+    symbolic link (to a file or a directory) whose target leaves the roots is refused."""
+    found = []
+    for parent, dirs, files in os.walk(directory, followlinks=False):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in [*dirs, *files]:
+            entry = Path(parent) / name
+            if not name.startswith(".") and entry.is_symlink():
+                roots.check_link(entry)
+        found += [
+            Path(parent) / name
+            for name in files
+            if not name.startswith(".")
+            and Path(name).suffix in YAML_SUFFIXES
+            and (Path(parent) / name).is_file()
+        ]
+    return sorted(found)
 
 
-def source_files(paths: Iterable[Path]) -> Iterator[Path]:
+def source_files(paths: Iterable[Path], roots: SourceRoots | None = None) -> Iterator[Path]:
     """Every YAML file named or found under the given paths, in a stable order.
 
-    Hidden files and directories (".git", ".btp-gitops") are skipped.
+    Hidden files and directories (".git", ".btp-gitops") are skipped. Symbolic links met in a
+    directory must stay inside `roots` (default: the given paths themselves).
     """
+    paths = list(paths)
+    allowed = roots if roots is not None else SourceRoots.of(paths)
     for path in paths:
         if path.is_dir():
-            found = [
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and p.suffix in YAML_SUFFIXES
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            ]
-            yield from sorted(found)
+            yield from _walk(path, allowed)
         else:
             yield path
 
@@ -85,10 +95,22 @@ def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocumen
         problems.append(error.problem)
 
 
-def load_sources(paths: Iterable[Path], progress: Progress = NO_PROGRESS) -> list[SourceDocument]:
-    """Parse every document under `paths`; raise SourceSyntaxError listing every unreadable one."""
+def load_sources(
+    paths: Iterable[Path], progress: Progress = NO_PROGRESS, roots: SourceRoots | None = None
+) -> list[SourceDocument]:
+    """Parse every document under `paths`; raise SourceSyntaxError listing every unreadable one.
+
+    With `roots`, the paths are ones a source named: each must resolve inside the roots
+    (PathNotAllowed otherwise); without, the paths are the roots (the command line named them).
+    """
+    paths = list(paths)
+    if roots is not None:
+        for path in paths:
+            if not roots.contains(path):
+                problem = Problem(file=display_path(path), message=roots.outside(path))
+                raise PathNotAllowed("a source names a file outside the source roots", [problem])
     problems: list[Problem] = []
-    files = list(source_files(paths))
+    files = list(source_files(paths, roots))
     documents = [
         doc
         for path in counted(files, progress, "reading sources", len(files))

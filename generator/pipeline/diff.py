@@ -35,6 +35,7 @@ class DiffRequest:
     kyma: KymaOptions
     repo: Path | None = None  # the GitOps repo for a ref (a folder of a work tree); None: cwd's work tree
     target: TargetOptions = DEFAULT_TARGET
+    allow_paths: tuple[Path, ...] = ()  # --allow-path: more roots sources may name files in
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,7 @@ def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaReg
         kyma=request.kyma,
         previous=previous,
         target=request.target,
+        allow_paths=request.allow_paths,
     )
     new = {**result.files, **result.records}
     diff = compare_trees(old, new, prefix=f"{cluster_subtree(request.cluster)}/")

@@ -18,8 +18,9 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
-from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
+from btp_gitops.generator.core.errors import ChartRenderFailed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import install_rank
+from btp_gitops.generator.core.names import path_message
 from btp_gitops.generator.core.objects import KubeObject, Manifest, ObjectKey, kind_of, object_key
 from btp_gitops.generator.core.report import Note
 from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document
@@ -120,7 +121,11 @@ def build_module_resources(manifests: list[Manifest], previous: dict[str, bytes]
     kept = blank_deployment_images(kept)
     by_file: dict[str, list[Manifest]] = {}
     for manifest in kept:
-        by_file.setdefault(apply_file_name(manifest.origin), []).append(manifest)
+        name = apply_file_name(manifest.origin)
+        # The template's path comes from the chart (or a `# Source:` line of the helm CLI's output).
+        if (message := path_message(manifest.origin)) or (message := path_message(name)):
+            raise ChartRenderFailed(f"template {message}: it cannot name a file of module-resources")
+        by_file.setdefault(name, []).append(manifest)
     files = {name: _sourced_text(_install_order(group)) for name, group in by_file.items()}
     current_keys = {object_key(m.body) for m in kept}
     files[DELETE_FILE] = "".join(d.text() for d in removed_documents(previous, current_keys))

@@ -19,6 +19,7 @@ from datetime import datetime
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
 from btp_gitops.generator.core.helm_stream import (
     FILENAME_ANNOTATION,
     SOURCE_PREFIX,
@@ -27,7 +28,8 @@ from btp_gitops.generator.core.helm_stream import (
     read_helm_stream,
     write_helm_stream,
 )
-from btp_gitops.generator.core.objects import Manifest, annotations_of
+from btp_gitops.generator.core.names import path_message
+from btp_gitops.generator.core.objects import Manifest, annotations_of, describe
 from btp_gitops.generator.core.report import Note
 from btp_gitops.generator.domains import btp_operator
 from btp_gitops.generator.transforms.certificates import (
@@ -124,6 +126,28 @@ def _generated_document(manifest: Manifest, helm4: bool) -> StreamDocument:
     return StreamDocument(manifest.body, position=0, line=0, comments=comments, generated=True)
 
 
+def filename_problems(stream: HelmStream, stream_name: str) -> list[Problem]:
+    """Helm 4 files each object under its filename annotation (`helm template --output-dir` writes
+    it there): one that is not a plain path inside the chart is refused, not passed on."""
+    problems = []
+    for document in stream.documents:
+        metadata = document.body.get("metadata")
+        annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+        if not isinstance(annotations, dict) or FILENAME_ANNOTATION not in annotations:
+            continue
+        if message := path_message(annotations[FILENAME_ANNOTATION]):
+            problems.append(
+                Problem(
+                    file=stream_name,
+                    document=document.position,
+                    object_ref=describe(document.body),
+                    field_path=f"metadata.annotations.{FILENAME_ANNOTATION}",
+                    message=message,
+                )
+            )
+    return problems
+
+
 def post_render(
     text: str,
     request: PostRenderRequest,
@@ -133,6 +157,8 @@ def post_render(
 ) -> PostRenderResult:
     """Transform one stream. `now` and `new_key` are used only by self-signed certificates."""
     stream = read_helm_stream(text, stream_name)
+    if problems := filename_problems(stream, stream_name):
+        raise SourceSyntaxError("the manifest stream is not valid post-renderer input", problems)
     helm4 = stream.annotated_by_helm4
     manifests = [document.as_manifest() for document in stream.documents]
     settings = btp_operator.StreamSettings(

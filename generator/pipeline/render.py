@@ -14,8 +14,16 @@ from typing import Any
 import yaml
 
 from btp_gitops.generator.core.charts import ChartRenderer
-from btp_gitops.generator.core.errors import InvalidSpec, Problem
+from btp_gitops.generator.core.errors import InvalidSpec, Problem, raise_if_problems
 from btp_gitops.generator.core.layout import app_files, staged_app_files
+from btp_gitops.generator.core.names import (
+    NameRule,
+    metadata_name_problems,
+    name_message,
+    object_name_message,
+    path_message,
+    require_cluster_name,
+)
 from btp_gitops.generator.core.objects import Manifest, describe, object_key
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note, report_dict
@@ -34,6 +42,7 @@ from btp_gitops.generator.domains.kyma_modules import (
     render_kyma_modules,
 )
 from btp_gitops.generator.io import bundled
+from btp_gitops.generator.io.containment import ContainedCharts, SourceRoots
 from btp_gitops.generator.io.git import SourceRevision, commit_subtree, source_revisions
 from btp_gitops.generator.io.repo import LocalFilesystem, TreeChanges, read_tree, write_subtree
 from btp_gitops.generator.io.sources import load_sources
@@ -62,6 +71,7 @@ class RenderRequest:
     validate: ValidateOptions | None = None  # validate the objects before writing them
     kyma: KymaOptions = KymaOptions()
     target: TargetOptions = DEFAULT_TARGET  # Argo CD or Flux layout, and the wiring
+    allow_paths: tuple[Path, ...] = ()  # --allow-path: more roots sources may name files in
 
 
 @dataclass(slots=True)
@@ -88,16 +98,62 @@ class RenderResult:
 
 
 def cluster_subtree(cluster: str) -> str:
-    return f"clusters/{cluster}"
+    return f"clusters/{require_cluster_name(cluster)}"
 
 
-def render_domains(sources: SourceSet, engine: ChartRenderer, kyma: KymaPlan) -> list[AppRender]:
-    """Every domain's apps. Each domain reads only its own kinds."""
+def source_roots(sources: tuple[Path, ...], kyma: KymaOptions, allow_paths: tuple[Path, ...]) -> SourceRoots:
+    """Where sources may name files: what the command line gave, and the charts that ship."""
+    bundled_chart = bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART)
+    return SourceRoots.of(sources, kyma.catalogs, allow_paths, [bundled_chart])
+
+
+def render_domains(
+    sources: SourceSet, engine: ChartRenderer, kyma: KymaPlan, roots: SourceRoots
+) -> list[AppRender]:
+    """Every domain's apps. Each domain reads only its own kinds, and files only inside `roots`."""
+    contained = ContainedCharts(engine, roots)
     return [
-        *render_btp_operator(sources, engine, bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART)),
-        *render_kyma_modules(kyma, engine, load_sources),
+        *render_btp_operator(sources, contained, bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART)),
+        *render_kyma_modules(kyma, contained, lambda paths: load_sources(paths, roots=roots)),
         *render_cap_applications(sources),
     ]
+
+
+def reject_unsafe_paths(apps: list[AppRender], files: dict[str, str]) -> None:
+    """The last check before anything is written or printed: every app directory is a DNS-1123
+    subdomain, every object's name one Kubernetes accepts (its file is named after it) and every
+    path a plain relative one. The sources' names were checked where they were read; this holds
+    whatever a domain or a chart made of them."""
+    problems = [
+        Problem(
+            file=app.manifests[0].origin if app.manifests else app.app,
+            message=f"app directory {message}",
+        )
+        for app in apps
+        if (message := name_message(app.app, NameRule.SUBDOMAIN)) is not None
+    ]
+    for app in apps:
+        for manifest in app.manifests:
+            metadata = manifest.body.get("metadata")
+            metadata = metadata if isinstance(metadata, dict) else {}
+            name, namespace = metadata.get("name"), metadata.get("namespace")
+            message = object_name_message(name)
+            if message is None and namespace not in (None, ""):
+                message = name_message(namespace, NameRule.LABEL)
+                field = "metadata.namespace"
+            else:
+                field = "metadata.name"
+            if message is not None:
+                problems.append(
+                    Problem(
+                        file=manifest.origin,
+                        object_ref=describe(manifest.body),
+                        field_path=field,
+                        message=message,
+                    )
+                )
+    problems += [Problem(file=path, message=message) for path in files if (message := path_message(path))]
+    raise_if_problems(InvalidSpec, "the rendered tree would have unsafe paths", problems)
 
 
 def reject_duplicate_objects(apps: list[AppRender]) -> None:
@@ -165,18 +221,23 @@ def render_cluster(
     previous: Mapping[str, str] | None = None,  # the cluster directory as the last render wrote it
     target: TargetOptions = DEFAULT_TARGET,
     progress: Progress = NO_PROGRESS,
+    allow_paths: tuple[Path, ...] = (),
 ) -> RenderResult:
     """Everything up to, not including, writing: pure apart from reading the sources and charts."""
+    where = cluster_subtree(cluster)
+    roots = source_roots(sources, kyma, allow_paths)
     documents = load_sources(sources, progress)
     catalog = load_sources(kyma.catalogs, progress)
     validate_sources([*documents, *catalog], schemas, progress)
+    problems = metadata_name_problems([*documents, *catalog])
+    raise_if_problems(InvalidSpec, "source names that cannot become paths", problems)
     source_set = SourceSet.of(documents)
-    where = f"clusters/{cluster}"
     kyma_plan = plan_kyma_modules(source_set, kyma_context(kyma, catalog, previous or {}, where))
     progress.update("rendering", 0)
-    apps = render_domains(source_set, engine, kyma_plan)
+    apps = render_domains(source_set, engine, kyma_plan, roots)
     reject_duplicate_objects(apps)
     files = {**lay_out_cluster(apps, target.target, progress), **cluster_wiring(cluster, apps, target)}
+    reject_unsafe_paths(apps, {**files, **kyma_plan.record_files})
     assert_no_credentials([m for app in apps for m in app.manifests], files)
     return RenderResult(
         cluster=cluster,
@@ -278,6 +339,7 @@ def render_into_repo(
         previous=previous,
         target=request.target,
         progress=progress,
+        allow_paths=request.allow_paths,
     )
     if request.validate is not None:
         progress.update("validating output", 0)

@@ -16,6 +16,9 @@ from tests.conftest import CLI, EXAMPLES, ROOT, RunCli
 
 EXAMPLE = EXAMPLES / "kyma-modules"
 CATALOG = EXAMPLE / "catalog"
+# The catalog's templates name their content in ../.modules, outside the catalog: a render with
+# --catalog CATALOG alone may not read it.
+MODULE_CONTENT = EXAMPLE / ".modules"
 POLICY = EXAMPLE / "maintenance-policy.json"
 BETA_KYMA = Path(__file__).parent / "data" / "kyma-beta.yaml"
 

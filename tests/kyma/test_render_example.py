@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, RunCli, read_tree, tree_as_yaml
-from tests.kyma.conftest import BETA_KYMA, CATALOG, EXAMPLE, modules_of, run
+from tests.kyma.conftest import BETA_KYMA, CATALOG, EXAMPLE, MODULE_CONTENT, modules_of, run
 
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Namespace"}
 
@@ -37,6 +37,8 @@ def render_both(run_cli: RunCli, repo: Path, *extra: str) -> list[str]:
         BETA_KYMA,
         "--catalog",
         CATALOG,
+        "--allow-path",
+        MODULE_CONTENT,
         "--out",
         repo,
         "--cluster",
@@ -133,7 +135,17 @@ def test_the_report_is_a_table(rendered: tuple[Path, list[str]]) -> None:
 
 def test_the_json_report_has_the_status_shape(tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli(
-        "render", BETA_KYMA, "--catalog", CATALOG, "--out", tmp_path, "--output", "json", cwd=ROOT
+        "render",
+        BETA_KYMA,
+        "--catalog",
+        CATALOG,
+        "--allow-path",
+        MODULE_CONTENT,
+        "--out",
+        tmp_path,
+        "--output",
+        "json",
+        cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

@@ -16,14 +16,24 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, RunCli
-from tests.kyma.conftest import BETA_KYMA, CATALOG
+from tests.kyma.conftest import BETA_KYMA, CATALOG, MODULE_CONTENT
 from tests.support.kubeapi import KubeAPI
 
 
 @pytest.fixture
 def beta_repo(tmp_path: Path, run_cli: RunCli) -> Path:
     result = run_cli(
-        "render", BETA_KYMA, "--catalog", CATALOG, "--out", tmp_path, "--cluster", "beta", cwd=ROOT
+        "render",
+        BETA_KYMA,
+        "--catalog",
+        CATALOG,
+        "--allow-path",
+        MODULE_CONTENT,
+        "--out",
+        tmp_path,
+        "--cluster",
+        "beta",
+        cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr
     return tmp_path / "clusters" / "beta"

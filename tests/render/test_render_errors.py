@@ -125,7 +125,7 @@ def test_chart_template_that_fails_to_render(
     (chart / "templates" / "zz_broken.yaml").write_text("{{ .Values.nope.deeper }}\n")
     make_source(chart_dir=chart)
     before = read_tree(rendered_repo)
-    result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
+    result = run_cli("render", "source", "--allow-path", chart, "--out", rendered_repo, cwd=tmp_path)
     _assert_failure(
         result,
         EXIT_CHART,

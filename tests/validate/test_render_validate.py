@@ -35,12 +35,15 @@ spec:
 
 
 def _source(tmp_path: Path, name: str, chart: Path) -> Path:
-    """The bundled example source, rendering `chart`."""
+    """The bundled example source, rendering `chart` (a copy inside the source, where a source may
+    name it, unless it is the chart shipped with btp-gitops)."""
     source = tmp_path / name
     shutil.copytree(EXAMPLES / "btp-operator", source)
+    if chart != CHART:
+        shutil.copytree(chart, source / ".chart")
     config_path = source / "btpoperatorconfig.yaml"
     config = yaml.safe_load(config_path.read_text())
-    config["spec"].setdefault("chart", {})["path"] = str(chart)
+    config["spec"].setdefault("chart", {})["path"] = str(chart) if chart == CHART else ".chart"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return source
 

@@ -11,9 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.names import source_name_problem
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 from btp_gitops.generator.domains.kyma.model import (
     CATALOG_KINDS,
+    MODULE_NAME_LABEL,
     MODULE_RELEASE_META,
     MODULE_TEMPLATE,
     ReleaseMeta,
@@ -58,9 +60,18 @@ def foreign_documents(documents: Iterable[SourceDocument]) -> list[Problem]:
 
 def _template_problems(template: Template) -> list[Problem]:
     spec = template.source.body.get("spec") or {}
+    problems: list[Problem | None] = []
     if "rawManifest" in spec and "chart" in spec:
-        return [problem_at(template.source, "spec.chart", "rawManifest and chart are mutually exclusive")]
-    return []
+        problems.append(
+            problem_at(template.source, "spec.chart", "rawManifest and chart are mutually exclusive")
+        )
+    # A module's name becomes its app directory (kyma-<module>), however the module is found.
+    if template.module_label is not None:
+        label_field = f"metadata.labels.{MODULE_NAME_LABEL}"
+        problems.append(source_name_problem(template.source, label_field, template.module_label))
+    if template.module_name:
+        problems.append(source_name_problem(template.source, "spec.moduleName", template.module_name))
+    return [problem for problem in problems if problem is not None]
 
 
 def _release_meta_problems(meta: ReleaseMeta) -> list[Problem]:

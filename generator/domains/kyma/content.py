@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
-from btp_gitops.generator.core.errors import InvalidSpec, Problem, SourceSyntaxError
+from btp_gitops.generator.core.errors import InvalidSpec, PathNotAllowed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.core.layout import KUSTOMIZATION
 from btp_gitops.generator.core.objects import Manifest, describe, name_of
@@ -74,8 +74,8 @@ def _raw_manifests(
 ) -> list[Manifest]:
     try:
         documents = read([content.path])
-    except SourceSyntaxError as error:
-        raise SourceSyntaxError(
+    except (SourceSyntaxError, PathNotAllowed) as error:
+        raise type(error)(
             f"cannot read the resources of module {module} ({_where(template, 'spec.rawManifest.path')})",
             error.problems,
         ) from error
@@ -97,6 +97,7 @@ def _chart_manifests(
         values=content.values,
         values_files=content.values_files,
         requested_by=_where(template, "spec.chart.path"),
+        source=template.source,
     )
     _, manifests, notes = render_chart_deterministically(engine, request)
     manifests, excluded = drop_hook_phases(manifests, UNINSTALL_ONLY_HOOKS)

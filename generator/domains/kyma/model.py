@@ -149,13 +149,13 @@ Content = RawManifest | ChartContent
 
 def _content(source: SourceDocument, spec: Mapping[str, Any]) -> Content | None:
     if "rawManifest" in spec:
-        return RawManifest((source.directory / spec["rawManifest"]["path"]).resolve())
+        return RawManifest(source.path_of(spec["rawManifest"]["path"]))
     if "chart" in spec:
         chart = spec["chart"]
         return ChartContent(
-            path=(source.directory / chart["path"]).resolve(),
+            path=source.path_of(chart["path"]),
             release_name=chart.get("releaseName"),
-            values_files=tuple((source.directory / f).resolve() for f in chart.get("valuesFiles", [])),
+            values_files=tuple(source.path_of(f) for f in chart.get("valuesFiles", [])),
             values=dict(chart.get("values", {})),
         )
     return None

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from btp_gitops.generator.core.errors import InputError, Problem
+from btp_gitops.generator.core.names import NameRule, name_message
 from btp_gitops.generator.domains.kyma.status import KymaReport, ModuleState, ModuleStatus, TemplateRef
 
 RECORD_FILE = ".kyma-modules.json"
@@ -66,12 +67,21 @@ def read_record(previous: Mapping[str, str], where: str) -> Record:
     try:
         data = json.loads(text)
         modules = [_status(entry) for entry in data["modules"]]
-        return Record(str(data["kyma"]), {m.name: m for m in modules})
+        record = Record(str(data["kyma"]), {m.name: m for m in modules})
     except (ValueError, KeyError, TypeError) as error:
         raise InputError(
             "cannot read the record of the previous render",
             [Problem(f"{where}/{RECORD_FILE}", f"not a record btp-gitops wrote ({error!r}); restore it")],
         ) from error
+    # A kept module's app directory comes from here: the record names no path a render would not.
+    problems = [
+        Problem(f"{where}/{RECORD_FILE}", message, field_path=f"modules[{index}].app")
+        for index, module in enumerate(modules)
+        if module.app and (message := name_message(module.app, NameRule.SUBDOMAIN)) is not None
+    ]
+    if problems:
+        raise InputError("cannot read the record of the previous render", problems)
+    return record
 
 
 def record_text(report: KymaReport) -> str:
