@@ -213,7 +213,7 @@ _held: dict[tuple[int, int], int] = {}
 def directory_lock(directory: Path, timeout: float) -> Iterator[None]:
     """Hold an exclusive `flock` on `directory`, waiting up to `timeout` seconds for another run."""
     try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as error:
         raise OutputNotWritable(
             f"cannot lock output directory {directory}: {error.strerror or error}"
