@@ -528,3 +528,43 @@ def test_a_render_waits_for_the_lock_then_fails_clearly(world: Path, run_cli: Ru
     bad = run_cli("render", BTP, "--out", "repo", "--lock-timeout", "soon", cwd=world)
     assert bad.returncode == 2
     assert "--lock-timeout: not a number of seconds: 'soon'" in bad.stderr
+
+
+def test_commit_stages_only_the_cluster_directory(tmp_path: Path, run_cli: RunCli) -> None:
+    repo = tmp_path / "gitops"
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, **env},
+        )
+        return done.stdout
+
+    repo.mkdir()
+    git("init", "-q", "-b", "main")
+    (repo / "README.md").write_text("v1\n")
+    (repo / "clusters" / "other").mkdir(parents=True)
+    (repo / "clusters" / "other" / "keep.yaml").write_text("kind: ConfigMap\n")
+    git("add", "-A")
+    git("commit", "-qm", "init")
+    (repo / "README.md").write_text("v2, staged by the user\n")
+    git("add", "README.md")
+    (repo / "clusters" / "other" / "keep.yaml").write_text("kind: Secret\n")  # unstaged, elsewhere
+    result = run_cli("render", BTP, "--out", repo, "--cluster", CLUSTER, "--commit", cwd=ROOT)
+    assert result.returncode == EXIT_OK, result.stderr
+    committed = git("show", "--name-only", "--format=", "HEAD").split()
+    assert committed and all(path.startswith(f"clusters/{CLUSTER}/") for path in committed)
+    assert f"clusters/{CLUSTER}/{MANIFEST}" in committed
+    assert sorted(git("status", "--porcelain").splitlines()) == [
+        "M  README.md",
+        " M clusters/other/keep.yaml",
+    ]
