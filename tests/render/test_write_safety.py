@@ -565,6 +565,6 @@ def test_commit_stages_only_the_cluster_directory(tmp_path: Path, run_cli: RunCl
     assert committed and all(path.startswith(f"clusters/{CLUSTER}/") for path in committed)
     assert f"clusters/{CLUSTER}/{MANIFEST}" in committed
     assert sorted(git("status", "--porcelain").splitlines()) == [
-        "M  README.md",
         " M clusters/other/keep.yaml",
+        "M  README.md",
     ]
