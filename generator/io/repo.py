@@ -210,8 +210,9 @@ _held: dict[tuple[int, int], int] = {}
 
 
 @contextmanager
-def directory_lock(directory: Path, timeout: float) -> Iterator[None]:
-    """Hold an exclusive `flock` on `directory`, waiting up to `timeout` seconds for another run."""
+def directory_lock(directory: Path, timeout: float, *, shared: bool = False) -> Iterator[None]:
+    """Hold an exclusive `flock` on `directory` (shared: for a reader, e.g. `diff`), waiting up to
+    `timeout` seconds for another run."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as error:
@@ -232,7 +233,7 @@ def directory_lock(directory: Path, timeout: float) -> Iterator[None]:
         pause = 0.01
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:

@@ -20,7 +20,7 @@ from btp_gitops.generator.core.ownership import MANIFEST_FILE
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.core.wiring import DEFAULT_TARGET, TargetOptions
 from btp_gitops.generator.io.git import read_tree_at
-from btp_gitops.generator.io.repo import check_no_links, read_tree
+from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT, check_no_links, directory_lock, read_tree
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
 
 _SHORT_COMMIT = 12
@@ -53,7 +53,13 @@ def tree_to_compare(request: DiffRequest) -> tuple[str, dict[str, bytes]]:
     directory = Path(request.against)
     if directory.is_dir():
         check_no_links(directory, subtree)
-        label, files = f"directory {request.against}", read_tree(directory / subtree)
+        label = f"directory {request.against}"
+        clusters = (directory / subtree).parent
+        if clusters.is_dir():  # a render writing there now: read its old tree or its new one
+            with directory_lock(clusters, DEFAULT_LOCK_TIMEOUT, shared=True):
+                files = read_tree(directory / subtree)
+        else:
+            files = {}
     else:
         found = read_tree_at(request.repo, request.against, subtree)
         label, files = f"{request.against} ({found.commit[:_SHORT_COMMIT]})", found.files

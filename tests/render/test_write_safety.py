@@ -568,3 +568,25 @@ def test_commit_stages_only_the_cluster_directory(tmp_path: Path, run_cli: RunCl
         " M clusters/other/keep.yaml",
         "M  README.md",
     ]
+
+
+def test_diff_reads_a_directory_only_between_two_renders(world: Path) -> None:
+    """diff --against DIR takes the lock shared: never a tree a render is swapping."""
+    fd = os.open(world / "repo" / "clusters", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as a render holds it
+        started = time.monotonic()
+        diff = subprocess.Popen(
+            [str(CLI), "diff", BTP, CAP, "--against", "repo", "--cluster", CLUSTER, "--exit-code"],
+            cwd=world,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.0)
+        assert diff.poll() is None, "diff read the tree while a render held the lock"
+    finally:
+        os.close(fd)
+    stdout, stderr = diff.communicate(timeout=120)
+    assert diff.returncode == EXIT_OK, stdout + stderr
+    assert time.monotonic() - started >= 1.0
