@@ -43,6 +43,7 @@ from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version
 from btp_gitops.generator.io.progress import progress_for
+from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.io.sources import display_path
 from btp_gitops.generator.pipeline.crds import check_crds, write_crds
@@ -95,6 +96,16 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"give 0 to 86400 seconds, not {text}")
+    return value
+
+
 def _render_time(text: str | None) -> datetime | None:
     if text is None:
         return None
@@ -138,6 +149,8 @@ def run_render(args: argparse.Namespace) -> int:
         kyma=kyma_options(args),
         target=target_options(args),
         allow_paths=allow_paths(args),
+        allow_empty=args.allow_empty,
+        lock_timeout=args.lock_timeout,
     )
     progress = progress_for(sys.stderr, os.environ)
     try:
@@ -464,6 +477,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the objects to stdout as one YAML stream instead (for an Argo CD plugin)",
     )
     render.add_argument("--commit", action="store_true", help="commit the result when the tree changed")
+    render.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="allow a render that removes every app of a populated cluster directory, or apps holding "
+        "more than half of its objects (refused by default: an empty source directory or a glob that "
+        "matched nothing would make Argo CD or Flux prune everything)",
+    )
+    render.add_argument(
+        "--lock-timeout",
+        type=_seconds,
+        default=DEFAULT_LOCK_TIMEOUT,
+        metavar="SECONDS",
+        help="wait this long for another render writing the same --out, then fail with exit 5 "
+        f"(default: {DEFAULT_LOCK_TIMEOUT:g})",
+    )
     _add_source_options(render)
     _add_target_options(render)
     render.add_argument(

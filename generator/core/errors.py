@@ -11,6 +11,7 @@
     |   +-- UnconvertibleSchema                 a schema in schemas/ has no CRD equivalent
     |   +-- ClusterUnreachable                  post-render --from-cluster cannot read the cluster
     |   +-- PathNotAllowed                      a source reaches a file outside the source roots
+    |   +-- RenderWouldEmpty                    a render would remove most of a populated cluster
     +-- ChartError                      exit 4  a chart cannot be found or rendered
     |   +-- ChartNotFound
     |   +-- ChartRenderFailed
@@ -19,6 +20,8 @@
         +-- OutputNotWritable
         +-- GitError
         +-- CredentialInOutput                  a credential or private key would reach Git
+        +-- UnsafeOutput                        a symlink in the output, or files btp-gitops did not write
+        +-- OutputLocked                        another run holds the output's lock past --lock-timeout
 
 Exit code 1 is reserved for "changes found" (`diff --exit-code`), 70 for a bug in btp-gitops.
 Every input error carries `Problem`s: file, document index, object and field path, so that one
@@ -130,6 +133,10 @@ class PathNotAllowed(InputError):
     command line (sources, catalogs, `--allow-path`, the charts shipped with btp-gitops)."""
 
 
+class RenderWouldEmpty(InputError):
+    """The sources would remove every app, or most objects, of a populated cluster directory."""
+
+
 class ChartError(BtpGitopsError):
     exit_code = EXIT_CHART
 
@@ -160,6 +167,15 @@ class GitError(OutputError):
 
 class CredentialInOutput(OutputError):
     """Rendering would write a credential into Git: a chart or configuration must be fixed."""
+
+
+class UnsafeOutput(OutputError):
+    """The output holds something btp-gitops must not follow or delete: a symbolic link where it
+    writes, or files it did not write in a directory it would replace."""
+
+
+class OutputLocked(OutputError):
+    """Another btp-gitops run kept the output directory locked past the timeout."""
 
 
 def raise_if_problems(error_type: type[InputError], message: str, problems: list[Problem]) -> None:

@@ -106,6 +106,8 @@ def commit_subtree(root: Path, subtree: str, build_message: Callable[[TreeChange
     """
     try:
         with open_or_init(root) as repo:
+            # The path is a path, never a pathspec pattern (`:(glob)`, `*`): only it is staged.
+            repo.git.update_environment(GIT_LITERAL_PATHSPECS="1")
             top = Path(repo.working_tree_dir or root)
             pathspec = os.path.relpath((root / subtree).resolve(), top.resolve())
             repo.git.add("--all", "--", pathspec)

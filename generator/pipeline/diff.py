@@ -17,10 +17,11 @@ from pathlib import Path
 from btp_gitops.generator.core.charts import ChartRenderer
 from btp_gitops.generator.core.diff import ClusterDiff, compare_trees
 from btp_gitops.generator.core.diff_report import DiffTitle, json_report, markdown_report, text_report
+from btp_gitops.generator.core.ownership import MANIFEST_FILE
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.core.wiring import DEFAULT_TARGET, TargetOptions
 from btp_gitops.generator.io.git import read_tree_at
-from btp_gitops.generator.io.repo import read_tree
+from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT, check_no_links, directory_lock, read_tree
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
 from btp_gitops.generator.transforms.guards import assert_no_private_key_in_text
 
@@ -46,13 +47,26 @@ class DiffResult:
 
 
 def tree_to_compare(request: DiffRequest) -> tuple[str, dict[str, bytes]]:
-    """(how to name it in the report, its files relative to `clusters/<cluster>/`)."""
+    """(how to name it in the report, its files relative to `clusters/<cluster>/`).
+
+    The writer's ownership manifest is left out: it is no object, and the render in memory does
+    not produce it. Links are not followed (a link's target could be any file of the machine).
+    """
     subtree = cluster_subtree(request.cluster)
     directory = Path(request.against)
     if directory.is_dir():
-        return f"directory {request.against}", read_tree(directory / subtree)
-    found = read_tree_at(request.repo, request.against, subtree)
-    return f"{request.against} ({found.commit[:_SHORT_COMMIT]})", found.files
+        check_no_links(directory, subtree)
+        label = f"directory {request.against}"
+        clusters = (directory / subtree).parent
+        if clusters.is_dir():  # a render writing there now: read its old tree or its new one
+            with directory_lock(clusters, DEFAULT_LOCK_TIMEOUT, shared=True):
+                files = read_tree(directory / subtree)
+        else:
+            files = {}
+    else:
+        found = read_tree_at(request.repo, request.against, subtree)
+        label, files = f"{request.against} ({found.commit[:_SHORT_COMMIT]})", found.files
+    return label, {path: data for path, data in files.items() if path != MANIFEST_FILE}
 
 
 def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaRegistry) -> DiffResult:

@@ -14,7 +14,13 @@ from typing import Any
 import yaml
 
 from btp_gitops.generator.core.charts import ChartRenderer
-from btp_gitops.generator.core.errors import InvalidSpec, Problem, raise_if_problems
+from btp_gitops.generator.core.errors import (
+    InvalidSpec,
+    Problem,
+    RenderWouldEmpty,
+    UnsafeOutput,
+    raise_if_problems,
+)
 from btp_gitops.generator.core.layout import app_files, staged_app_files
 from btp_gitops.generator.core.names import (
     NameRule,
@@ -25,6 +31,7 @@ from btp_gitops.generator.core.names import (
     require_cluster_name,
 )
 from btp_gitops.generator.core.objects import Manifest, describe, object_key
+from btp_gitops.generator.core.ownership import MANIFEST_FILE, manifest_text, owned_files, removal_refusal
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note, report_dict
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
@@ -33,6 +40,7 @@ from btp_gitops.generator.core.wiring import ARGOCD, DEFAULT_TARGET, FLUX, Targe
 from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.btp_operator import render_btp_operator
 from btp_gitops.generator.domains.cap import render_cap_applications
+from btp_gitops.generator.domains.kyma.record import RECORD_FILE
 from btp_gitops.generator.domains.kyma.status import KymaReport
 from btp_gitops.generator.domains.kyma_modules import (
     KymaContext,
@@ -44,7 +52,17 @@ from btp_gitops.generator.domains.kyma_modules import (
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.containment import ContainedCharts, SourceRoots
 from btp_gitops.generator.io.git import SourceRevision, commit_subtree, source_revisions
-from btp_gitops.generator.io.repo import LocalFilesystem, TreeChanges, read_tree, write_subtree
+from btp_gitops.generator.io.repo import (
+    DEFAULT_LOCK_TIMEOUT,
+    LocalFilesystem,
+    ScannedTree,
+    TreeChanges,
+    directory_lock,
+    prepared_parent,
+    recover_leftovers,
+    scan_tree,
+    write_subtree,
+)
 from btp_gitops.generator.io.sources import load_sources
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
 from btp_gitops.generator.pipeline.wiring import cluster_wiring
@@ -72,6 +90,8 @@ class RenderRequest:
     kyma: KymaOptions = KymaOptions()
     target: TargetOptions = DEFAULT_TARGET  # Argo CD or Flux layout, and the wiring
     allow_paths: tuple[Path, ...] = ()  # --allow-path: more roots sources may name files in
+    allow_empty: bool = False  # may remove every app, or most objects, of a populated cluster
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another run writing --out
 
 
 @dataclass(slots=True)
@@ -316,6 +336,53 @@ def validate_render(root: Path, files: dict[str, str], options: ValidateOptions)
     ]
 
 
+def owned_previous(where: Path, tree: ScannedTree) -> dict[str, str]:
+    """The files of the cluster directory btp-gitops wrote; refuse if it holds anything else.
+
+    A render replaces the directory as a whole: a file someone added there would be deleted, so
+    the render stops and names it instead (see core.ownership for how files are recognised).
+    """
+    owned = owned_files(tree.files, {RECORD_FILE})
+    foreign = [
+        *(
+            Problem(str(where / path), f"not written by btp-gitops (not in {MANIFEST_FILE})")
+            for path in sorted(set(tree.files) - owned)
+        ),
+        *(Problem(str(where / path), "a symbolic link or special file") for path in tree.others),
+    ]
+    if foreign:
+        raise UnsafeOutput(
+            f"{where} holds {len(foreign)} file(s) btp-gitops did not write; a render replaces the whole "
+            "directory and never deletes what is not its own: move them out of it and render again",
+            foreign,
+        )
+    return {
+        path: data.decode("utf-8", errors="replace")
+        for path, data in tree.files.items()
+        if path in owned and path != MANIFEST_FILE
+    }
+
+
+def refuse_emptying(where: Path, previous: Mapping[str, str], written: Mapping[str, str]) -> None:
+    removal = removal_refusal(previous, written)
+    if removal is not None:
+        raise RenderWouldEmpty(
+            f"refusing to render over {where}: {removal.describe()}. If that is meant (not an empty "
+            "source directory or a glob that matched nothing), pass --allow-empty"
+        )
+
+
+def without_manifest(changes: TreeChanges) -> TreeChanges:
+    """The changes a user reads about (summary, JSON, commit message): the ownership manifest is
+    bookkeeping that changes with the file list, not a rendered file."""
+
+    def kept(paths: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(path for path in paths if path != MANIFEST_FILE)
+
+    previous = {path: data for path, data in changes.previous.items() if path != MANIFEST_FILE}
+    return TreeChanges(kept(changes.added), kept(changes.changed), kept(changes.removed), previous)
+
+
 def render_into_repo(
     request: RenderRequest,
     engine: ChartRenderer,
@@ -323,36 +390,43 @@ def render_into_repo(
     fs: LocalFilesystem | None = None,
     progress: Progress = NO_PROGRESS,
 ) -> RenderResult:
+    """Render and write `clusters/<cluster>/`, holding the output's lock from reading the previous
+    tree to committing, so that two renders into one repository run one after the other."""
     subtree = cluster_subtree(request.cluster)
-    # The tree may hold anything a person or an earlier change put there: decoded leniently, since it
-    # is only compared and read for records, never written back.
-    previous = {
-        path: data.decode("utf-8", errors="replace")
-        for path, data in read_tree(request.out / subtree).items()
-    }
-    result = render_cluster(
-        request.sources,
-        request.cluster,
-        engine,
-        schemas,
-        kyma=request.kyma,
-        previous=previous,
-        target=request.target,
-        progress=progress,
-        allow_paths=request.allow_paths,
-    )
-    if request.validate is not None:
-        progress.update("validating output", 0)
-        result.notes += validate_render(request.out / subtree, result.files, request.validate)
-    written = {**result.files, **result.records}
-    progress.update("writing the repo", 0)
-    result.changes = write_subtree(request.out, subtree, written, fs)
-    if request.commit:
-        progress.update("committing", 0)
-        revisions = source_revisions(list(request.sources))
-        result.commit = commit_subtree(
-            request.out,
-            subtree,
-            lambda staged: commit_message(request.cluster, staged, written, revisions),
+    where = request.out / subtree
+    with (
+        prepared_parent(request.out, subtree, fs) as clusters,
+        directory_lock(clusters, request.lock_timeout),
+    ):
+        recover_leftovers(clusters, request.cluster, fs)
+        previous = owned_previous(where, scan_tree(where))
+        result = render_cluster(
+            request.sources,
+            request.cluster,
+            engine,
+            schemas,
+            kyma=request.kyma,
+            previous=previous,
+            target=request.target,
+            progress=progress,
+            allow_paths=request.allow_paths,
         )
+        if request.validate is not None:
+            progress.update("validating output", 0)
+            result.notes += validate_render(where, result.files, request.validate)
+        written = {**result.files, **result.records}
+        if not request.allow_empty:
+            refuse_emptying(where, previous, written)
+        written[MANIFEST_FILE] = manifest_text(written)
+        progress.update("writing the repo", 0)
+        changes = write_subtree(request.out, subtree, written, fs, lock_timeout=request.lock_timeout)
+        result.changes = without_manifest(changes)
+        if request.commit:
+            progress.update("committing", 0)
+            revisions = source_revisions(list(request.sources))
+            result.commit = commit_subtree(
+                request.out,
+                subtree,
+                lambda staged: commit_message(request.cluster, without_manifest(staged), written, revisions),
+            )
     return result

@@ -119,7 +119,9 @@ def test_no_binding_secret_value_reaches_the_rendered_repo(tmp_path: Path, rende
             assert form not in text, f"a credential reached the repo: {form}"
     # The Secrets are named, never read: each is referenced by name only.
     kinds = [
-        yaml.safe_load(data)["kind"] for path, data in tree.items() if not path.endswith("kustomization.yaml")
+        yaml.safe_load(data)["kind"]
+        for path, data in tree.items()
+        if path.endswith(".yaml") and not path.endswith("kustomization.yaml")
     ]
     assert "Secret" not in kinds
     for name in BINDING_SECRETS:

@@ -35,6 +35,7 @@ def test_multi_tenant_application_matches_snapshot(
 ) -> None:
     tree = render_repo(CAP_APP, tmp_path / "repo")
     assert sorted({path.split("/")[2] for path in tree}) == [
+        ".btp-gitops-files",
         "cap-clusterdomain.shops-external",
         "cap-domain.bookshop.bookshop",
         "cap-tenant.bookshop.acme",

@@ -59,6 +59,9 @@ def test_one_new_tenant_changes_only_its_own_files(shop_source: Path, tmp_path: 
         # Thousands of files: the first commit's message lists some and counts the rest.
         assert "\n... and " in str(repo.commit(first.commit).message)
     assert changes, "the new tenant rendered nothing"
+    # The ownership manifest gains the new files; nothing else outside the tenant's directory moves.
+    assert ("M", f"clusters/{CLUSTER}/.btp-gitops-files") in changes
+    changes.remove(("M", f"clusters/{CLUSTER}/.btp-gitops-files"))
     assert {change_type for change_type, _ in changes} == {"A"}
     assert all(path.startswith(own) for _, path in changes), [p for _, p in changes if not p.startswith(own)]
     assert len(changes) == 7  # CAPTenant, DNS entry, three upgrade Jobs, VirtualService, kustomization.yaml

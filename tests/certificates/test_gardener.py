@@ -153,7 +153,9 @@ def test_render_with_gardener_matches_snapshot(
     assert result.returncode == 0, result.stderr
     tree = read_tree(tmp_path / "repo")
     objects = {
-        path: yaml.safe_load(data) for path, data in tree.items() if not path.endswith("kustomization.yaml")
+        path: yaml.safe_load(data)
+        for path, data in tree.items()
+        if path.endswith(".yaml") and not path.endswith("kustomization.yaml")
     }
     assert not [p for p, o in objects.items() if o["apiVersion"].startswith("cert-manager.io")]
     assert not [p for p, o in objects.items() if o["kind"] == "Secret"]

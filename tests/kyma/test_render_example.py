@@ -61,6 +61,7 @@ def test_two_kymas_render_as_snapshotted(rendered: tuple[Path, list[str]], yaml_
     repo, _ = rendered
     tree = read_tree(repo)
     assert sorted({path.split("/")[2] for path in tree}) == [
+        ".btp-gitops-files",
         ".kyma-modules.json",
         "kyma-auditlog",
         "kyma-greeter",

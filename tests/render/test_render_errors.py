@@ -179,8 +179,19 @@ class FailingFilesystem(LocalFilesystem):
         super().write_bytes(path, data)
 
 
-class FailingSwap(LocalFilesystem):
-    """Fails the rename that moves the new tree into place, after the old one was moved aside."""
+class FailingExchange(LocalFilesystem):
+    """Fails the atomic exchange of the new tree with the old one."""
+
+    def exchange(self, source: Path, target: Path) -> bool:
+        raise OSError(5, "Input/output error")
+
+
+class FailingFallbackSwap(LocalFilesystem):
+    """A filesystem without RENAME_EXCHANGE whose rename of the new tree into place fails, after
+    the old one was moved aside: the writer must move the old one back."""
+
+    def exchange(self, source: Path, target: Path) -> bool:
+        return False
 
     def rename(self, source: Path, target: Path) -> None:
         if ".staging-" in source.name:
@@ -188,7 +199,11 @@ class FailingSwap(LocalFilesystem):
         super().rename(source, target)
 
 
-@pytest.mark.parametrize("fs", [FailingFilesystem(fail_at=10), FailingSwap()], ids=["write", "swap"])
+@pytest.mark.parametrize(
+    "fs",
+    [FailingFilesystem(fail_at=10), FailingExchange(), FailingFallbackSwap()],
+    ids=["write", "exchange", "fallback-swap"],
+)
 def test_a_write_that_fails_midway_leaves_the_old_tree(
     tmp_path: Path, make_source: MakeSource, rendered_repo: Path, fs: LocalFilesystem
 ) -> None:
@@ -198,4 +213,5 @@ def test_a_write_that_fails_midway_leaves_the_old_tree(
     with pytest.raises(OutputNotWritable):
         render_into_repo(request, EmbeddedHelm(), load_schema_registry(), fs)
     assert read_tree(rendered_repo) == before
+    assert not [p for p in rendered_repo.glob("clusters/.*")], "staging or backup directories left behind"
     assert not list((rendered_repo / "clusters").glob(".*"))

@@ -69,7 +69,7 @@ def test_flux_wiring_matches_snapshot(tmp_path: Path, run_cli: RunCli, yaml_snap
 def test_the_argocd_default_layout_has_no_wiring(tmp_path: Path, run_cli: RunCli) -> None:
     cluster = render(run_cli, tmp_path)
     assert wiring_tree(cluster) == {}
-    assert all(path.startswith("btp-operator/") for path in read_tree(cluster))
+    assert all(path.startswith("btp-operator/") or path == ".btp-gitops-files" for path in read_tree(cluster))
 
 
 def test_flux_without_emit_wiring_reads_the_bootstrap_source(tmp_path: Path, run_cli: RunCli) -> None:
