@@ -99,7 +99,14 @@ class GitTenantLedger:
         return self._repo.read(lambda tree: self._snapshot_of(tree).apps.get(identifier_hash), refresh=True)
 
     def find_tenant(self, app: AppTarget, tenant_id: str) -> TenantTarget | None:
-        if self._published().index.tenant(app.namespace, app.name, tenant_id) is None:
+        published = self._published()
+        # A miss in the published index is final only if that index is of the clone's head: the
+        # writer answers a push's requests before readers re-index, so a DELETE right after the
+        # 202 of its PUT may find the index one commit behind and must look under the lock.
+        if (
+            published.index.tenant(app.namespace, app.name, tenant_id) is None
+            and published.head == self._repo.head
+        ):
             return None
 
         def lookup(tree: Path) -> TenantTarget | None:

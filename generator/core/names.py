@@ -15,12 +15,12 @@ from collections.abc import Iterable
 from enum import Enum
 
 from btp_gitops.generator.core.errors import Problem, UsageError
+from btp_gitops.generator.core.redact import shown
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL = 63
 MAX_SUBDOMAIN = 253
-_SHOWN = 64  # characters of an offending value shown in a message
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -31,12 +31,6 @@ class NameRule(Enum):
     SUBDOMAIN = (
         "a DNS-1123 subdomain (at most 253 characters: DNS-1123 labels joined by '.', e.g. 'my-app.v1')"
     )
-
-
-def shown(value: object) -> str:
-    """The value as a short repr: enough to recognise it, never a whole file or key."""
-    text = repr(value)
-    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 3]}..."
 
 
 def _is_label(text: str) -> bool:

@@ -257,8 +257,9 @@ def render_cluster(
     apps = render_domains(source_set, engine, kyma_plan, roots)
     reject_duplicate_objects(apps)
     files = {**lay_out_cluster(apps, target.target, progress), **cluster_wiring(cluster, apps, target)}
-    reject_unsafe_paths(apps, {**files, **kyma_plan.record_files})
+    # A credential is the graver finding: reported even where a name would also be refused.
     assert_no_credentials([m for app in apps for m in app.manifests], files)
+    reject_unsafe_paths(apps, {**files, **kyma_plan.record_files})
     return RenderResult(
         cluster=cluster,
         apps=apps,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from btp_gitops.generator.core.errors import EXIT_INPUT
+from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OUTPUT
 from btp_gitops.generator.core.yamlio import MAX_ALIAS_NODES
 from btp_gitops.generator.io.input_files import MAX_FILE_BYTES, UnreadableInput, read_stream_text
 from tests.conftest import CLI, EXAMPLES, RunCli
@@ -136,7 +136,7 @@ def test_billion_laughs_values_file_fails_fast(tmp_path: Path, make_source: Make
     source = make_source(chart={"valuesFiles": ["values.yaml"]})
     (source / "values.yaml").write_text(BILLION_LAUGHS_VALUES)
     sources = [source / "btpoperator.yaml", source / "btpoperatorconfig.yaml"]  # not values.yaml
-    result, cpu, rss = run_measured("render", *sources, "--out", tmp_path / "out")
+    result, cpu, rss = run_measured("render", *sources, "--allow-path", source, "--out", tmp_path / "out")
     assert result.returncode == EXIT_INPUT, result.stderr
     assert "error: invalid values file\n" in result.stderr
     assert f"values.yaml: invalid YAML: line 1, column 1: {ALIAS_MESSAGE}" in result.stderr
@@ -172,10 +172,16 @@ def test_a_fifo_as_source_or_values_file_does_not_block(tmp_path: Path, make_sou
     fifo = tmp_path / "pipe.yaml"
     os.mkfifo(fifo)
     source = make_source(chart={"valuesFiles": [str(fifo)]})
+    rendering = [
+        "--allow-path",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "out"),
+    ]  # the FIFO is beside the source
     for args in (["render", fifo], ["render", source], ["post-render", "--credentials", fifo]):
         # nobody ever writes to the FIFO: a reader that opened it would wait for the timeout
         result = subprocess.run(
-            [str(CLI), *map(str, args), *(["--out", str(tmp_path / "out")] if args[0] == "render" else [])],
+            [str(CLI), *map(str, args), *(rendering if args[0] == "render" else [])],
             capture_output=True,
             text=True,
             timeout=30,
@@ -260,7 +266,7 @@ def test_non_utf8_values_file_is_an_input_error(
     source = make_source(chart={"valuesFiles": ["values.yaml"]})
     (source / "values.yaml").write_bytes(b"a: \xff\xfe\n")
     sources = [source / "btpoperator.yaml", source / "btpoperatorconfig.yaml"]
-    result = run_cli("render", *sources, "--out", tmp_path / "out")
+    result = run_cli("render", *sources, "--allow-path", source, "--out", tmp_path / "out")
     assert result.returncode == EXIT_INPUT, result.stderr
     shown = (source / "values.yaml").resolve()
     assert result.stderr == f"error: cannot read values file\n  {shown}: not UTF-8 text (byte 3)\n"
@@ -273,11 +279,21 @@ def test_a_binary_file_in_the_output_is_no_crash(tmp_path: Path, run_cli: RunCli
     shutil.copytree(EXAMPLES / "cap-app", cap)
     assert run_cli("render", cap, "--out", out).returncode == 0
     app = next(p for p in (out / "clusters" / "default").iterdir() if p.is_dir())
+    rendered = sorted(p for p in app.iterdir() if p.name != "kustomization.yaml")
+    # Files btp-gitops wrote, spoiled by hand: compared and replaced, never a crash.
+    rendered[0].write_bytes(bytes(range(256)))
+    rendered[1].write_text(BILLION_LAUGHS_CONFIGMAP)
+    diffed = run_cli("diff", cap, "--against", out)
+    assert diffed.returncode == 0, diffed.stderr
+    assert rendered[0].name in diffed.stdout
+    assert run_cli("render", cap, "--out", out).returncode == 0
+    # A binary file someone else put there: named and kept, never a crash.
     (app / "blob.bin").write_bytes(bytes(range(256)))
-    (app / "bomb.yaml").write_text(BILLION_LAUGHS_CONFIGMAP)
-    for args in (["render", cap, "--out", out], ["diff", cap, "--against", out]):
-        result = run_cli(*args)
-        assert result.returncode == 0, result.stderr
+    refused = run_cli("render", cap, "--out", out)
+    assert refused.returncode == EXIT_OUTPUT, refused.stderr
+    assert "blob.bin: not written by btp-gitops" in refused.stderr
+    assert (app / "blob.bin").read_bytes() == bytes(range(256))
+    for result in (diffed, refused):
         assert "Traceback" not in result.stderr
 
 
@@ -321,7 +337,9 @@ def test_a_non_object_in_a_kept_kyma_app_is_named(tmp_path: Path, run_cli: RunCl
     shutil.copytree(EXAMPLES / "kyma-modules", source)
     repo = tmp_path / "repo"
     assert run_cli("render", source, "--out", repo).returncode == 0
-    (repo / "clusters/default/kyma-greeter/notes.yaml").write_bytes(b"\xff\xfe just notes\n")
+    app = repo / "clusters/default/kyma-greeter"
+    spoiled = sorted(p.name for p in app.iterdir() if p.name != "kustomization.yaml")[0]
+    (app / spoiled).write_bytes(b"\xff\xfe just notes\n")  # a file of ours, spoiled by hand
     kyma = source / "kyma.yaml"
     body = yaml.safe_load(kyma.read_text())
     body["metadata"].setdefault("labels", {})["operator.kyma-project.io/skip-reconciliation"] = "true"
@@ -330,7 +348,7 @@ def test_a_non_object_in_a_kept_kyma_app_is_named(tmp_path: Path, run_cli: RunCl
     assert result.returncode == EXIT_INPUT, result.stderr
     assert result.stderr == (
         "error: cannot keep app kyma-greeter as it was rendered before\n"
-        "  clusters/default/kyma-greeter/notes.yaml: not a Kubernetes object: fix or remove the file\n"
+        f"  clusters/default/kyma-greeter/{spoiled}: not a Kubernetes object: fix or remove the file\n"
     )
 
 

@@ -55,5 +55,4 @@ def test_paths_that_could_leave_the_tree(path: object) -> None:
 def test_shown_values_are_short_reprs() -> None:
     assert shown("a\nb") == "'a\\nb'"
     long = shown("x" * 5000)
-    assert len(long) == 64
-    assert long.endswith("...")
+    assert long == "'xxxxxxxxxxxxxxxxxxxxxxx... (5000 characters)"  # a short prefix and the length

@@ -83,7 +83,7 @@ def test_a_helm_error_quoting_a_key_from_the_values_does_not_print_it(
     config["spec"]["chart"] = {"path": str(chart), "values": {"leak": pem}}
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
-    result = run_cli("render", source, "--stdout", cwd=ROOT)
+    result = run_cli("render", source, "--stdout", "--allow-path", chart, cwd=ROOT)
 
     assert result.returncode == 4, result.stderr
     assert "bad value <redacted: PEM PRIVATE KEY>" in result.stderr
