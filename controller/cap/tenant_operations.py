@@ -476,6 +476,10 @@ class TenantOperationsReconciler:
         """Record the tenant's operation in Git once its Jobs decided it (blocks until pushed)."""
         view = self._view(key, fresh=False)
         if view.operation is None:
+            # Our clone may predate the change that started an operation (the subscription server
+            # marks a deprovisioning on the remote): a Job or callback event means look again.
+            view = self._view(key, fresh=True)
+        if view.operation is None:
             return
         result = self._result(key.namespace, view.jobs)
         if result.decided and not _already_recorded(view, view.operation, result):
