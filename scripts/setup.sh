@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Set up a checkout: Python venv with btp-gitops and its test dependencies at the versions of
-# constraints.txt, and with --with-tools the Go-built CLIs and Debian packages the test suite runs
-# for real, and the pinned third-party CRDs it installs (cached per user: see build-tools.sh).
+# Set up a checkout: Python venv with btp-gitops, its test dependencies and the documentation tools
+# (mkdocs, the `docs` extra) at the versions of constraints.txt, and with --with-tools the Go-built
+# CLIs and Debian packages the test suite runs for real, and the pinned third-party CRDs it installs
+# (cached per user: see build-tools.sh).
 # Idempotent: a second run only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ stamp=.venv/.btp-gitops-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ] \
   || [ btp_gitops/__init__.py -nt "$stamp" ]; then  # __init__.py: the version in the metadata
   .venv/bin/python -m pip install --quiet -c constraints.txt pip
-  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test,docs]'
   touch "$stamp"
 fi
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command, for humans and CI alike: set up (idempotent), lint, type-check,
-# check the import layering, then run every test, real-component tiers included. Without arguments
-# the floor tier follows (scripts/setup-floor.sh); arguments go to the first pytest run only.
+# check the import layering, build the docs site (strict: a broken link or anchor fails), then run
+# every test, real-component tiers included. Without arguments the floor tier follows
+# (scripts/setup-floor.sh); arguments go to the first pytest run only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --with-tools
@@ -10,6 +11,7 @@ bash scripts/setup.sh --with-tools
 .venv/bin/mypy
 .venv/bin/mypy --strict scripts/*.py  # the maintainer scripts, outside the package
 .venv/bin/lint-imports
+.venv/bin/mkdocs build --strict --quiet  # into build/site/ (mkdocs.yml), git-ignored
 .venv/bin/python -m pytest "$@"
 
 if [ "$#" -eq 0 ]; then
