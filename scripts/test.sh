@@ -11,7 +11,7 @@ bash scripts/setup.sh --with-tools
 .venv/bin/mypy
 .venv/bin/mypy --strict scripts/*.py  # the maintainer scripts, outside the package
 .venv/bin/lint-imports
-.venv/bin/mkdocs build --strict --quiet  # into build/site/ (mkdocs.yml), git-ignored
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet  # into build/site/ (mkdocs.yml), git-ignored
 .venv/bin/python -m pytest "$@"
 
 if [ "$#" -eq 0 ]; then
