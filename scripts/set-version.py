@@ -6,8 +6,8 @@
 
 `btp_gitops/__init__.py` `__version__` is the source (pyproject.toml reads it). The copies are the
 places a user sees the version without Python: the controller chart's version and appVersion, the
-Helm plugin, the image tag of the Argo CD sidecar patch, and the README's references to the render
-action. Not copies: charts/sap-btp-operator (the upstream operator chart's own version) and
+Helm plugin, the image tag of the Argo CD sidecar patch, and the render action's references in the GitHub
+Actions page of the docs. Not copies: charts/sap-btp-operator (the upstream operator chart's own version) and
 module-resources/ (generated from that chart).
 
 Each copy is one regular expression whose group `v` is the version; a copy that no longer matches
@@ -43,7 +43,11 @@ PLACES = (
         "argocd-cmp/repo-server-patch.yaml",
         re.compile(r"^\s+image: \S*btp-gitops:(?P<v>[^\s@]+)", re.MULTILINE),
     ),
-    Copy("README.md", re.compile(r"btp-gitops/\.github/actions/render@v(?P<v>[^\s`'\"]+)"), count=2),
+    Copy(
+        "docs/gitops/github-actions.md",
+        re.compile(r"btp-gitops/\.github/actions/render@v(?P<v>[^\s`'\"]+)"),
+        count=2,
+    ),
 )
 
 

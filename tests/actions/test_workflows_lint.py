@@ -1,9 +1,10 @@
-"""actionlint over the project's workflows, the render action and the README's example workflows.
+"""actionlint over the project's workflows, the render action and the example workflows
+of docs/gitops/github-actions.md.
 
 actionlint (built from its Go module by scripts/build-tools.sh) checks workflow syntax, `${{ }}`
 expressions and their contexts, the inputs of known actions, and the inputs of local actions
 against their action.yml. It lints action.yml only through a workflow that uses it, so the
-README's example workflows are linted in a scratch project holding a copy of `.github/`, with
+docs' example workflows are linted in a scratch project holding a copy of `.github/`, with
 their `uses:` pointed at the local copy of the action. Its shellcheck and pyflakes integrations
 are turned off: whether those tools are installed must not change the result (the action's
 scripts are plain files, and `bash` runs them in tests/actions/test_render_action.py).
@@ -25,7 +26,7 @@ from tests.support.tools import tool_path
 pytestmark = pytest.mark.tools
 
 ACTION_REF = re.compile(r"uses: \S+/\.github/actions/render@\S+")
-README_WORKFLOW = re.compile(r"```yaml\n(# \.github/workflows/(\S+)\n.*?)```", re.DOTALL)
+EXAMPLE_WORKFLOW = re.compile(r"```yaml\n(# \.github/workflows/(\S+)\n.*?)```", re.DOTALL)
 
 
 def actionlint(project: Path, *files: Path) -> subprocess.CompletedProcess[str]:
@@ -49,10 +50,10 @@ def scratch_project(tmp_path: Path, workflows: dict[str, str]) -> Path:
     return project
 
 
-def readme_workflows() -> dict[str, str]:
-    """The example workflows in README.md (yaml blocks starting `# .github/workflows/<name>`),
+def docs_workflows() -> dict[str, str]:
+    """The example workflows of docs/gitops/github-actions.md (yaml blocks starting `# .github/workflows/<name>`),
     calling the local copy of the action."""
-    found = README_WORKFLOW.findall((ROOT / "README.md").read_text())
+    found = EXAMPLE_WORKFLOW.findall((ROOT / "docs" / "gitops" / "github-actions.md").read_text())
     return {name: ACTION_REF.sub("uses: ./.github/actions/render", text) for text, name in found}
 
 
@@ -61,9 +62,9 @@ def test_the_projects_workflows_pass_actionlint() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_readme_workflows_and_the_action_they_call_pass_actionlint(tmp_path: Path) -> None:
-    workflows = readme_workflows()
-    assert len(workflows) >= 2, "README.md shows a pull-request and a push workflow"
+def test_the_docs_workflows_and_the_action_they_call_pass_actionlint(tmp_path: Path) -> None:
+    workflows = docs_workflows()
+    assert len(workflows) >= 2, "the GitHub Actions page shows a pull-request and a push workflow"
     assert all("uses: ./.github/actions/render" in text for text in workflows.values())
     project = scratch_project(tmp_path, workflows)
 
@@ -74,7 +75,7 @@ def test_the_readme_workflows_and_the_action_they_call_pass_actionlint(tmp_path:
 
 def test_actionlint_reports_a_wrong_action_input_and_a_broken_expression(tmp_path: Path) -> None:
     """The checks above can fail: a misspelled input of the local action and an unknown context."""
-    name, text = next(iter(readme_workflows().items()))
+    name, text = next(iter(docs_workflows().items()))
     broken = text.replace("sources:", "source:", 1).replace("${{ secrets.", "${{ secret.", 1)
     project = scratch_project(tmp_path, {name: broken})
 

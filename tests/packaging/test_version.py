@@ -22,7 +22,7 @@ FILES = (
     "charts/btp-gitops/Chart.yaml",
     "helm-plugin/plugin.yaml",
     "argocd-cmp/repo-server-patch.yaml",
-    "README.md",
+    "docs/gitops/github-actions.md",
 )
 ACTION_REF = re.compile(r"btp-gitops/\.github/actions/render@v(\S+)")
 
@@ -40,13 +40,13 @@ def versions_written(root: Path) -> dict[str, list[str]]:
         "chart appVersion": [str(chart["appVersion"])],
         "helm plugin": [str(plugin["version"])],
         "argocd sidecar image tag": [sidecar["image"].rpartition(":")[2]],
-        "README action refs": ACTION_REF.findall((root / "README.md").read_text()),
+        "docs action refs": ACTION_REF.findall((root / "docs/gitops/github-actions.md").read_text()),
     }
 
 
 def test_every_copy_agrees_with_version() -> None:
     written = versions_written(ROOT)
-    assert written["README action refs"], "the README no longer shows the render action's ref"
+    assert written["docs action refs"], "docs/gitops/github-actions.md no longer shows the action's ref"
     assert {name: sorted(set(found)) for name, found in written.items()} == {
         name: [__version__] for name in written
     }
