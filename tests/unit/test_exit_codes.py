@@ -107,21 +107,25 @@ def test_exit_code_for(error: BaseException, code: ExitCode) -> None:
 
 
 def test_the_docs_example_runs_as_shown(tmp_path: Path) -> None:
-    text = DOC.read_text()
-    source = re.search(r"```yaml\n(.*?)```", text, re.S)
-    console = re.search(r"```console\n(.*?)```", text, re.S)
-    assert source and console
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "btpoperatorconfig.yaml").write_text(source.group(1))
-    command, *shown, echo, status = console.group(1).splitlines()
-    assert command == "$ .venv/bin/btp-gitops render src --out repo" and echo == "$ echo $?"
-    done = subprocess.run(
-        [str(CLI), "render", "src", "--out", "repo"],
-        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert (done.stdout + done.stderr).splitlines() == shown
-    assert done.returncode == int(status)
-    assert not (tmp_path / "repo").exists()
+    """The page's console block, run as a reader would: from a checkout, `btp-gitops` on PATH."""
+    console = re.search(r"```console\n(.*?)```", DOC.read_text(), re.S)
+    assert console
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    env = {**os.environ, "PATH": f"{CLI.parent}{os.pathsep}{os.environ['PATH']}"}
+    expected: list[tuple[str, list[str]]] = []
+    for line in console.group(1).splitlines():
+        if line.startswith("$ "):
+            expected.append((line[2:], []))
+        else:
+            expected[-1][1].append(line)
+    assert len(expected) == 2
+    for command, output in expected:
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        assert (done.returncode, done.stdout.splitlines()) == (0, output), command
+    assert not (tmp_path / "out" / "errors").exists()
 
 
 # A command contributed through the `btp_gitops.commands` entry-point group, the way the controller
