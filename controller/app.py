@@ -21,7 +21,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from btp_gitops.controller.errors import ConfigurationError, ControllerError
+from btp_gitops.controller.errors import ConfigurationError
+from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core.exit_codes import exit_code_for
 
 log = logging.getLogger("btp_gitops.controller")
 
@@ -163,13 +165,15 @@ def add_subscription_server_command(commands: Any) -> None:
 
 
 def run_command(args: argparse.Namespace, body: Callable[[argparse.Namespace], int]) -> int:
-    """The one place controller errors become exit codes and messages."""
+    """The one place controller errors become exit codes (core.exit_codes) and messages. Errors of
+    the generator's raised here (a GitError of the source repository, a broken installation) are
+    errors of this process too."""
     configure_logging(args.log_format, args.log_level)
     try:
         return body(args)
-    except ControllerError as error:
+    except BtpGitopsError as error:
         print(f"error: {error.message}", file=sys.stderr)
-        return error.exit_code
+        return exit_code_for(error)
 
 
 class StopSignal:

@@ -1,14 +1,17 @@
 """The controller's exception tree; third-party errors are wrapped at the boundary (`raise ... from e`).
 
-    ControllerError                 root; `controller.cli` turns it into an exit code and message
-    ├── ConfigurationError          bad flags or settings: the process exits, nothing is retried
+It is a branch of the generator's (core.errors.BtpGitopsError is the one root), so one `except`
+and one table of exit codes (core.exit_codes) serve both. Git failures are the generator's
+`GitError` (an OutputError, exit 5): the controller raises that same class.
+
+    ControllerError                 exit 7; `controller.app.run_command` prints it and exits
+    ├── ConfigurationError          exit 2; bad flags or settings: the process exits, nothing is retried
     ├── TemporaryError              retry the reconcile after `delay` seconds (bounded backoff)
     │   ├── KubeUnavailable         the API server did not answer, or answered 5xx / 429
     │   ├── GitPushRejected         the remote moved on: fetch, re-apply, push again
     │   └── PrometheusUnavailable   a cleanup rule cannot be evaluated now
     ├── PermanentError              retrying without a change to the object cannot help
     │   └── KubeRequestRefused      the API server refused the request (4xx other than 409/429)
-    ├── GitError                    the source repository cannot be cloned, read or pushed
     └── AuthenticationFailed        a callback without valid credentials (the server answers 401/403)
 
 Reasons are machine-readable (`reason`) so statuses and Events carry them; messages never contain
@@ -17,20 +20,21 @@ secret values or response bodies that could.
 
 from __future__ import annotations
 
+from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core.exit_codes import ExitCode
 
-class ControllerError(Exception):
-    """Root of every error the controller raises on purpose."""
 
-    exit_code = 1
-    reason = "Error"
+class ControllerError(BtpGitopsError):
+    """Root of the errors only the controller raises."""
+
+    exit_code = ExitCode.CONTROLLER
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
-        self.message = message
 
 
 class ConfigurationError(ControllerError):
-    exit_code = 2
+    exit_code = ExitCode.USAGE
     reason = "InvalidConfiguration"
 
 
@@ -58,10 +62,6 @@ class KubeRequestRefused(PermanentError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
-
-
-class GitError(ControllerError):
-    reason = "GitError"
 
 
 class GitPushRejected(TemporaryError):

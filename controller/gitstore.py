@@ -38,7 +38,8 @@ from typing import Protocol, TypeVar
 
 import git
 
-from btp_gitops.controller.errors import ControllerError, GitError, GitPushRejected
+from btp_gitops.controller.errors import GitPushRejected
+from btp_gitops.generator.core.errors import BtpGitopsError, GitError
 
 log = logging.getLogger(__name__)
 
@@ -384,7 +385,7 @@ class SourceRepo:
             try:
                 request.summary = request.change(self._tree)
             except Exception as error:
-                reason = error.message if isinstance(error, ControllerError) else type(error).__name__
+                reason = error.message if isinstance(error, BtpGitopsError) else type(error).__name__
                 log.warning("change %r cannot be applied: %s", _one_line(request.message), reason)
                 return request, error
         return None
@@ -395,7 +396,7 @@ class SourceRepo:
             request.future.set_result(CommitOutcome(carried, request.summary, pushes))
 
     @staticmethod
-    def _fail(live: list[_Request], error: ControllerError) -> None:
+    def _fail(live: list[_Request], error: BtpGitopsError) -> None:
         for request in live:
             request.future.set_exception(error)
 

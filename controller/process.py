@@ -3,7 +3,7 @@
 Controller:  probes up (alive, and ready once listed) -> wait for the Lease -> start the source
              repository and the reconcilers -> run until SIGTERM or the Lease is lost -> stop the
              reconcilers, push what is queued, release the Lease. Losing the Lease ends the process
-             (exit 1): the Pod restarts as a candidate, so two leaders never overlap.
+             (exit 8, LEASE_LOST): the Pod restarts as a candidate, so two leaders never overlap.
 Subscription server: the HTTP server and its Git writer; every replica answers (the writer
              retries when another replica pushed first), so it needs no Lease.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from btp_gitops.controller.errors import ConfigurationError, ControllerError
+from btp_gitops.controller.errors import ConfigurationError
 from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
 from btp_gitops.controller.health import ProbeServer
 from btp_gitops.controller.kube import KubeClient, load_api_client
@@ -31,6 +31,8 @@ from btp_gitops.controller.reconcilers import ReconcilerOptions, build_reconcile
 from btp_gitops.controller.runtime import Manager, RuntimeSettings
 from btp_gitops.controller.subscription.git_ledger import GitTenantLedger
 from btp_gitops.controller.subscription.server import SubscriptionServerSettings, build_subscription_server
+from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io import bundled
 
 log = logging.getLogger("btp_gitops.controller")
@@ -128,7 +130,7 @@ class ControllerProcess:
                 self._start_leading()
                 stop.wait()
                 self._stop_leading()
-                return 0
+                return ExitCode.OK
             return self._run_elected(self.lease, stop)
         finally:
             probes.stop()
@@ -137,12 +139,12 @@ class ControllerProcess:
         elector = LeaderElector(self.kube, lease)
         ended = threading.Event()
 
-        failure: list[ControllerError] = []
+        failure: list[BtpGitopsError] = []
 
         def lead() -> None:
             try:
                 elector.run(self._start_leading, self._stop_leading)
-            except ControllerError as error:  # e.g. the source repository cannot be cloned
+            except BtpGitopsError as error:  # e.g. the source repository cannot be cloned (GitError)
                 failure.append(error)
             finally:
                 ended.set()
@@ -155,10 +157,10 @@ class ControllerProcess:
                 if failure:
                     raise failure[0]
                 log.error("leadership lost: exiting so a new leader takes over cleanly")
-                return 1
+                return ExitCode.LEASE_LOST
         elector.stop()
         leading.join(30)
-        return 0
+        return ExitCode.OK
 
 
 @dataclass
@@ -196,4 +198,4 @@ class SubscriptionServerProcess:
         finally:
             server.stop()
             self.source_repo.stop()
-        return 0
+        return ExitCode.OK

@@ -44,7 +44,7 @@ from btp_gitops.controller.cap.callbacks import (
     decide,
     is_pending,
 )
-from btp_gitops.controller.errors import GitError, TemporaryError
+from btp_gitops.controller.errors import TemporaryError
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.kube import CONFIG_MAP, JOB, KubeClient, KubeObject
@@ -58,7 +58,7 @@ from btp_gitops.controller.records import (
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
 from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
-from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core.errors import BtpGitopsError, GitError
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
 from btp_gitops.generator.domains.cap.model import (

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from btp_gitops.controller.errors import GitError, TemporaryError
+from btp_gitops.controller.errors import TemporaryError
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.records import (
     ApplicationRecord,
@@ -37,7 +37,7 @@ from btp_gitops.controller.records import (
     unsubscribe_tenant,
 )
 from btp_gitops.controller.subscription.ledger import AppTarget, ServiceRef, SubscriptionEntry, TenantTarget
-from btp_gitops.generator.core.errors import SourceSyntaxError
+from btp_gitops.generator.core.errors import GitError, SourceSyntaxError
 from btp_gitops.generator.core.objects import get_path
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap.model import CAP_APPLICATION

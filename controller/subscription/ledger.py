@@ -88,7 +88,7 @@ class SubscriptionEntry:
 class TenantLedger(Protocol):
     """The tenant records of every application the server answers for.
 
-    `record_*` return only once the change is durable (pushed); they raise a `ControllerError`
+    `record_*` return only once the change is durable (pushed); they raise a `BtpGitopsError`
     (`TemporaryError`, `GitError`, ...) when it could not be recorded, and then nothing was recorded.
     """
 

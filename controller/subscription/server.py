@@ -37,12 +37,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from btp_gitops.controller.errors import (
-    AuthenticationFailed,
-    ConfigurationError,
-    ControllerError,
-    TemporaryError,
-)
+from btp_gitops.controller.errors import AuthenticationFailed, ConfigurationError, TemporaryError
 from btp_gitops.controller.kube import KubeClient
 from btp_gitops.controller.subscription import handlers
 from btp_gitops.controller.subscription.auth import JwksCache, TokenVerifier
@@ -59,6 +54,7 @@ from btp_gitops.controller.subscription.handlers import (
 from btp_gitops.controller.subscription.ledger import TenantLedger
 from btp_gitops.controller.subscription.metrics import SubscriptionMetrics
 from btp_gitops.controller.subscription.payloads import InvalidPayload
+from btp_gitops.generator.core.errors import BtpGitopsError
 
 log = logging.getLogger("btp_gitops.subscription")
 
@@ -160,7 +156,7 @@ def response_for_error(error: Exception, route: Route | None) -> Response:
             {"error": "the request could not be completed now; try again later", "reason": error.reason},
             headers={"Retry-After": str(max(1, int(error.delay)))},
         )
-    if isinstance(error, ControllerError):
+    if isinstance(error, BtpGitopsError):  # ours, a GitError of the tenant records included
         log.warning("request failed (%s): %s", error.reason, error.message)
         return Response(503, {"error": "the request could not be completed", "reason": error.reason})
     log.error("unexpected error handling a request", exc_info=error)

@@ -26,13 +26,13 @@ from btp_gitops.generator.core.diff_report import DEFAULT_MAX_LENGTH, MIN_MAX_LE
 from btp_gitops.generator.core.errors import (
     EXIT_CHANGES,
     EXIT_INPUT,
-    EXIT_INTERNAL,
     EXIT_OK,
     BtpGitopsError,
     InputError,
     Problem,
     UsageError,
 )
+from btp_gitops.generator.core.exit_codes import exit_code_for
 from btp_gitops.generator.core.redact import redact
 from btp_gitops.generator.core.wiring import ARGOCD, TARGETS, TargetOptions
 from btp_gitops.generator.domains.kyma.status import report_table
@@ -60,7 +60,6 @@ from btp_gitops.generator.pipeline.render import (
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_paths
 
 Handler = Callable[[argparse.Namespace], int]
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader exited
 
 
 def chart_engine(args: argparse.Namespace) -> ChartRenderer:
@@ -563,18 +562,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BtpGitopsError as error:
         for line in error.lines():
             print(f"error: {line}" if line == error.message else line, file=sys.stderr)
-        return error.exit_code
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
+        return exit_code_for(error)
+    except KeyboardInterrupt as error:
+        return exit_code_for(error)
+    except BrokenPipeError as error:
         # The reader went away (`... | head`): not our failure. Point stdout at /dev/null so the
         # interpreter's final flush does not raise again, and exit as a SIGPIPE'd tool would.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
-    except Exception:
+        return exit_code_for(error)
+    except Exception as error:
         print("internal error in btp-gitops (please report it with this trace):", file=sys.stderr)
         print(redact(traceback.format_exc()), end="", file=sys.stderr)  # it may quote input values
-        return EXIT_INTERNAL
+        return exit_code_for(error)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""The exception tree of btp-gitops, and the exit code each branch maps to.
+"""The exception tree of btp-gitops (the controller's errors are a branch of it, see
+controller.errors), and the exit code of each branch (core.exit_codes holds the table).
 
-    BtpGitopsError                      exit 1 (never raised directly)
+    BtpGitopsError                      exit 6 (never raised directly)
     +-- UsageError                      exit 2  options that contradict each other
     +-- InputError                      exit 3  a source document is wrong
     |   +-- SourceSyntaxError                   not YAML, or not a Kubernetes object
@@ -17,11 +18,14 @@
     |   +-- ChartRenderFailed
     |   +-- NondeterministicChart               output changes between two renders and cannot be pinned
     +-- OutputError                     exit 5  the result cannot be written
-        +-- OutputNotWritable
-        +-- GitError
-        +-- CredentialInOutput                  a credential or private key would reach Git
-        +-- UnsafeOutput                        a symlink in the output, or files btp-gitops did not write
-        +-- OutputLocked                        another run holds the output's lock past --lock-timeout
+    |   +-- OutputNotWritable
+    |   +-- GitError                            a Git repository cannot be read or written (the
+    |   |                                       rendered repo, or the controller's source repository)
+    |   +-- CredentialInOutput                  a credential or private key would reach Git
+    |   +-- UnsafeOutput                        a symlink in the output, or files btp-gitops did not write
+    |   +-- OutputLocked                        another run holds the output's lock past --lock-timeout
+    +-- InstallationBroken              exit 70 btp-gitops's own data files are missing
+    +-- ControllerError                 exit 7  (controller.errors)
 
 Exit code 1 is reserved for "changes found" (`diff --exit-code`), 70 for a bug in btp-gitops.
 Every input error carries `Problem`s: file, document index, object and field path, so that one
@@ -33,16 +37,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.redact import redact
 
-EXIT_OK = 0
-EXIT_CHANGES = 1
-EXIT_USAGE = 2
-EXIT_INPUT = 3
-EXIT_CHART = 4
-EXIT_OUTPUT = 5
-EXIT_INTERNAL = 70
+# Short names for the codes the generator's commands return themselves (their values are the table's).
+EXIT_OK = ExitCode.OK
+EXIT_CHANGES = ExitCode.CHANGES
+EXIT_USAGE = ExitCode.USAGE
+EXIT_INPUT = ExitCode.INPUT
+EXIT_CHART = ExitCode.CHART
+EXIT_OUTPUT = ExitCode.OUTPUT
+EXIT_INTERNAL = ExitCode.INTERNAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +82,11 @@ class Problem:
 
 
 class BtpGitopsError(Exception):
-    """Root of every error btp-gitops raises on purpose."""
+    """Root of every error btp-gitops raises on purpose, the controller's included."""
 
-    exit_code = 1
+    exit_code: ClassVar[ExitCode] = ExitCode.ERROR
+    # Machine-readable, for the controller's statuses, Events and HTTP answers.
+    reason: ClassVar[str] = "Error"
 
     def __init__(self, message: str, problems: Iterable[Problem] = ()) -> None:
         message = redact(message)
@@ -93,15 +102,15 @@ class BtpGitopsError(Exception):
 class InstallationBroken(BtpGitopsError):
     """btp-gitops's own data files are missing: a broken install, not the user's input."""
 
-    exit_code = EXIT_INTERNAL
+    exit_code = ExitCode.INTERNAL
 
 
 class UsageError(BtpGitopsError):
-    exit_code = EXIT_USAGE
+    exit_code = ExitCode.USAGE
 
 
 class InputError(BtpGitopsError):
-    exit_code = EXIT_INPUT
+    exit_code = ExitCode.INPUT
 
 
 class SourceSyntaxError(InputError):
@@ -138,7 +147,7 @@ class RenderWouldEmpty(InputError):
 
 
 class ChartError(BtpGitopsError):
-    exit_code = EXIT_CHART
+    exit_code = ExitCode.CHART
 
 
 class ChartNotFound(ChartError):
@@ -154,7 +163,7 @@ class NondeterministicChart(ChartError):
 
 
 class OutputError(BtpGitopsError):
-    exit_code = EXIT_OUTPUT
+    exit_code = ExitCode.OUTPUT
 
 
 class OutputNotWritable(OutputError):
@@ -162,7 +171,10 @@ class OutputNotWritable(OutputError):
 
 
 class GitError(OutputError):
-    pass
+    """Git failed: committing or reading the rendered repo, or (in the controller) cloning,
+    reading or pushing the source repository."""
+
+    reason = "GitError"
 
 
 class CredentialInOutput(OutputError):

@@ -25,7 +25,7 @@ from pathlib import Path
 import git
 import pytest
 
-from btp_gitops.controller.errors import GitError, GitPushRejected, PermanentError
+from btp_gitops.controller.errors import GitPushRejected, PermanentError
 from btp_gitops.controller.gitstore import (
     COMMITTED_BY_TRAILER,
     CommitOutcome,
@@ -34,6 +34,7 @@ from btp_gitops.controller.gitstore import (
     commit_message,
     mask_credentials,
 )
+from btp_gitops.generator.core.errors import GitError
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "someone else",

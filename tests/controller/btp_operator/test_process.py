@@ -6,6 +6,7 @@ its finalizer) and nothing else is faked."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -21,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from btp_gitops.controller.btp_operator.status import current_reason
-from btp_gitops.controller.kube import BTP_OPERATOR, LEASE, SERVICE_INSTANCE, KubeClient
+from btp_gitops.controller.kube import BTP_OPERATOR, LEASE, SERVICE_INSTANCE, Conflict, KubeClient
+from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.controller.btp_operator.cluster import (
     MODULE_NAMESPACE,
     MODULE_RESOURCES,
@@ -147,6 +149,37 @@ def test_one_leader_and_failover_after_sigkill(
 
 
 @pytest.mark.usefixtures("crds_for_every_reconciler")
+def test_a_leader_whose_lease_is_taken_exits_with_lease_lost(
+    start_controller: object, kube: KubeClient, kube_namespace: str
+) -> None:
+    """Another holder on a valid Lease ends the leader at once, with its own exit code (8): the
+    Pod restarts as a candidate."""
+    assert callable(start_controller)
+    leader: Controller = start_controller("victim")
+    wait_until(lambda: _holder(kube, kube_namespace).startswith("victim_"), 30, "the lease")
+
+    def take_the_lease() -> bool:
+        lease = kube.get(LEASE, LEASE_NAME, kube_namespace) or {}
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lease["spec"] = {
+            **lease["spec"],
+            "holderIdentity": "thief",
+            "leaseDurationSeconds": 3600,
+            "renewTime": now,
+        }
+        try:
+            kube.replace(LEASE, lease)
+        except Conflict:
+            return False  # the leader renewed in between: try again on the newer Lease
+        return True
+
+    wait_until(take_the_lease, 30, "the lease to be taken")
+    assert leader.process.wait(60) == ExitCode.LEASE_LOST
+    assert "is held by 'thief' now: stopping" in leader.log.read_text()
+    assert _holder(kube, kube_namespace) == "thief"  # a stopping leader releases only its own Lease
+
+
+@pytest.mark.usefixtures("crds_for_every_reconciler")
 def test_sigkill_during_hard_delete_then_a_new_process_finishes(
     start_controller: object,
     cluster: ModuleCluster,
@@ -194,5 +227,5 @@ def test_an_unreachable_source_repository_ends_the_process(
     assert callable(start_controller)
     missing = tmp_path / "no-such-remote.git"
     controller: Controller = start_controller("broken", election, "--source-repo", str(missing))
-    assert controller.process.wait(60) == 1
+    assert controller.process.wait(60) == ExitCode.OUTPUT  # the one GitError; 1 means "changes found"
     assert f"error: cannot fetch branch main from {missing}" in controller.log.read_text()
