@@ -44,7 +44,7 @@ from btp_gitops.controller.cap.callbacks import (
     decide,
     is_pending,
 )
-from btp_gitops.controller.errors import GitError, TemporaryError
+from btp_gitops.controller.errors import GitError, PermanentError, TemporaryError
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.kube import CONFIG_MAP, JOB, KubeClient, KubeObject
@@ -423,7 +423,8 @@ def _already_recorded(view: TenantView, operation: PlannedOperation, result: Ope
 
 def _change_for(view: TenantView, operation: PlannedOperation, result: OperationResult) -> TreeChange:
     tenant = view.tenant
-    assert tenant is not None  # an operation is planned only for a tenant
+    if tenant is None:  # tenant_view plans an operation only for a tenant it located
+        raise PermanentError(f"an operation on {operation.version.name} is planned without a tenant")
     succeeded = result.progress == Progress.SUCCEEDED
     if succeeded and operation.operation == TenantOperation.DEPROVISIONING:
         return CompleteDeprovisioning(tenant.namespace, tenant.name, operation.version.name)
@@ -490,9 +491,8 @@ class TenantOperationsReconciler:
     def answer_callback(self, key: ObjectKey) -> float | None:
         """Decide and deliver the tenant's pending callback, if it has one; when to look again."""
         config_map = self._kube.get(CONFIG_MAP, pending_callback_name(key.name), key.namespace)
-        if not is_pending(config_map):
+        if config_map is None or not is_pending(config_map):
             return None
-        assert config_map is not None
         try:
             callback = PendingCallback.of(config_map)
         except InvalidCallback as error:
