@@ -7,7 +7,8 @@
     │   ├── GitPushRejected         the remote moved on: fetch, re-apply, push again
     │   └── PrometheusUnavailable   a cleanup rule cannot be evaluated now
     ├── PermanentError              retrying without a change to the object cannot help
-    │   └── KubeRequestRefused      the API server refused the request (4xx other than 409/429)
+    │   ├── KubeRequestRefused      the API server refused the request (4xx other than 409/429)
+    │   └── UnreadableSource        a source file is not YAML, or a CAP document breaks its schema
     ├── GitError                    the source repository cannot be cloned, read or pushed
     └── AuthenticationFailed        a callback without valid credentials (the server answers 401/403)
 
@@ -58,6 +59,12 @@ class KubeRequestRefused(PermanentError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+class UnreadableSource(PermanentError):
+    """Only a commit to the source repository helps (controller.records.unreadable makes it)."""
+
+    reason = "UnreadableSource"
 
 
 class GitError(ControllerError):

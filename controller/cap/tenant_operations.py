@@ -58,8 +58,6 @@ from btp_gitops.controller.records import (
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
 from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
-from btp_gitops.generator.core.errors import BtpGitopsError
-from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
 from btp_gitops.generator.domains.cap.model import (
     CAP_APPLICATION,
@@ -85,7 +83,6 @@ from btp_gitops.generator.domains.cap.tenants.names import (
     operation_job_name,
 )
 from btp_gitops.generator.domains.cap.tenants.selection import PlannedOperation, VersionIndex, plan_tenant
-from btp_gitops.generator.io.sources import load_sources
 
 log = logging.getLogger("btp_gitops.controller.cap.tenant_operations")
 
@@ -126,41 +123,25 @@ class ApplicationModels:
         return self.steps[key]
 
 
-def _documents(tree: Path, relative: Path) -> list[SourceDocument]:
-    try:
-        return load_sources([tree / relative])
-    except BtpGitopsError as error:  # validated by SourceIndex: only a racing edit gets here
-        raise SourceUnavailable(f"cannot read {relative}: {error}") from error
-
-
-def _document(tree: Path, relative: Path, kind: tuple[str, str], namespace: str, name: str) -> SourceDocument:
-    wanted = (*kind, namespace, name)
-    for document in _documents(tree, relative):
-        meta = document.body.get("metadata") or {}
-        if (document.api_version, document.kind, meta.get("namespace"), meta.get("name")) == wanted:
-            return document
-    raise SourceUnavailable(f"{kind[1]} {namespace}/{name} is not in {relative} any more")
-
-
 class Snapshot:
-    """The source tree at one commit: the index of records, and the models loaded so far. Models
-    are loaded from the tree, so only inside `SourceSnapshots.read`."""
+    """The source tree at one commit: the index of records, and the models built so far from the
+    index's documents (the tree is not read again)."""
 
     def __init__(self, commit: str, index: SourceIndex) -> None:
         self.commit = commit
         self.index = index
         self._models: dict[tuple[str, str], ApplicationModels] = {}
 
-    def models(self, tree: Path, app: ApplicationRecord) -> ApplicationModels:
+    def models(self, app: ApplicationRecord) -> ApplicationModels:
         key = (app.namespace, app.name)
         if key not in self._models:
+            index = self.index
             application = Application.from_source(
-                _document(tree, app.path, CAP_APPLICATION, app.namespace, app.name)
+                index.document(app.path, CAP_APPLICATION, app.namespace, app.name)
             )
             versions = [
-                Version.from_source(_document(tree, v.path, CAP_APPLICATION_VERSION, v.namespace, v.name))
-                for v in self.index.versions
-                if v.namespace == app.namespace and v.application == app.name
+                Version.from_source(index.document(v.path, CAP_APPLICATION_VERSION, v.namespace, v.name))
+                for v in index.versions_of(app.namespace, app.name)
             ]
             self._models[key] = ApplicationModels(application, VersionIndex.of(versions))
         return self._models[key]
@@ -254,14 +235,14 @@ def _provider_application(index: SourceIndex, namespace: str, name: str) -> Appl
     return None
 
 
-def _tenant_model(tree: Path, record: TenantRecord, app: ApplicationRecord) -> Tenant:
-    document = _document(tree, record.path, CAP_TENANT, record.namespace, record.name)
+def _tenant_model(index: SourceIndex, record: TenantRecord, app: ApplicationRecord) -> Tenant:
+    document = index.document(record.path, CAP_TENANT, record.namespace, record.name)
     provider = record.tenant_id == app.provider_tenant_id
     return tenant_from_source(document, TenantType.PROVIDER if provider else TenantType.CONSUMER)
 
 
 def _locate(
-    tree: Path, snapshot: Snapshot, namespace: str, name: str
+    snapshot: Snapshot, namespace: str, name: str
 ) -> tuple[ApplicationRecord, ApplicationModels, Tenant] | None:
     """The tenant's application and model: its record's, or the provider its application implies."""
     index = snapshot.index
@@ -273,20 +254,18 @@ def _locate(
     )
     if app is None:
         return None
-    models = snapshot.models(tree, app)
+    models = snapshot.models(app)
     if record is not None:
-        return app, models, _tenant_model(tree, record, app)
+        return app, models, _tenant_model(index, record, app)
     provider = models.app.provider
     return (app, models, derived_provider_tenant(models.app, provider)) if provider else None
 
 
-def tenant_view(
-    tree: Path, snapshot: Snapshot, namespace: str, name: str, application_hint: str = ""
-) -> TenantView:
+def tenant_view(snapshot: Snapshot, namespace: str, name: str, application_hint: str = "") -> TenantView:
     """The tenant `namespace/name` as the render sees it at this commit; `application_hint` names
     the application to report when the tenant has no record (left, or never written)."""
     record = snapshot.index.tenant_named(namespace, name)
-    located = _locate(tree, snapshot, namespace, name)
+    located = _locate(snapshot, namespace, name)
     if located is None:
         hinted = snapshot.index.application(namespace, application_hint) if application_hint else None
         problems = (f"no CAPApplication {record.application} for its record",) if record else ()
@@ -514,7 +493,7 @@ class TenantOperationsReconciler:
 
     def _view(self, key: ObjectKey, *, fresh: bool, application_hint: str = "") -> TenantView:
         def read(tree: Path, snapshot: Snapshot) -> TenantView:
-            return tenant_view(tree, snapshot, key.namespace, key.name, application_hint)
+            return tenant_view(snapshot, key.namespace, key.name, application_hint)
 
         view = self._snapshots.read(read, fresh=fresh)
         if not view.recorded and not fresh:

@@ -25,16 +25,18 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from btp_gitops.controller.errors import PermanentError
+from btp_gitops.controller.errors import PermanentError, UnreadableSource
 from btp_gitops.controller.gitstore import CommitOutcome, RepoSettings, SourceRepo, TreeChange
 from btp_gitops.controller.records import (
     ApplicationRecord,
+    DocumentRef,
     OperationOutcome,
     SourceIndex,
     Subscription,
     consumer_tenant_name,
     record_operation_outcome,
     record_path,
+    remove_document,
     remove_tenant_record,
     remove_version,
     subscribe_tenant,
@@ -42,7 +44,7 @@ from btp_gitops.controller.records import (
 )
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap.identity import app_identifier_hash, sha1_hex
-from btp_gitops.generator.domains.cap.model import Application, TenantOperation
+from btp_gitops.generator.domains.cap.model import CAP_APPLICATION, Application, TenantOperation
 from btp_gitops.generator.domains.cap.tenants.model import CompletedOperation, TenantState, TenantStatus
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.schemas import load_schema_registry
@@ -512,6 +514,50 @@ def test_removing_a_version_alone_in_its_file_deletes_the_file(repo: SourceRepo)
     apply(repo, remove_version(NAMESPACE, "bookshop-1-0-0"))
     assert text_at(repo, "version-1.0.0.yaml") is None
     assert [v.name for v in index_of(repo).versions] == ["bookshop-1-1-0"]
+
+
+# --- the one editor: documents of a file, and files it cannot cut into documents -------------------
+
+
+def test_removing_a_document_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "app.yaml"
+    domain = "# the shared domain\napiVersion: sme.sap.com/v1alpha1\nkind: Domain\nmetadata:\n  name: shop\n  namespace: shop\n"
+    path.write_text(
+        "# the application\napiVersion: sme.sap.com/v1alpha1\nkind: CAPApplication\n"
+        "metadata:\n  name: shop\n  namespace: shop\n---\n" + domain
+    )
+    with pytest.raises(PermanentError, match=r"CAPApplication shop/other is not in app\.yaml"):
+        remove_document(tmp_path, DocumentRef(Path("app.yaml"), CAP_APPLICATION, "shop", "other"))
+
+    remove_document(tmp_path, DocumentRef(Path("app.yaml"), CAP_APPLICATION, "shop", "shop"))
+
+    assert path.read_text() == "---\n" + domain
+    assert [d["kind"] for d in yaml.safe_load_all(path.read_text()) if d] == ["Domain"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        unsubscribe_tenant(NAMESPACE, APP, ACME_ID),
+        record_operation_outcome(NAMESPACE, "acme", outcome(TenantOperation.UPGRADE, "bookshop-1-1-0")),
+        remove_tenant_record(NAMESPACE, "acme"),
+    ],
+    ids=["edit", "outcome", "removal"],
+)
+def test_a_file_its_separators_do_not_cut_into_documents_is_refused_not_rewritten(
+    tmp_path: Path, change: TreeChange
+) -> None:
+    """One policy for every edit: rewriting such a file from its parsed documents would drop its
+    comments (and here its directive), so it is refused and left byte for byte."""
+    tree = tmp_path / "tree"
+    shutil.copytree(EXAMPLE, tree)
+    record = tree / "tenants" / "acme.yaml"
+    text = "%YAML 1.1\n---\n# acme signed the enterprise contract\n" + record.read_text()
+    record.write_text(text)
+
+    with pytest.raises(UnreadableSource, match=r"tenants/acme.yaml: .*not separated by plain '---' lines"):
+        change(tree)
+    assert record.read_text() == text
 
 
 # --- names -----------------------------------------------------------------------------------------
