@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from btp_gitops.controller.cap.tenant_operations import Snapshot, SourceSnapshots
+from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL
 from btp_gitops.controller.kube import CONFIG_MAP, JOB, NAMESPACE, KubeClient, KubeObject
 from btp_gitops.controller.records import (
     TENANTS_DIRECTORY,
@@ -40,7 +41,6 @@ from btp_gitops.controller.records import (
     remove_version,
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL
 from btp_gitops.generator.domains.cap.model import CAP_APPLICATION, TenantOperation
 from btp_gitops.generator.domains.cap.tenants.model import DEPROVISION_ANNOTATION, TenantState
 from btp_gitops.generator.domains.cap.tenants.names import TENANT_OPERATION_TYPE

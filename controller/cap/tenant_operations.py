@@ -44,6 +44,7 @@ from btp_gitops.controller.cap.callbacks import (
     decide,
     is_pending,
 )
+from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
 from btp_gitops.controller.errors import GitError, PermanentError, TemporaryError
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
@@ -57,7 +58,6 @@ from btp_gitops.controller.records import (
     remove_tenant_record,
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
 from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
 from btp_gitops.generator.domains.cap.model import (
     CAP_APPLICATION,

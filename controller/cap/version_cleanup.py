@@ -43,6 +43,13 @@ from pathlib import Path
 
 import semver
 
+from btp_gitops.controller.clients.prometheus import (
+    OtherResult,
+    PrometheusClient,
+    QueryResult,
+    Scalar,
+    Vector,
+)
 from btp_gitops.controller.errors import PrometheusUnavailable, TemporaryError
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
@@ -53,7 +60,6 @@ from btp_gitops.controller.kube import (
     KubeClient,
     KubeObject,
 )
-from btp_gitops.controller.prometheus import OtherResult, PrometheusClient, QueryResult, Scalar, Vector
 from btp_gitops.controller.records import SourceIndex, remove_version
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
 from btp_gitops.generator.core.sources import SourceSet

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from btp_gitops.controller.clients.targets import AppTarget, ServiceRef
 from btp_gitops.controller.errors import TemporaryError
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.records import (
@@ -36,7 +37,7 @@ from btp_gitops.controller.records import (
     subscribe_tenant,
     unsubscribe_tenant,
 )
-from btp_gitops.controller.subscription.ledger import AppTarget, ServiceRef, SubscriptionEntry, TenantTarget
+from btp_gitops.controller.subscription.ledger import SubscriptionEntry, TenantTarget
 from btp_gitops.generator.core.objects import get_path
 from btp_gitops.generator.domains.cap.model import CAP_APPLICATION
 from btp_gitops.generator.domains.cap.tenants.model import (

@@ -19,9 +19,9 @@ from prometheus_client import CollectorRegistry
 
 from btp_gitops.controller.cap.application_retirement import RetireApplication
 from btp_gitops.controller.cap.callbacks import CallbackSettings
+from btp_gitops.controller.clients.cluster_side import Operation, pending_callback_name
 from btp_gitops.controller.kube import CONFIG_MAP, KubeClient
 from btp_gitops.controller.runtime import Manager, RuntimeSettings
-from btp_gitops.controller.subscription.cluster_side import Operation, pending_callback_name
 from tests.controller.tenant_operations.conftest import (
     Controller,
     SaasPeer,

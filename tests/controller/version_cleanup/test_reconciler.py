@@ -24,6 +24,7 @@ from btp_gitops.controller.cap.version_cleanup import (
     VersionCleanupReconciler,
     guarded_removal,
 )
+from btp_gitops.controller.clients.prometheus import PrometheusClient
 from btp_gitops.controller.errors import PrometheusUnavailable
 from btp_gitops.controller.kube import (
     CAP_APPLICATION,
@@ -33,7 +34,6 @@ from btp_gitops.controller.kube import (
     KubeClient,
     KubeObject,
 )
-from btp_gitops.controller.prometheus import PrometheusClient
 from btp_gitops.controller.runtime import DONE, Manager, ObjectKey, Outcome, RuntimeSettings
 from tests.conftest import RunCli
 from tests.controller.version_cleanup.builders import (
