@@ -123,7 +123,7 @@ class ReadNamespace:
 
     namespace: str
 
-    def __call__(self, tree: Path, snapshot: Snapshot) -> list[tuple[ApplicationRecord, list[str]]]:
+    def __call__(self, snapshot: Snapshot) -> list[tuple[ApplicationRecord, list[str]]]:
         index = snapshot.index
         return [
             (app, waiting_for(index, app))

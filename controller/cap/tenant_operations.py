@@ -160,12 +160,14 @@ class SourceSnapshots:
         self._fetched_at = float("-inf")
         self._latest: Snapshot | None = None
 
-    def read(self, reader: Callable[[Path, Snapshot], T], *, fresh: bool = False) -> T:
+    def read(self, reader: Callable[[Snapshot], T], *, fresh: bool = False) -> T:
+        """`reader`'s answer on the snapshot of the clone's commit (the remote's newest with
+        `fresh`). Readers get the index, not the tree: what they decide on is what it checked."""
         started = time.monotonic()
         with self._lock:
             refresh = fresh or started - self._fetched_at > self._max_age
         try:
-            result = self._repo.read(lambda tree: reader(tree, self._snapshot(tree)), refresh=refresh)
+            result = self._repo.read(lambda tree: reader(self._snapshot(tree)), refresh=refresh)
         except GitError as error:
             raise SourceUnavailable(error.message) from error
         if refresh:
@@ -492,7 +494,7 @@ class TenantOperationsReconciler:
     # --- steps ----------------------------------------------------------------------------------
 
     def _view(self, key: ObjectKey, *, fresh: bool, application_hint: str = "") -> TenantView:
-        def read(tree: Path, snapshot: Snapshot) -> TenantView:
+        def read(snapshot: Snapshot) -> TenantView:
             return tenant_view(snapshot, key.namespace, key.name, application_hint)
 
         view = self._snapshots.read(read, fresh=fresh)
