@@ -45,7 +45,12 @@ from btp_gitops.controller.records import (
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap.identity import app_identifier_hash, sha1_hex
 from btp_gitops.generator.domains.cap.model import CAP_APPLICATION, Application, TenantOperation
-from btp_gitops.generator.domains.cap.tenants.model import CompletedOperation, TenantState, TenantStatus
+from btp_gitops.generator.domains.cap.tenants.model import (
+    CAP_TENANT,
+    CompletedOperation,
+    TenantState,
+    TenantStatus,
+)
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.render import render_cluster
@@ -168,6 +173,28 @@ def test_the_index_finds_the_application_by_its_identity_hash_and_its_tenants(re
     )
     version = index.version_named(NAMESPACE, "bookshop-1-0-0")
     assert version is not None and (version.path, version.version) == (Path("version-1.0.0.yaml"), "1.0.0")
+
+
+def test_the_index_holds_the_documents_its_records_were_read_from(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(EXAMPLE, tree)
+    # A second file naming the same tenant: the record's own file's document is the one returned.
+    twin = yaml.safe_load((tree / "tenants" / "acme.yaml").read_text())
+    twin["spec"]["subDomain"] = "acme-twin"
+    (tree / "tenants" / "zz-twin.yaml").write_text(yaml.safe_dump(twin))
+    index = SourceIndex.of_tree(tree)
+
+    acme = index.tenant_named(NAMESPACE, "acme")
+    assert acme is not None and acme.path == Path("tenants/acme.yaml")
+    document = index.document(acme.path, CAP_TENANT, NAMESPACE, "acme")
+    assert document.body["spec"]["subDomain"] == acme.sub_domain != "acme-twin"
+    twin_document = index.document(Path("tenants/zz-twin.yaml"), CAP_TENANT, NAMESPACE, "acme")
+    assert twin_document.body["spec"]["subDomain"] == "acme-twin"
+    kinds = [d.kind for d in index.documents_of_namespace(NAMESPACE)]
+    assert kinds.count("CAPApplication") == 1 and kinds.count("CAPTenant") == 4
+    assert index.documents_of_namespace("elsewhere") == []
+    with pytest.raises(UnreadableSource, match=r"CAPTenant bookshop/acme is not in tenants/globex\.yaml"):
+        index.document(Path("tenants/globex.yaml"), CAP_TENANT, NAMESPACE, "acme")
 
 
 def test_the_index_sees_a_file_rewritten_in_place_at_once(tmp_path: Path) -> None:
