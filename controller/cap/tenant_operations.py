@@ -50,6 +50,7 @@ from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.kube import CONFIG_MAP, JOB, KubeClient, KubeObject
 from btp_gitops.controller.records import (
+    FAILURE_STATES,
     ApplicationRecord,
     OperationOutcome,
     SourceIndex,
@@ -71,7 +72,6 @@ from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
     DEPROVISION_ANNOTATION,
     Tenant,
-    TenantState,
     TenantStatus,
     TenantType,
     derived_provider_tenant,
@@ -87,12 +87,6 @@ from btp_gitops.generator.domains.cap.tenants.selection import PlannedOperation,
 log = logging.getLogger("btp_gitops.controller.cap.tenant_operations")
 
 T = TypeVar("T")
-
-FAILURE_STATES = {
-    TenantOperation.PROVISIONING: TenantState.PROVISIONING_ERROR,
-    TenantOperation.UPGRADE: TenantState.UPGRADE_ERROR,
-    TenantOperation.DEPROVISIONING: TenantState.DELETING,
-}
 
 
 class SourceUnavailable(TemporaryError):

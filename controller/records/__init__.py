@@ -11,6 +11,7 @@ Import from this package, not its modules.
 """
 
 from btp_gitops.controller.records.changes import (
+    FAILURE_STATES,
     TENANTS_DIRECTORY,
     OperationOutcome,
     Subscription,
@@ -31,6 +32,7 @@ from btp_gitops.controller.records.index import (
 )
 
 __all__ = [
+    "FAILURE_STATES",
     "TENANTS_DIRECTORY",
     "ApplicationRecord",
     "DocumentRef",

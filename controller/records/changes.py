@@ -35,7 +35,7 @@ from btp_gitops.generator.domains.cap.tenants.model import (
 )
 from btp_gitops.generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
 
-# CAP Operator's annotation for the subscribing global account (reference: Conventions).
+# CAP Operator's annotation for the subscribing global account.
 GLOBAL_ACCOUNT_ANNOTATION = f"{PREFIX}global-account-id"
 TENANTS_DIRECTORY = "tenants"
 MAX_TENANT_NAME = 63
@@ -252,7 +252,9 @@ class OperationOutcome:
     succeeded: bool
 
 
-_FAILURE_STATES = {
+# The state a failed operation leaves its record in (tenant_operations reads a failure as
+# recorded when the record shows it).
+FAILURE_STATES = {
     TenantOperation.PROVISIONING: TenantState.PROVISIONING_ERROR,
     TenantOperation.UPGRADE: TenantState.UPGRADE_ERROR,
     # A failed deprovisioning is retried, never called off: Deleting holds on even if a
@@ -275,7 +277,7 @@ def _record_failure(status: dict[str, Any], outcome: OperationOutcome) -> None:
         return  # a late report of a failed attempt of an operation that has completed since
     if status.get("state") == TenantState.DELETING and outcome.operation != TenantOperation.DEPROVISIONING:
         return  # deletion is never called off
-    status["state"] = _FAILURE_STATES[outcome.operation].value
+    status["state"] = FAILURE_STATES[outcome.operation].value
 
 
 def _record_success(status: dict[str, Any], outcome: OperationOutcome) -> None:
