@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -218,12 +218,3 @@ def run_subscription_server(args: argparse.Namespace) -> int:
     with _controller_extra("subscription-server"):
         from btp_gitops.controller.process import SubscriptionServerProcess  # noqa: PLC0415
     return SubscriptionServerProcess.from_args(args).run(StopSignal().event)
-
-
-def parse_for_tests(argv: Sequence[str]) -> argparse.Namespace:
-    """The controller's own parser, for tests that build processes from flags."""
-    parser = argparse.ArgumentParser(prog="btp-gitops")
-    commands = parser.add_subparsers()
-    add_controller_command(commands)
-    add_subscription_server_command(commands)
-    return parser.parse_args(argv)

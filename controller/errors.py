@@ -11,7 +11,8 @@ and one table of exit codes (core.exit_codes) serve both. Git failures are the g
     │   ├── GitPushRejected         the remote moved on: fetch, re-apply, push again
     │   └── PrometheusUnavailable   a cleanup rule cannot be evaluated now
     ├── PermanentError              retrying without a change to the object cannot help
-    │   └── KubeRequestRefused      the API server refused the request (4xx other than 409/429)
+    │   ├── KubeRequestRefused      the API server refused the request (4xx other than 409/429)
+    │   └── UnreadableSource        a source file is not YAML, or a CAP document breaks its schema
     └── AuthenticationFailed        a callback without valid credentials (the server answers 401/403)
 
 Reasons are machine-readable (`reason`) so statuses and Events carry them; messages never contain
@@ -62,6 +63,12 @@ class KubeRequestRefused(PermanentError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+class UnreadableSource(PermanentError):
+    """Only a commit to the source repository helps (controller.records.unreadable makes it)."""
+
+    reason = "UnreadableSource"
 
 
 class GitPushRejected(TemporaryError):

@@ -65,13 +65,8 @@ class LeaderElector:
         self._kube = kube
         self._settings = settings
         self._clock = clock
-        self._leading = threading.Event()
         self._stop = threading.Event()
         self._other_holder = ""  # who holds the Lease when it was last seen held by another
-
-    @property
-    def is_leader(self) -> bool:
-        return self._leading.is_set()
 
     def _spec(self, transitions: int, acquired: str | None) -> dict[str, object]:
         now = _format(self._clock())
@@ -144,13 +139,11 @@ class LeaderElector:
             self._stop.wait(self._settings.retry_period)
         if self._stop.is_set():
             return
-        self._leading.set()
         log.info("leading as %s", self._settings.identity)
         try:
             on_started_leading()
             self._renew_until_lost()
         finally:
-            self._leading.clear()
             on_stopped_leading()
             self.release()
 

@@ -26,10 +26,10 @@ from btp_gitops.controller.cap.deletion import CapDeletionSettings, cap_deletion
 from btp_gitops.controller.cap.status_mirror import TenantStatusMirror, mark_deprovisioned
 from btp_gitops.controller.cap.tenant_operations import SourceSnapshots, TenantOperationsReconciler
 from btp_gitops.controller.cap.version_cleanup import CleanupSettings, VersionCleanupReconciler
+from btp_gitops.controller.clients.prometheus import PrometheusClient
 from btp_gitops.controller.errors import ConfigurationError
 from btp_gitops.controller.gitstore import SourceRepo
 from btp_gitops.controller.kube import KubeClient
-from btp_gitops.controller.prometheus import PrometheusClient
 from btp_gitops.controller.runtime import Reconciler
 from btp_gitops.controller.subscription.metrics import SubscriptionMetrics
 

@@ -240,11 +240,6 @@ class Manager:
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
-    def enqueue(self, reconciler_name: str, key: ObjectKey, delay: float = 0.0) -> None:
-        for loop in self._loops:
-            if loop.reconciler.name == reconciler_name:
-                loop.queue.add(key, delay)
-
     # -- watching
 
     def _watch(self, loop: _Loop, watch: Watch, synced: threading.Event) -> None:

@@ -23,25 +23,24 @@ ConfigMaps queue their namespace too, so the retirement follows the last tenant 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from btp_gitops.controller.cap.tenant_operations import Snapshot, SourceSnapshots
-from btp_gitops.controller.errors import PermanentError
+from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL
 from btp_gitops.controller.kube import CONFIG_MAP, JOB, NAMESPACE, KubeClient, KubeObject
 from btp_gitops.controller.records import (
     TENANTS_DIRECTORY,
     ApplicationRecord,
+    DocumentRef,
     SourceIndex,
     TenantRecord,
+    remove_document,
     remove_tenant_record,
     remove_version,
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL
-from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
 from btp_gitops.generator.domains.cap.model import CAP_APPLICATION, TenantOperation
 from btp_gitops.generator.domains.cap.tenants.model import DEPROVISION_ANNOTATION, TenantState
 from btp_gitops.generator.domains.cap.tenants.names import TENANT_OPERATION_TYPE
@@ -77,63 +76,6 @@ def waiting_for(index: SourceIndex, app: ApplicationRecord) -> list[str]:
     return sorted(waiting)
 
 
-# --- removing one document from a file ---------------------------------------------------------------
-
-_SEPARATOR = re.compile(r"---[ \t]*(?:#[^\n]*)?\r?\n?")
-
-
-def _pieces(text: str) -> list[str]:
-    """The file cut at its `---` lines, each piece starting with its separator (the first: none)."""
-    pieces = [""]
-    for line in text.splitlines(keepends=True):
-        if _SEPARATOR.fullmatch(line):
-            pieces.append(line)
-        else:
-            pieces[-1] += line
-    return pieces
-
-
-def _bodies(text: str, shown: str) -> list[object]:
-    return [body for _, body in load_source_documents(text, shown) if body is not None]
-
-
-def _is_document(body: object, kind: tuple[str, str], namespace: str, name: str) -> bool:
-    if not isinstance(body, dict):
-        return False
-    meta = body.get("metadata") or {}
-    return (body.get("apiVersion"), body.get("kind"), meta.get("namespace"), meta.get("name")) == (
-        *kind,
-        namespace,
-        name,
-    )
-
-
-def remove_document(path: Path, kind: tuple[str, str], namespace: str, name: str) -> bool:
-    """Remove one document from a YAML file, the other documents and their comments kept byte for
-    byte; the file goes when nothing else is in it. False when the document is not there. A file
-    whose `---` lines do not cut it into single documents is refused rather than rewritten."""
-    pieces = _pieces(path.read_text(encoding="utf-8"))
-    try:
-        parsed = [_bodies(piece, str(path)) for piece in pieces]
-    except SourceSyntaxProblem as error:
-        raise PermanentError(f"cannot read {path}: {error}") from error
-    if any(len(bodies) > 1 for bodies in parsed):
-        raise PermanentError(f"{path}: documents not separated by plain '---' lines; remove {name} by hand")
-    kept = [
-        piece
-        for piece, bodies in zip(pieces, parsed, strict=True)
-        if not (bodies and _is_document(bodies[0], kind, namespace, name))
-    ]
-    if len(kept) == len(pieces):
-        return False
-    remaining = "".join(kept)
-    if not _bodies(remaining, str(path)):
-        path.unlink()
-    else:
-        path.write_text(remaining, encoding="utf-8")
-    return True
-
-
 # --- the change and the reconciler -------------------------------------------------------------------
 
 
@@ -151,12 +93,12 @@ class RetireApplication:
         if app is None or not marked_for_retirement(app) or waiting_for(index, app):
             return None
         tenants = index.tenants_of(self.namespace, self.name)
-        versions = [v for v in index.versions if (v.namespace, v.application) == (self.namespace, self.name)]
+        versions = index.versions_of(self.namespace, self.name)
         for tenant in tenants:
             remove_tenant_record(self.namespace, tenant.name)(tree)
         for version in versions:
             remove_version(self.namespace, version.name)(tree)
-        remove_document(tree / app.path, CAP_APPLICATION, self.namespace, self.name)
+        remove_document(tree, DocumentRef(app.path, CAP_APPLICATION, self.namespace, self.name))
         tenants_directory = tree / app.path.parent / TENANTS_DIRECTORY
         if tenants_directory.is_dir() and not any(tenants_directory.iterdir()):
             tenants_directory.rmdir()
@@ -181,7 +123,7 @@ class ReadNamespace:
 
     namespace: str
 
-    def __call__(self, tree: Path, snapshot: Snapshot) -> list[tuple[ApplicationRecord, list[str]]]:
+    def __call__(self, snapshot: Snapshot) -> list[tuple[ApplicationRecord, list[str]]]:
         index = snapshot.index
         return [
             (app, waiting_for(index, app))

@@ -44,23 +44,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from btp_gitops.controller.errors import ConfigurationError, ControllerError, PermanentError
-from btp_gitops.controller.events import NORMAL, WARNING, record_event
-from btp_gitops.controller.kube import CONFIG_MAP, Conflict, KubeClient, KubeObject, NotFound
-from btp_gitops.controller.records import ApplicationRecord
-from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, Operation, rfc3339
-from btp_gitops.controller.subscription.credentials import (
+from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL, Operation, rfc3339
+from btp_gitops.controller.clients.credentials import (
     CredentialReader,
     CredentialsUnavailable,
     ServiceNotBound,
 )
-from btp_gitops.controller.subscription.ledger import AppTarget, ServiceRef
-from btp_gitops.controller.subscription.saas_client import (
+from btp_gitops.controller.clients.saas_client import (
     CallbackFailed,
     CallbackStatus,
     CallbackTarget,
     SaasCallbackClient,
 )
+from btp_gitops.controller.clients.targets import AppTarget, ServiceRef
+from btp_gitops.controller.errors import ConfigurationError, ControllerError, PermanentError
+from btp_gitops.controller.events import NORMAL, WARNING, record_event
+from btp_gitops.controller.kube import CONFIG_MAP, Conflict, KubeClient, KubeObject, NotFound
+from btp_gitops.controller.records import ApplicationRecord
 from btp_gitops.generator.domains.cap.model import TenantOperation
 from btp_gitops.generator.domains.cap.tenants.model import TenantState, TenantStatus
 

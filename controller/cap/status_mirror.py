@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from btp_gitops.controller.cap.tenant_operations import Snapshot, SourceSnapshots
@@ -87,7 +86,7 @@ class TenantStatusMirror:
         if live is None or (live.get("metadata") or {}).get("deletionTimestamp"):
             return
 
-        def recorded(tree: Path, snapshot: Snapshot) -> tuple[TenantStatus, bool] | None:
+        def recorded(snapshot: Snapshot) -> tuple[TenantStatus, bool] | None:
             record = snapshot.index.tenant_named(key.namespace, key.name)
             return (record.status, record.marked_for_deprovisioning) if record is not None else None
 

@@ -44,11 +44,13 @@ from btp_gitops.controller.cap.callbacks import (
     decide,
     is_pending,
 )
-from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
+from btp_gitops.controller.errors import PermanentError, TemporaryError
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.kube import CONFIG_MAP, JOB, KubeClient, KubeObject
 from btp_gitops.controller.records import (
+    FAILURE_STATES,
     ApplicationRecord,
     OperationOutcome,
     SourceIndex,
@@ -57,9 +59,7 @@ from btp_gitops.controller.records import (
     remove_tenant_record,
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
-from btp_gitops.generator.core.errors import BtpGitopsError, GitError
-from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.core.errors import GitError
 from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
 from btp_gitops.generator.domains.cap.model import (
     CAP_APPLICATION,
@@ -73,7 +73,6 @@ from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
     DEPROVISION_ANNOTATION,
     Tenant,
-    TenantState,
     TenantStatus,
     TenantType,
     derived_provider_tenant,
@@ -85,17 +84,10 @@ from btp_gitops.generator.domains.cap.tenants.names import (
     operation_job_name,
 )
 from btp_gitops.generator.domains.cap.tenants.selection import PlannedOperation, VersionIndex, plan_tenant
-from btp_gitops.generator.io.sources import load_sources
 
 log = logging.getLogger("btp_gitops.controller.cap.tenant_operations")
 
 T = TypeVar("T")
-
-FAILURE_STATES = {
-    TenantOperation.PROVISIONING: TenantState.PROVISIONING_ERROR,
-    TenantOperation.UPGRADE: TenantState.UPGRADE_ERROR,
-    TenantOperation.DEPROVISIONING: TenantState.DELETING,
-}
 
 
 class SourceUnavailable(TemporaryError):
@@ -126,41 +118,25 @@ class ApplicationModels:
         return self.steps[key]
 
 
-def _documents(tree: Path, relative: Path) -> list[SourceDocument]:
-    try:
-        return load_sources([tree / relative])
-    except BtpGitopsError as error:  # validated by SourceIndex: only a racing edit gets here
-        raise SourceUnavailable(f"cannot read {relative}: {error}") from error
-
-
-def _document(tree: Path, relative: Path, kind: tuple[str, str], namespace: str, name: str) -> SourceDocument:
-    wanted = (*kind, namespace, name)
-    for document in _documents(tree, relative):
-        meta = document.body.get("metadata") or {}
-        if (document.api_version, document.kind, meta.get("namespace"), meta.get("name")) == wanted:
-            return document
-    raise SourceUnavailable(f"{kind[1]} {namespace}/{name} is not in {relative} any more")
-
-
 class Snapshot:
-    """The source tree at one commit: the index of records, and the models loaded so far. Models
-    are loaded from the tree, so only inside `SourceSnapshots.read`."""
+    """The source tree at one commit: the index of records, and the models built so far from the
+    index's documents (the tree is not read again)."""
 
     def __init__(self, commit: str, index: SourceIndex) -> None:
         self.commit = commit
         self.index = index
         self._models: dict[tuple[str, str], ApplicationModels] = {}
 
-    def models(self, tree: Path, app: ApplicationRecord) -> ApplicationModels:
+    def models(self, app: ApplicationRecord) -> ApplicationModels:
         key = (app.namespace, app.name)
         if key not in self._models:
+            index = self.index
             application = Application.from_source(
-                _document(tree, app.path, CAP_APPLICATION, app.namespace, app.name)
+                index.document(app.path, CAP_APPLICATION, app.namespace, app.name)
             )
             versions = [
-                Version.from_source(_document(tree, v.path, CAP_APPLICATION_VERSION, v.namespace, v.name))
-                for v in self.index.versions
-                if v.namespace == app.namespace and v.application == app.name
+                Version.from_source(index.document(v.path, CAP_APPLICATION_VERSION, v.namespace, v.name))
+                for v in index.versions_of(app.namespace, app.name)
             ]
             self._models[key] = ApplicationModels(application, VersionIndex.of(versions))
         return self._models[key]
@@ -179,12 +155,14 @@ class SourceSnapshots:
         self._fetched_at = float("-inf")
         self._latest: Snapshot | None = None
 
-    def read(self, reader: Callable[[Path, Snapshot], T], *, fresh: bool = False) -> T:
+    def read(self, reader: Callable[[Snapshot], T], *, fresh: bool = False) -> T:
+        """`reader`'s answer on the snapshot of the clone's commit (the remote's newest with
+        `fresh`). Readers get the index, not the tree: what they decide on is what it checked."""
         started = time.monotonic()
         with self._lock:
             refresh = fresh or started - self._fetched_at > self._max_age
         try:
-            result = self._repo.read(lambda tree: reader(tree, self._snapshot(tree)), refresh=refresh)
+            result = self._repo.read(lambda tree: reader(self._snapshot(tree)), refresh=refresh)
         except GitError as error:
             raise SourceUnavailable(error.message) from error
         if refresh:
@@ -254,14 +232,14 @@ def _provider_application(index: SourceIndex, namespace: str, name: str) -> Appl
     return None
 
 
-def _tenant_model(tree: Path, record: TenantRecord, app: ApplicationRecord) -> Tenant:
-    document = _document(tree, record.path, CAP_TENANT, record.namespace, record.name)
+def _tenant_model(index: SourceIndex, record: TenantRecord, app: ApplicationRecord) -> Tenant:
+    document = index.document(record.path, CAP_TENANT, record.namespace, record.name)
     provider = record.tenant_id == app.provider_tenant_id
     return tenant_from_source(document, TenantType.PROVIDER if provider else TenantType.CONSUMER)
 
 
 def _locate(
-    tree: Path, snapshot: Snapshot, namespace: str, name: str
+    snapshot: Snapshot, namespace: str, name: str
 ) -> tuple[ApplicationRecord, ApplicationModels, Tenant] | None:
     """The tenant's application and model: its record's, or the provider its application implies."""
     index = snapshot.index
@@ -273,20 +251,18 @@ def _locate(
     )
     if app is None:
         return None
-    models = snapshot.models(tree, app)
+    models = snapshot.models(app)
     if record is not None:
-        return app, models, _tenant_model(tree, record, app)
+        return app, models, _tenant_model(index, record, app)
     provider = models.app.provider
     return (app, models, derived_provider_tenant(models.app, provider)) if provider else None
 
 
-def tenant_view(
-    tree: Path, snapshot: Snapshot, namespace: str, name: str, application_hint: str = ""
-) -> TenantView:
+def tenant_view(snapshot: Snapshot, namespace: str, name: str, application_hint: str = "") -> TenantView:
     """The tenant `namespace/name` as the render sees it at this commit; `application_hint` names
     the application to report when the tenant has no record (left, or never written)."""
     record = snapshot.index.tenant_named(namespace, name)
-    located = _locate(tree, snapshot, namespace, name)
+    located = _locate(snapshot, namespace, name)
     if located is None:
         hinted = snapshot.index.application(namespace, application_hint) if application_hint else None
         problems = (f"no CAPApplication {record.application} for its record",) if record else ()
@@ -423,7 +399,8 @@ def _already_recorded(view: TenantView, operation: PlannedOperation, result: Ope
 
 def _change_for(view: TenantView, operation: PlannedOperation, result: OperationResult) -> TreeChange:
     tenant = view.tenant
-    assert tenant is not None  # an operation is planned only for a tenant
+    if tenant is None:  # tenant_view plans an operation only for a tenant it located
+        raise PermanentError(f"an operation on {operation.version.name} is planned without a tenant")
     succeeded = result.progress == Progress.SUCCEEDED
     if succeeded and operation.operation == TenantOperation.DEPROVISIONING:
         return CompleteDeprovisioning(tenant.namespace, tenant.name, operation.version.name)
@@ -490,9 +467,8 @@ class TenantOperationsReconciler:
     def answer_callback(self, key: ObjectKey) -> float | None:
         """Decide and deliver the tenant's pending callback, if it has one; when to look again."""
         config_map = self._kube.get(CONFIG_MAP, pending_callback_name(key.name), key.namespace)
-        if not is_pending(config_map):
+        if config_map is None or not is_pending(config_map):
             return None
-        assert config_map is not None
         try:
             callback = PendingCallback.of(config_map)
         except InvalidCallback as error:
@@ -513,8 +489,8 @@ class TenantOperationsReconciler:
     # --- steps ----------------------------------------------------------------------------------
 
     def _view(self, key: ObjectKey, *, fresh: bool, application_hint: str = "") -> TenantView:
-        def read(tree: Path, snapshot: Snapshot) -> TenantView:
-            return tenant_view(tree, snapshot, key.namespace, key.name, application_hint)
+        def read(snapshot: Snapshot) -> TenantView:
+            return tenant_view(snapshot, key.namespace, key.name, application_hint)
 
         view = self._snapshots.read(read, fresh=fresh)
         if not view.recorded and not fresh:

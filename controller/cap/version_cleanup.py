@@ -43,7 +43,14 @@ from pathlib import Path
 
 import semver
 
-from btp_gitops.controller.errors import PermanentError, PrometheusUnavailable, TemporaryError
+from btp_gitops.controller.clients.prometheus import (
+    OtherResult,
+    PrometheusClient,
+    QueryResult,
+    Scalar,
+    Vector,
+)
+from btp_gitops.controller.errors import PrometheusUnavailable, TemporaryError
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.kube import (
@@ -53,22 +60,17 @@ from btp_gitops.controller.kube import (
     KubeClient,
     KubeObject,
 )
-from btp_gitops.controller.prometheus import OtherResult, PrometheusClient, QueryResult, Scalar, Vector
-from btp_gitops.controller.records import remove_version
+from btp_gitops.controller.records import SourceIndex, remove_version
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.generator.core.errors import BtpGitopsError
-from btp_gitops.generator.core.sources import SourceDocument, SourceSet
-from btp_gitops.generator.core.validation import SchemaRegistry, validate_sources
+from btp_gitops.generator.core.sources import SourceSet
 from btp_gitops.generator.domains.cap.catalog import build_catalog
 from btp_gitops.generator.domains.cap.exposures import semantic_version
 from btp_gitops.generator.domains.cap.identity import service_name
-from btp_gitops.generator.domains.cap.model import API_VERSION, Application, Version, Workload
+from btp_gitops.generator.domains.cap.model import Application, Version, Workload
 from btp_gitops.generator.domains.cap.tenants.catalog import build_tenant_catalog
 from btp_gitops.generator.domains.cap.tenants.model import Tenant
 from btp_gitops.generator.domains.cap.tenants.names import version_gate_name
 from btp_gitops.generator.domains.cap.tenants.selection import VersionIndex, desired_version, plan_tenant
-from btp_gitops.generator.io.schemas import load_schema_registry
-from btp_gitops.generator.io.sources import load_sources
 
 log = logging.getLogger("btp_gitops.controller.version_cleanup")
 
@@ -76,7 +78,6 @@ CLEANUP_ANNOTATION = "sme.sap.com/enable-cleanup-monitoring"
 READY_FOR_DELETION = "ReadyForDeletion"
 CLEANUP_DEFERRED = "VersionCleanupDeferred"
 CLEANUP_MODE_TRAILER = "Cleanup-Mode"
-_SOURCE_KINDS = frozenset({"CAPApplication", "CAPApplicationVersion", "CAPTenant"})
 
 
 class CleanupMode(StrEnum):
@@ -105,36 +106,13 @@ class ApplicationSources:
     tenants: tuple[Tenant, ...]
 
 
-def _documents_of_namespace(tree: Path, namespace: str) -> list[SourceDocument]:
-    try:
-        documents = load_sources([tree])
-    except BtpGitopsError as error:
-        raise PermanentError(f"the source repository cannot be read: {'; '.join(error.lines())}") from error
-    return [
-        d
-        for d in documents
-        if d.api_version == API_VERSION
-        and d.kind in _SOURCE_KINDS
-        and (d.body.get("metadata") or {}).get("namespace") == namespace
-    ]
-
-
-def read_application(
-    tree: Path, namespace: str, name: str, schemas: SchemaRegistry
-) -> ApplicationSources | None:
+def read_application(tree: Path, namespace: str, name: str) -> ApplicationSources | None:
     """The application `namespace/name` in the tree, None when its CAPApplication is not there.
 
-    The CAP documents of the namespace are checked against their schemas first: the model reads
-    fields the schemas guarantee, and a broken document must stop the cleanup, not mislead it."""
-    documents = _documents_of_namespace(tree, namespace)
-    try:
-        validate_sources(documents, schemas)
-    except BtpGitopsError as error:
-        shown = error.lines()[:6]
-        raise PermanentError(
-            f"the CAP sources of namespace {namespace} are invalid: {'; '.join(shown)}"
-        ) from error
-    sources = SourceSet.of(documents)
+    Read through the records' index, which checked every CAP document against its schema: the
+    model reads fields the schemas guarantee, and a broken document stops the cleanup
+    (UnreadableSource), it does not mislead it."""
+    sources = SourceSet.of(SourceIndex.of_tree(tree).documents_of_namespace(namespace))
     catalog = build_catalog(sources)
     app = next((a for a in catalog.applications if a.name == name), None)
     if app is None:
@@ -456,9 +434,7 @@ class Refusal:
     reason: str = ""
 
 
-def guarded_removal(
-    namespace: str, app_name: str, version_name: str, schemas: SchemaRegistry, refusal: Refusal
-) -> TreeChange:
+def guarded_removal(namespace: str, app_name: str, version_name: str, refusal: Refusal) -> TreeChange:
     """`remove_version`, unless the tree it is applied to no longer allows it: the application is
     gone, or a tenant recorded meanwhile holds the version. The writer may apply a change several
     times (after a rejected push); `refusal` tells what the last application decided."""
@@ -466,7 +442,7 @@ def guarded_removal(
 
     def change(tree: Path) -> str | None:
         refusal.reason = ""
-        sources = read_application(tree, namespace, app_name, schemas)
+        sources = read_application(tree, namespace, app_name)
         if sources is None:
             refusal.reason = f"CAPApplication {namespace}/{app_name} is no longer in the sources"
             return None
@@ -491,14 +467,12 @@ class VersionCleanupReconciler:
         settings: CleanupSettings | None = None,
         *,
         clock: Callable[[], float] = time.time,
-        schemas: SchemaRegistry | None = None,
     ) -> None:
         self._kube = kube
         self._repo = source_repo
         self._prometheus = prometheus
         self._settings = settings or CleanupSettings()
         self._clock = clock  # the instant every query of one pass is evaluated at
-        self._schemas = schemas or load_schema_registry()
         # When each application was last evaluated, and its cluster object's resourceVersion then:
         # resyncs and unrelated wakeups do not shorten the interval. Only an optimisation: after a
         # restart the first pass just comes early.
@@ -523,7 +497,7 @@ class VersionCleanupReconciler:
         wait = self._time_until_due(key, version_stamp)
         if wait > 0:
             return Outcome(requeue_after=wait)
-        sources = self._repo.read(lambda tree: read_application(tree, key.namespace, key.name, self._schemas))
+        sources = self._repo.read(lambda tree: read_application(tree, key.namespace, key.name))
         if sources is None:
             log.info("CAPApplication %s is not in the source repository: nothing to clean up", key)
             return DONE
@@ -594,7 +568,7 @@ class VersionCleanupReconciler:
     ) -> None:
         version = verdict.version
         refusal = Refusal()
-        change = guarded_removal(app.namespace, app.name, version.name, self._schemas, refusal)
+        change = guarded_removal(app.namespace, app.name, version.name, refusal)
         try:
             outcome = self._repo.apply(
                 change, commit_message(app, verdict, selection), self._settings.commit_timeout

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from btp_gitops.controller.clients.targets import AppTarget, ServiceRef
 from btp_gitops.controller.errors import TemporaryError
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.records import (
@@ -36,10 +37,8 @@ from btp_gitops.controller.records import (
     subscribe_tenant,
     unsubscribe_tenant,
 )
-from btp_gitops.controller.subscription.ledger import AppTarget, ServiceRef, SubscriptionEntry, TenantTarget
-from btp_gitops.generator.core.errors import GitError, SourceSyntaxError
+from btp_gitops.controller.subscription.ledger import SubscriptionEntry, TenantTarget
 from btp_gitops.generator.core.objects import get_path
-from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap.model import CAP_APPLICATION
 from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
@@ -48,7 +47,6 @@ from btp_gitops.generator.domains.cap.tenants.model import (
     tenant_from_source,
 )
 from btp_gitops.generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
-from btp_gitops.generator.io.sources import load_sources
 
 T = TypeVar("T")
 
@@ -59,9 +57,12 @@ class _Snapshot:
 
     head: str
     index: SourceIndex
-    apps: dict[str, AppTarget] = field(default_factory=dict)  # by identifier hash, first file wins
-    apps_by_name: dict[tuple[str, str], AppTarget] = field(default_factory=dict)
+    apps_by_name: dict[tuple[str, str], AppTarget] = field(default_factory=dict)  # first file wins
     tenants_by_id: dict[str, list[TenantRecord]] = field(default_factory=dict)
+
+    def application(self, identifier_hash: str) -> AppTarget | None:
+        record = self.index.application_by_identifier(identifier_hash)
+        return self.apps_by_name.get((record.namespace, record.name)) if record else None
 
 
 class GitTenantLedger:
@@ -90,13 +91,17 @@ class GitTenantLedger:
         return bool(self._repo.head)
 
     def applications(self) -> list[AppTarget]:
-        return self._repo.read(lambda tree: list(self._snapshot_of(tree).apps.values()), refresh=False)
+        return self._repo.read(
+            lambda tree: list(self._snapshot_of(tree).apps_by_name.values()), refresh=False
+        )
 
     def find_application(self, identifier_hash: str) -> AppTarget | None:
-        found = self._published().apps.get(identifier_hash)
+        found = self._published().application(identifier_hash)
         if found is not None:
             return found
-        return self._repo.read(lambda tree: self._snapshot_of(tree).apps.get(identifier_hash), refresh=True)
+        return self._repo.read(
+            lambda tree: self._snapshot_of(tree).application(identifier_hash), refresh=True
+        )
 
     def find_tenant(self, app: AppTarget, tenant_id: str) -> TenantTarget | None:
         published = self._published()
@@ -113,7 +118,7 @@ class GitTenantLedger:
             snapshot = self._snapshot_of(tree)
             record = snapshot.index.tenant(app.namespace, app.name, tenant_id)
             current = snapshot.apps_by_name.get((app.namespace, app.name))
-            return _tenant_target(tree, record, current) if record and current else None
+            return _tenant_target(snapshot.index, record, current) if record and current else None
 
         return self._repo.read(lookup, refresh=False)
 
@@ -122,7 +127,7 @@ class GitTenantLedger:
             snapshot = self._snapshot_of(tree)
             for record in snapshot.tenants_by_id.get(tenant_id, []):
                 app = snapshot.apps_by_name.get((record.namespace, record.application))
-                target = _tenant_target(tree, record, app) if app else None
+                target = _tenant_target(snapshot.index, record, app) if app else None
                 if target is not None and target.subscription_guid == subscription_guid:
                     return target
             return None
@@ -192,16 +197,14 @@ def _build_snapshot(tree: Path, head: str) -> _Snapshot:
     index = SourceIndex.of_tree(tree)
     snapshot = _Snapshot(head, index)
     for record in index.applications:
-        target = _app_target(tree, record)
-        snapshot.apps.setdefault(target.identifier_hash, target)
-        snapshot.apps_by_name.setdefault((target.namespace, target.name), target)
+        snapshot.apps_by_name.setdefault((record.namespace, record.name), _app_target(index, record))
     for tenant in index.tenants:
         snapshot.tenants_by_id.setdefault(tenant.tenant_id, []).append(tenant)
     return snapshot
 
 
-def _app_target(tree: Path, record: ApplicationRecord) -> AppTarget:
-    dependencies = _subscription_dependencies(tree, record)
+def _app_target(index: SourceIndex, record: ApplicationRecord) -> AppTarget:
+    dependencies = _subscription_dependencies(index, record)
     return AppTarget(
         namespace=record.namespace,
         name=record.name,
@@ -217,27 +220,10 @@ def _app_target(tree: Path, record: ApplicationRecord) -> AppTarget:
     )
 
 
-def _named_documents(
-    tree: Path, path: Path, kind: tuple[str, str], namespace: str, name: str
-) -> list[SourceDocument]:
-    """The documents of `kind` named `namespace/name` in one file of the tree."""
-    try:
-        documents = load_sources([tree / path])
-    except SourceSyntaxError as error:
-        raise GitError(f"{path} of the source repository cannot be read") from error
-    return [
-        d
-        for d in documents
-        if (d.api_version, d.kind) == kind
-        and get_path(d.body, "metadata", "namespace") == namespace
-        and get_path(d.body, "metadata", "name") == name
-    ]
-
-
-def _subscription_dependencies(tree: Path, record: ApplicationRecord) -> set[str]:
+def _subscription_dependencies(index: SourceIndex, record: ApplicationRecord) -> set[str]:
     """Names of the services with `subscriptionDependency: true` (the records' view leaves the flag out)."""
-    found = _named_documents(tree, record.path, CAP_APPLICATION, record.namespace, record.name)
-    services = get_path(found[0].body, "spec", "btp", "services") if found else None
+    document = index.document(record.path, CAP_APPLICATION, record.namespace, record.name)
+    services = get_path(document.body, "spec", "btp", "services")
     return {
         str(s.get("name"))
         for s in services or []
@@ -245,15 +231,15 @@ def _subscription_dependencies(tree: Path, record: ApplicationRecord) -> set[str
     }
 
 
-def _tenant_target(tree: Path, record: TenantRecord, app: AppTarget) -> TenantTarget:
-    found = _named_documents(tree, record.path, CAP_TENANT, record.namespace, record.name)
-    tenant = tenant_from_source(found[0], TenantType.CONSUMER) if found else None
+def _tenant_target(index: SourceIndex, record: TenantRecord, app: AppTarget) -> TenantTarget:
+    document = index.document(record.path, CAP_TENANT, record.namespace, record.name)
+    tenant = tenant_from_source(document, TenantType.CONSUMER)
     return TenantTarget(
         app=app,
         name=record.name,
         tenant_id=record.tenant_id,
         sub_domain=record.sub_domain,
-        subscription_guid=tenant.labels.get(SUBSCRIPTION_GUID, "") if tenant else "",
-        subscription_context_secret=tenant.subscription_context_secret if tenant else "",
+        subscription_guid=tenant.labels.get(SUBSCRIPTION_GUID, ""),
+        subscription_context_secret=tenant.subscription_context_secret,
         marked_for_deletion=record.marked_for_deprovisioning,
     )

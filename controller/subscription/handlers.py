@@ -30,6 +30,14 @@ from dataclasses import dataclass, field
 from email.message import Message
 from typing import Any
 
+from btp_gitops.controller.clients.cluster_side import ClusterSide, Operation, PendingCallback
+from btp_gitops.controller.clients.credentials import (
+    CredentialReader,
+    CredentialsUnavailable,
+    ServiceNotBound,
+)
+from btp_gitops.controller.clients.saas_client import check_callback_path
+from btp_gitops.controller.clients.targets import AppTarget
 from btp_gitops.controller.errors import AuthenticationFailed, ControllerError, PermanentError
 from btp_gitops.controller.subscription.auth import (
     TokenExpectation,
@@ -40,15 +48,8 @@ from btp_gitops.controller.subscription.auth import (
     token_key_url,
     unverified_header,
 )
-from btp_gitops.controller.subscription.cluster_side import ClusterSide, Operation, PendingCallback
-from btp_gitops.controller.subscription.credentials import (
-    CredentialReader,
-    CredentialsUnavailable,
-    ServiceNotBound,
-)
 from btp_gitops.controller.subscription.ledger import (
     DEFAULT_CONTEXT_SECRET_SUFFIX,
-    AppTarget,
     SubscriptionEntry,
     TenantLedger,
     TenantTarget,
@@ -62,7 +63,6 @@ from btp_gitops.controller.subscription.payloads import (
     parse_sms_payload,
     parse_sms_unsubscription,
 )
-from btp_gitops.controller.subscription.saas_client import check_callback_path
 from btp_gitops.generator.domains.cap.identity import sha1_hex
 
 log = logging.getLogger("btp_gitops.subscription")

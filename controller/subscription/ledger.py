@@ -8,52 +8,13 @@ server's own view of the records, so the HTTP layer does not depend on how they 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-XSUAA_CLASS = "xsuaa"
-SAAS_REGISTRY_CLASS = "saas-registry"
-SUBSCRIPTION_MANAGER_CLASS = "subscription-manager"
-PRIMARY_XSUAA_ANNOTATION = "sme.sap.com/primary-xsuaa"
-SUBSCRIPTION_DOMAIN_ANNOTATION = "sme.sap.com/subscription-domain"
+from btp_gitops.controller.clients.targets import AppTarget
+
 DEFAULT_CONTEXT_SECRET_SUFFIX = "-subscription-context"
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceRef:
-    """One entry of the application's `spec.btp.services`: its binding Secret lives in the app's namespace."""
-
-    name: str
-    secret: str
-    service_class: str
-    subscription_dependency: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class AppTarget:
-    """A CAPApplication as the server sees it: where it lives and which services it binds."""
-
-    namespace: str
-    name: str
-    btp_app_name: str
-    provider_subaccount_id: str
-    identifier_hash: str
-    services: tuple[ServiceRef, ...] = ()
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    provider_tenant_id: str = ""  # "" for a services-only application, which has no tenants
-    provider_sub_domain: str = ""
-
-    @property
-    def multi_tenant(self) -> bool:
-        return bool(self.provider_tenant_id)
-
-    def services_of_class(self, service_class: str) -> tuple[ServiceRef, ...]:
-        return tuple(s for s in self.services if s.service_class == service_class)
-
-    @property
-    def subscription_domain(self) -> str:
-        return self.annotations.get(SUBSCRIPTION_DOMAIN_ANNOTATION, "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from btp_gitops.controller.clients.cluster_side import ClusterSide
+from btp_gitops.controller.clients.credentials import CredentialReader
 from btp_gitops.controller.errors import AuthenticationFailed, ConfigurationError, TemporaryError
 from btp_gitops.controller.kube import KubeClient
 from btp_gitops.controller.subscription import handlers
 from btp_gitops.controller.subscription.auth import JwksCache, TokenVerifier
-from btp_gitops.controller.subscription.cluster_side import ClusterSide
-from btp_gitops.controller.subscription.credentials import CredentialReader
 from btp_gitops.controller.subscription.handlers import (
     HandlerSettings,
     NotFound,

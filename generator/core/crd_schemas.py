@@ -329,9 +329,9 @@ def crd_from_shipped(document: object) -> dict[str, Any]:
         wrong.append("schemas")
     elif not isinstance(versions, list) or not all(_is_shipped_version(v, len(schemas)) for v in versions):
         wrong.append("versions")
-    if wrong:
+    # Both are lists whenever nothing is wrong; the isinstance checks narrow the types for mypy.
+    if wrong or not isinstance(schemas, list) or not isinstance(versions, list):
         raise ShippedSchemaError(f"missing or malformed: {', '.join(wrong)}")
-    assert isinstance(schemas, list) and isinstance(versions, list)  # checked above, for mypy
     return {
         "apiVersion": CRD_API_VERSION,
         "kind": CRD_KIND,

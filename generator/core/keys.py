@@ -257,10 +257,10 @@ def _children(data: bytes, parent: _Tlv, most: int) -> list[_Tlv]:
     return children
 
 
-def _shape(data: bytes) -> tuple[str | None, bool]:
-    """(the key a DER structure's shape says it is, whether that shape alone is conclusive)."""
-    top = _tlv(data, 0, len(data))
-    if top is None or top.tag != _SEQUENCE:
+def _shape(data: bytes, top: _Tlv) -> tuple[str | None, bool]:
+    """(the key a DER structure's shape says it is, whether that shape alone is conclusive); `top`
+    is the structure's outermost TLV."""
+    if top.tag != _SEQUENCE:
         return None, False
     items = _children(data, top, 10)
     if len(items) < 2:
@@ -302,11 +302,12 @@ def der_private_key(data: bytes) -> str | None:
     """
     if len(data) < 32 or data[0] != _SEQUENCE:
         return None
-    what, conclusive = _shape(data)
+    top = _tlv(data, 0, len(data))
+    if top is None:
+        return None
+    what, conclusive = _shape(data, top)
     if what is None:
         return None
-    top = _tlv(data, 0, len(data))
-    assert top is not None  # _shape parsed it
     try:
         load_der_private_key(data[: top.end], password=None, unsafe_skip_rsa_key_validation=True)
     except TypeError:  # encrypted: it wants a password

@@ -57,7 +57,8 @@ def require_cluster_name(cluster: object) -> str:
     message = name_message(cluster, NameRule.LABEL)
     if message is not None:
         raise UsageError(f"--cluster {message}")
-    assert isinstance(cluster, str)
+    if not isinstance(cluster, str):  # a name is a string, so a message was given above; for mypy
+        raise UsageError(f"--cluster {shown(cluster)} is not a string")
     return cluster
 
 

@@ -64,7 +64,6 @@ MANAGER_CONTAINER = "manager"
 BTP_OPERATOR = ("operator.kyma-project.io/v1alpha1", "BtpOperator")
 BTP_OPERATOR_CONFIG = ("btp-gitops.io/v1alpha1", "BtpOperatorConfig")
 CONFIG_CHECKSUM_ANNOTATION = "btp-gitops.io/config-checksum"
-READS = (BTP_OPERATOR, BTP_OPERATOR_CONFIG)
 
 
 @dataclass(frozen=True, slots=True)

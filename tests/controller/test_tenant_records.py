@@ -25,16 +25,18 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from btp_gitops.controller.errors import PermanentError
+from btp_gitops.controller.errors import PermanentError, UnreadableSource
 from btp_gitops.controller.gitstore import CommitOutcome, RepoSettings, SourceRepo, TreeChange
 from btp_gitops.controller.records import (
     ApplicationRecord,
+    DocumentRef,
     OperationOutcome,
     SourceIndex,
     Subscription,
     consumer_tenant_name,
     record_operation_outcome,
     record_path,
+    remove_document,
     remove_tenant_record,
     remove_version,
     subscribe_tenant,
@@ -42,8 +44,13 @@ from btp_gitops.controller.records import (
 )
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap.identity import app_identifier_hash, sha1_hex
-from btp_gitops.generator.domains.cap.model import Application, TenantOperation
-from btp_gitops.generator.domains.cap.tenants.model import CompletedOperation, TenantState, TenantStatus
+from btp_gitops.generator.domains.cap.model import CAP_APPLICATION, Application, TenantOperation
+from btp_gitops.generator.domains.cap.tenants.model import (
+    CAP_TENANT,
+    CompletedOperation,
+    TenantState,
+    TenantStatus,
+)
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.render import render_cluster
@@ -166,6 +173,28 @@ def test_the_index_finds_the_application_by_its_identity_hash_and_its_tenants(re
     )
     version = index.version_named(NAMESPACE, "bookshop-1-0-0")
     assert version is not None and (version.path, version.version) == (Path("version-1.0.0.yaml"), "1.0.0")
+
+
+def test_the_index_holds_the_documents_its_records_were_read_from(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(EXAMPLE, tree)
+    # A second file naming the same tenant: the record's own file's document is the one returned.
+    twin = yaml.safe_load((tree / "tenants" / "acme.yaml").read_text())
+    twin["spec"]["subDomain"] = "acme-twin"
+    (tree / "tenants" / "zz-twin.yaml").write_text(yaml.safe_dump(twin))
+    index = SourceIndex.of_tree(tree)
+
+    acme = index.tenant_named(NAMESPACE, "acme")
+    assert acme is not None and acme.path == Path("tenants/acme.yaml")
+    document = index.document(acme.path, CAP_TENANT, NAMESPACE, "acme")
+    assert document.body["spec"]["subDomain"] == acme.sub_domain != "acme-twin"
+    twin_document = index.document(Path("tenants/zz-twin.yaml"), CAP_TENANT, NAMESPACE, "acme")
+    assert twin_document.body["spec"]["subDomain"] == "acme-twin"
+    kinds = [d.kind for d in index.documents_of_namespace(NAMESPACE)]
+    assert kinds.count("CAPApplication") == 1 and kinds.count("CAPTenant") == 4
+    assert index.documents_of_namespace("elsewhere") == []
+    with pytest.raises(UnreadableSource, match=r"CAPTenant bookshop/acme is not in tenants/globex\.yaml"):
+        index.document(Path("tenants/globex.yaml"), CAP_TENANT, NAMESPACE, "acme")
 
 
 def test_the_index_sees_a_file_rewritten_in_place_at_once(tmp_path: Path) -> None:
@@ -512,6 +541,50 @@ def test_removing_a_version_alone_in_its_file_deletes_the_file(repo: SourceRepo)
     apply(repo, remove_version(NAMESPACE, "bookshop-1-0-0"))
     assert text_at(repo, "version-1.0.0.yaml") is None
     assert [v.name for v in index_of(repo).versions] == ["bookshop-1-1-0"]
+
+
+# --- the one editor: documents of a file, and files it cannot cut into documents -------------------
+
+
+def test_removing_a_document_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "app.yaml"
+    domain = "# the shared domain\napiVersion: sme.sap.com/v1alpha1\nkind: Domain\nmetadata:\n  name: shop\n  namespace: shop\n"
+    path.write_text(
+        "# the application\napiVersion: sme.sap.com/v1alpha1\nkind: CAPApplication\n"
+        "metadata:\n  name: shop\n  namespace: shop\n---\n" + domain
+    )
+    with pytest.raises(PermanentError, match=r"CAPApplication shop/other is not in app\.yaml"):
+        remove_document(tmp_path, DocumentRef(Path("app.yaml"), CAP_APPLICATION, "shop", "other"))
+
+    remove_document(tmp_path, DocumentRef(Path("app.yaml"), CAP_APPLICATION, "shop", "shop"))
+
+    assert path.read_text() == "---\n" + domain
+    assert [d["kind"] for d in yaml.safe_load_all(path.read_text()) if d] == ["Domain"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        unsubscribe_tenant(NAMESPACE, APP, ACME_ID),
+        record_operation_outcome(NAMESPACE, "acme", outcome(TenantOperation.UPGRADE, "bookshop-1-1-0")),
+        remove_tenant_record(NAMESPACE, "acme"),
+    ],
+    ids=["edit", "outcome", "removal"],
+)
+def test_a_file_its_separators_do_not_cut_into_documents_is_refused_not_rewritten(
+    tmp_path: Path, change: TreeChange
+) -> None:
+    """One policy for every edit: rewriting such a file from its parsed documents would drop its
+    comments (and here its directive), so it is refused and left byte for byte."""
+    tree = tmp_path / "tree"
+    shutil.copytree(EXAMPLE, tree)
+    record = tree / "tenants" / "acme.yaml"
+    text = "%YAML 1.1\n---\n# acme signed the enterprise contract\n" + record.read_text()
+    record.write_text(text)
+
+    with pytest.raises(UnreadableSource, match=r"tenants/acme.yaml: .*not separated by plain '---' lines"):
+        change(tree)
+    assert record.read_text() == text
 
 
 # --- names -----------------------------------------------------------------------------------------

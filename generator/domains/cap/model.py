@@ -21,7 +21,6 @@ CAP_APPLICATION = (API_VERSION, "CAPApplication")
 CAP_APPLICATION_VERSION = (API_VERSION, "CAPApplicationVersion")
 DOMAIN = (API_VERSION, "Domain")
 CLUSTER_DOMAIN = (API_VERSION, "ClusterDomain")
-CAP_KINDS = (CAP_APPLICATION, CAP_APPLICATION_VERSION, DOMAIN, CLUSTER_DOMAIN)
 
 # Our own annotations on the source objects, for what CAP Operator read from its installation.
 CREDENTIALS_ANNOTATION = "btp-gitops.io/credentials"

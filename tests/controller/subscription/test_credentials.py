@@ -11,15 +11,15 @@ import json
 
 import pytest
 
-from btp_gitops.controller.kube import SECRET, KubeClient
-from btp_gitops.controller.subscription.credentials import (
+from btp_gitops.controller.clients.credentials import (
     CredentialReader,
     CredentialsUnavailable,
     ServiceNotBound,
     saas_callback_timeout,
     sms_callback_timeout,
 )
-from btp_gitops.controller.subscription.ledger import AppTarget, ServiceRef
+from btp_gitops.controller.clients.targets import AppTarget, ServiceRef
+from btp_gitops.controller.kube import SECRET, KubeClient
 from tests.controller.subscription.conftest import SecretWatch, string_secret
 
 pytestmark = pytest.mark.kube

@@ -57,6 +57,7 @@ import yaml
 from kubernetes import client as k8s
 
 from btp_gitops.controller.cap.callbacks import DELIVERY_ANNOTATION
+from btp_gitops.controller.clients.cluster_side import pending_callback_name
 from btp_gitops.controller.kube import (
     APPLY_PATCH,
     CAP_APPLICATION,
@@ -70,7 +71,6 @@ from btp_gitops.controller.kube import (
     Resource,
 )
 from btp_gitops.controller.records import consumer_tenant_name
-from btp_gitops.controller.subscription.cluster_side import pending_callback_name
 from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
 from btp_gitops.generator.domains.cap.tenants.names import TENANT_OPERATION_TYPE
 from tests.conftest import EXAMPLES, ROOT

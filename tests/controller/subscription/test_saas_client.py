@@ -16,21 +16,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from btp_gitops.controller.errors import ConfigurationError
-from btp_gitops.controller.kube import KubeClient
-from btp_gitops.controller.subscription.credentials import (
+from btp_gitops.controller.clients.credentials import (
     CredentialReader,
     SaasRegistryCredentials,
     SubscriptionManagerCredentials,
 )
-from btp_gitops.controller.subscription.ledger import AppTarget, ServiceRef
-from btp_gitops.controller.subscription.saas_client import (
+from btp_gitops.controller.clients.saas_client import (
     CallbackFailed,
     CallbackStatus,
     CallbackTarget,
     SaasCallbackClient,
     callback_url,
 )
+from btp_gitops.controller.clients.targets import AppTarget, ServiceRef
+from btp_gitops.controller.errors import ConfigurationError
+from btp_gitops.controller.kube import KubeClient
 from tests.controller.subscription.conftest import APP, Bindings, SecretWatch
 from tests.controller.subscription.peers import SaasRegistry
 

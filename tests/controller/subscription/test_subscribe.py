@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import yaml
 
+from btp_gitops.controller.clients.cluster_side import CONTEXT_KEY
 from btp_gitops.controller.kube import CONFIG_MAP
 from btp_gitops.controller.records import consumer_tenant_name
-from btp_gitops.controller.subscription.cluster_side import CONTEXT_KEY
 from tests.controller.subscription.conftest import (
     APP,
     DEPENDENCY_XSAPPNAME,

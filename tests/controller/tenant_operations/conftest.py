@@ -43,15 +43,15 @@ from btp_gitops.controller.cap.tenant_operations import (
     TenantOperationSettings,
     TenantOperationsReconciler,
 )
-from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
-from btp_gitops.controller.kube import CONFIG_MAP, JOB, SECRET, KubeClient, KubeObject
-from btp_gitops.controller.subscription.cluster_side import (
+from btp_gitops.controller.clients.cluster_side import (
     ClusterSide,
     Operation,
     PendingCallback,
     pending_callback_name,
 )
-from btp_gitops.controller.subscription.ledger import AppTarget
+from btp_gitops.controller.clients.targets import AppTarget
+from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
+from btp_gitops.controller.kube import CONFIG_MAP, JOB, SECRET, KubeClient, KubeObject
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.render import render_cluster

@@ -5,26 +5,23 @@ included, is deprovisioned as rendered; a consumer's record goes once its Jobs c
 provider's record is written with the deprovisioning; the application stays while a callback for
 it is pending (its credentials are found through it), then its CAPApplication, versions and
 tenant records leave the remote in one commit, the Domain file beside them untouched, and the
-render has nothing of it left. Also `remove_document` on a multi-document file, and a retirement
-that is not due changing nothing. Real Git, real API server; the SaaS registry is a local peer.
+render has nothing of it left. Also a retirement that is not due changing nothing (removing one
+document of a multi-document file is the records editor's, tests/controller/test_tenant_records.py). Real Git, real API server; the SaaS registry is a local peer.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-import yaml
 from prometheus_client import CollectorRegistry
 
-from btp_gitops.controller.cap.application_retirement import RetireApplication, remove_document
+from btp_gitops.controller.cap.application_retirement import RetireApplication
 from btp_gitops.controller.cap.callbacks import CallbackSettings
+from btp_gitops.controller.clients.cluster_side import Operation, pending_callback_name
 from btp_gitops.controller.kube import CONFIG_MAP, KubeClient
 from btp_gitops.controller.runtime import Manager, RuntimeSettings
-from btp_gitops.controller.subscription.cluster_side import Operation, pending_callback_name
-from btp_gitops.generator.domains.cap.model import CAP_APPLICATION
 from tests.controller.tenant_operations.conftest import (
     Controller,
     SaasPeer,
@@ -112,19 +109,6 @@ def test_a_marked_application_leaves_once_its_tenants_are_gone(
     ]
     assert source.files() == ["domains.yaml"]
     assert source.rendered_jobs("bookshop-provider") == []
-
-
-def test_remove_document_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "app.yaml"
-    domain = "# the shared domain\napiVersion: sme.sap.com/v1alpha1\nkind: Domain\nmetadata:\n  name: shop\n  namespace: shop\n"
-    path.write_text(
-        "# the application\napiVersion: sme.sap.com/v1alpha1\nkind: CAPApplication\n"
-        "metadata:\n  name: shop\n  namespace: shop\n---\n" + domain
-    )
-    assert remove_document(path, CAP_APPLICATION, "shop", "other") is False
-    assert remove_document(path, CAP_APPLICATION, "shop", "shop") is True
-    assert path.read_text() == "---\n" + domain
-    assert [d["kind"] for d in yaml.safe_load_all(path.read_text()) if d] == ["Domain"]
 
 
 @pytest.mark.kube

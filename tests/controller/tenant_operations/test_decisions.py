@@ -27,8 +27,8 @@ from btp_gitops.controller.cap.tenant_operations import (
     tenant_of_callback,
     tenant_of_job,
 )
+from btp_gitops.controller.clients.cluster_side import Operation
 from btp_gitops.controller.runtime import ObjectKey
-from btp_gitops.controller.subscription.cluster_side import Operation
 from btp_gitops.generator.domains.cap.model import TenantOperation
 from btp_gitops.generator.domains.cap.tenants.model import CompletedOperation, TenantState, TenantStatus
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from btp_gitops.controller.clients.cluster_side import Operation, pending_callback_name
 from btp_gitops.controller.kube import CONFIG_MAP, KubeClient
 from btp_gitops.controller.runtime import DONE, ObjectKey
-from btp_gitops.controller.subscription.cluster_side import Operation, pending_callback_name
 from tests.controller.tenant_operations.conftest import (
     Controller,
     SaasPeer,

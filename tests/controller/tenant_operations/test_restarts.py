@@ -18,9 +18,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from btp_gitops.controller.cap.callbacks import DELIVERY_ANNOTATION
+from btp_gitops.controller.clients.cluster_side import Operation, pending_callback_name
 from btp_gitops.controller.kube import CONFIG_MAP, KubeClient
 from btp_gitops.controller.runtime import DONE, Manager, ObjectKey, Reconciler, RuntimeSettings
-from btp_gitops.controller.subscription.cluster_side import Operation, pending_callback_name
 from tests.controller.tenant_operations.conftest import (
     Controller,
     SaasPeer,

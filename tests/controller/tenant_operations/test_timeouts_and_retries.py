@@ -18,9 +18,9 @@ import time
 import pytest
 
 from btp_gitops.controller.cap.callbacks import DELIVERY_ANNOTATION, PendingCallback
+from btp_gitops.controller.clients.cluster_side import Operation, pending_callback_name
 from btp_gitops.controller.kube import CONFIG_MAP, EVENT, KubeClient
 from btp_gitops.controller.runtime import DONE, ObjectKey
-from btp_gitops.controller.subscription.cluster_side import Operation, pending_callback_name
 from tests.controller.tenant_operations.conftest import (
     Controller,
     SaasPeer,

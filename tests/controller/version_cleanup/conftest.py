@@ -1,5 +1,5 @@
-"""Fixtures of the version-cleanup tests: the CAP CRDs in the real API server, a kube client, the
-schema registry, and source repositories (a bare remote on disk and the controller's SourceRepo)."""
+"""Fixtures of the version-cleanup tests: the CAP CRDs in the real API server, a kube client, and
+source repositories (a bare remote on disk and the controller's SourceRepo)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,11 @@ import pytest
 
 from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
 from btp_gitops.controller.kube import KubeClient
-from btp_gitops.generator.core.validation import SchemaRegistry
-from btp_gitops.generator.io.schemas import load_schema_registry
 from tests.controller.version_cleanup.builders import Document, bare_remote_with
 from tests.support.crds import OUR_CRDS, load_crds
 from tests.support.kubeapi import KubeAPI, install_crds
 
 CAP_CRD_FILES = ("capapplications.sme.sap.com.yaml", "capapplicationversions.sme.sap.com.yaml")
-
-
-@pytest.fixture(scope="session")
-def schemas() -> SchemaRegistry:
-    return load_schema_registry()
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,7 @@ from btp_gitops.controller.cap.version_cleanup import (
     select_candidates,
     tenant_holds,
 )
-from btp_gitops.controller.errors import PermanentError
-from btp_gitops.generator.core.validation import SchemaRegistry
+from btp_gitops.controller.errors import UnreadableSource
 from btp_gitops.generator.domains.cap.model import Version
 from tests.controller.version_cleanup.builders import (
     Document,
@@ -166,9 +165,7 @@ def test_cleanup_mode_from_the_annotation(value: str | None, mode: CleanupMode |
 # --- reading the source tree ---------------------------------------------------------------------------
 
 
-def test_read_application_includes_the_derived_provider_tenant(
-    tmp_path: Path, schemas: SchemaRegistry
-) -> None:
+def test_read_application_includes_the_derived_provider_tenant(tmp_path: Path) -> None:
     write_tree(
         tmp_path,
         [
@@ -181,7 +178,7 @@ def test_read_application_includes_the_derived_provider_tenant(
             version("other-ns", "9.0.0"),
         ],
     )
-    sources = read_application(tmp_path, NS, "shop", schemas)
+    sources = read_application(tmp_path, NS, "shop")
     assert sources is not None
     assert [v.version for v in sources.versions] == ["1.0.0", "1.1.0"]
     assert [t.name for t in sources.tenants] == ["shop-provider", "acme"]
@@ -190,10 +187,10 @@ def test_read_application_includes_the_derived_provider_tenant(
         version_name("1.1.0"): "CAPTenant shop-ns/shop-provider is being provisioned on it",
         version_name("1.0.0"): "CAPTenant shop-ns/acme runs on it",
     }
-    assert read_application(tmp_path, NS, "absent", schemas) is None
+    assert read_application(tmp_path, NS, "absent") is None
 
 
-def test_read_application_refuses_invalid_sources(tmp_path: Path, schemas: SchemaRegistry) -> None:
+def test_read_application_refuses_invalid_sources(tmp_path: Path) -> None:
     broken = version(NS, "1.0.0")
     broken["spec"]["workloads"][0]["deploymentDefinition"]["monitoring"] = {
         "deletionRules": {
@@ -201,7 +198,5 @@ def test_read_application_refuses_invalid_sources(tmp_path: Path, schemas: Schem
         }
     }
     write_tree(tmp_path, [application(NS), domain(NS), broken])
-    with pytest.raises(
-        PermanentError, match=r"the CAP sources of namespace shop-ns are invalid: .*monitoring"
-    ):
-        read_application(tmp_path, NS, "shop", schemas)
+    with pytest.raises(UnreadableSource, match=r"the source tree has unreadable CAP documents: .*monitoring"):
+        read_application(tmp_path, NS, "shop")

@@ -10,8 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from btp_gitops.controller.clients.prometheus import (
+    OtherResult,
+    PrometheusClient,
+    Scalar,
+    Vector,
+    VectorSample,
+)
 from btp_gitops.controller.errors import PrometheusUnavailable, TemporaryError
-from btp_gitops.controller.prometheus import OtherResult, PrometheusClient, Scalar, Vector, VectorSample
 from tests.support.prometheus import EVALUATION_TIME, PrometheusFactory, PrometheusServer, steady
 
 

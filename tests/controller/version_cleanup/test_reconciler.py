@@ -24,6 +24,7 @@ from btp_gitops.controller.cap.version_cleanup import (
     VersionCleanupReconciler,
     guarded_removal,
 )
+from btp_gitops.controller.clients.prometheus import PrometheusClient
 from btp_gitops.controller.errors import PrometheusUnavailable
 from btp_gitops.controller.kube import (
     CAP_APPLICATION,
@@ -33,9 +34,7 @@ from btp_gitops.controller.kube import (
     KubeClient,
     KubeObject,
 )
-from btp_gitops.controller.prometheus import PrometheusClient
 from btp_gitops.controller.runtime import DONE, Manager, ObjectKey, Outcome, RuntimeSettings
-from btp_gitops.generator.core.validation import SchemaRegistry
 from tests.conftest import RunCli
 from tests.controller.version_cleanup.builders import (
     Document,
@@ -91,16 +90,13 @@ def _deploy(kube: KubeClient, documents: Iterable[Document], ready: Iterable[str
                 kube.create(CONFIG_MAP, gate, namespace)
 
 
-def _reconciler(
-    kube: KubeClient, sources: Sources, prometheus_url: str, schemas: SchemaRegistry
-) -> VersionCleanupReconciler:
+def _reconciler(kube: KubeClient, sources: Sources, prometheus_url: str) -> VersionCleanupReconciler:
     return VersionCleanupReconciler(
         kube,
         sources.repo,
         PrometheusClient(prometheus_url, timeout=2),
         CleanupSettings(interval=INTERVAL, unavailable_retry=30),
         clock=lambda: EVALUATION_TIME,
-        schemas=schemas,
     )
 
 
@@ -129,14 +125,13 @@ def test_dry_run_reports_the_version_and_commits_nothing(
     kube_namespace: str,
     sources_with: SourcesFactory,
     prometheus_with: PrometheusFactory,
-    schemas: SchemaRegistry,
 ) -> None:
     documents = _scene(kube_namespace, "dry-run", tenant(kube_namespace, "acme", current="1.1.0"))
     sources = sources_with(documents)
     _deploy(kube, documents, ready={"1.0.0", "1.1.0"})
     prometheus = prometheus_with(_sessions(kube_namespace, 0.0))
 
-    outcome = _reconciler(kube, sources, prometheus.url, schemas).reconcile(ObjectKey(kube_namespace, "shop"))
+    outcome = _reconciler(kube, sources, prometheus.url).reconcile(ObjectKey(kube_namespace, "shop"))
 
     assert outcome == Outcome(requeue_after=INTERVAL)
     assert len(remote_log(sources.remote)) == 1
@@ -156,7 +151,6 @@ def test_true_removes_the_version_by_a_commit_and_the_tree_still_renders(
     kube_namespace: str,
     sources_with: SourcesFactory,
     prometheus_with: PrometheusFactory,
-    schemas: SchemaRegistry,
     tmp_path: Path,
     run_cli: RunCli,
 ) -> None:
@@ -165,7 +159,7 @@ def test_true_removes_the_version_by_a_commit_and_the_tree_still_renders(
     _deploy(kube, documents, ready={"1.0.0", "1.1.0"})
     prometheus = prometheus_with(_sessions(kube_namespace, 0.0))
 
-    outcome = _reconciler(kube, sources, prometheus.url, schemas).reconcile(ObjectKey(kube_namespace, "shop"))
+    outcome = _reconciler(kube, sources, prometheus.url).reconcile(ObjectKey(kube_namespace, "shop"))
 
     assert outcome == Outcome(requeue_after=INTERVAL)
     commits = remote_log(sources.remote)
@@ -207,14 +201,13 @@ def test_a_second_pass_changes_nothing(
     kube_namespace: str,
     sources_with: SourcesFactory,
     prometheus_with: PrometheusFactory,
-    schemas: SchemaRegistry,
 ) -> None:
     documents = _scene(kube_namespace, "true", tenant(kube_namespace, "acme", current="1.1.0"))
     sources = sources_with(documents)
     _deploy(kube, documents, ready={"1.0.0", "1.1.0"})
     prometheus = prometheus_with(_sessions(kube_namespace, 0.0))
     key = ObjectKey(kube_namespace, "shop")
-    reconciler = _reconciler(kube, sources, prometheus.url, schemas)
+    reconciler = _reconciler(kube, sources, prometheus.url)
     reconciler.reconcile(key)
     assert len(remote_log(sources.remote)) == 2
 
@@ -224,7 +217,7 @@ def test_a_second_pass_changes_nothing(
 
     # A restarted controller, before the GitOps tool pruned the version from the cluster (its
     # gate and CAPApplicationVersion are still there): the sources no longer have it.
-    restarted = _reconciler(kube, sources, prometheus.url, schemas)
+    restarted = _reconciler(kube, sources, prometheus.url)
     assert restarted.reconcile(key) == Outcome(requeue_after=INTERVAL)
     assert len(remote_log(sources.remote)) == 2
     assert len(_events(kube, kube_namespace, READY_FOR_DELETION)) == 1
@@ -238,14 +231,13 @@ def test_rules_not_met_keep_the_version(
     kube_namespace: str,
     sources_with: SourcesFactory,
     prometheus_with: PrometheusFactory,
-    schemas: SchemaRegistry,
 ) -> None:
     documents = _scene(kube_namespace, "true", tenant(kube_namespace, "acme", current="1.1.0"))
     sources = sources_with(documents)
     _deploy(kube, documents, ready={"1.0.0", "1.1.0"})
     prometheus = prometheus_with(_sessions(kube_namespace, 0.5))
 
-    outcome = _reconciler(kube, sources, prometheus.url, schemas).reconcile(ObjectKey(kube_namespace, "shop"))
+    outcome = _reconciler(kube, sources, prometheus.url).reconcile(ObjectKey(kube_namespace, "shop"))
 
     assert outcome == Outcome(requeue_after=INTERVAL)
     assert len(remote_log(sources.remote)) == 1
@@ -257,16 +249,13 @@ def test_prometheus_unreachable_removes_nothing_and_retries(
     kube_namespace: str,
     sources_with: SourcesFactory,
     unreachable_prometheus_url: str,
-    schemas: SchemaRegistry,
 ) -> None:
     documents = _scene(kube_namespace, "true", tenant(kube_namespace, "acme", current="1.1.0"))
     sources = sources_with(documents)
     _deploy(kube, documents, ready={"1.0.0", "1.1.0"})
 
     with pytest.raises(PrometheusUnavailable) as unavailable:
-        _reconciler(kube, sources, unreachable_prometheus_url, schemas).reconcile(
-            ObjectKey(kube_namespace, "shop")
-        )
+        _reconciler(kube, sources, unreachable_prometheus_url).reconcile(ObjectKey(kube_namespace, "shop"))
 
     assert unavailable.value.delay == 30
     assert "current_sessions" in unavailable.value.message
@@ -282,7 +271,6 @@ def test_tenants_and_readiness_keep_versions(
     kube_namespace: str,
     sources_with: SourcesFactory,
     unreachable_prometheus_url: str,
-    schemas: SchemaRegistry,
 ) -> None:
     # No deletion rules anywhere (so no Prometheus is needed): only the selection decides.
     # 1.0.0: acme runs on it; 1.1.0: free; 1.2.0: the highest Ready one; 2.0.0: not Ready yet.
@@ -295,9 +283,7 @@ def test_tenants_and_readiness_keep_versions(
     sources = sources_with(documents)
     _deploy(kube, documents, ready={"1.0.0", "1.2.0"})
 
-    _reconciler(kube, sources, unreachable_prometheus_url, schemas).reconcile(
-        ObjectKey(kube_namespace, "shop")
-    )
+    _reconciler(kube, sources, unreachable_prometheus_url).reconcile(ObjectKey(kube_namespace, "shop"))
 
     assert len(remote_log(sources.remote)) == 2
     assert _commit_message(sources.remote).startswith(
@@ -313,7 +299,6 @@ def test_without_the_annotation_or_the_cluster_object_nothing_happens(
     kube_namespace: str,
     sources_with: SourcesFactory,
     unreachable_prometheus_url: str,
-    schemas: SchemaRegistry,
 ) -> None:
     documents = [
         application(kube_namespace, mode=None),
@@ -322,7 +307,7 @@ def test_without_the_annotation_or_the_cluster_object_nothing_happens(
         version(kube_namespace, "1.1.0"),
     ]
     sources = sources_with(documents)
-    reconciler = _reconciler(kube, sources, unreachable_prometheus_url, schemas)
+    reconciler = _reconciler(kube, sources, unreachable_prometheus_url)
     assert reconciler.reconcile(ObjectKey(kube_namespace, "shop")) == DONE  # not in the cluster yet
     _deploy(kube, documents, ready={"1.0.0", "1.1.0"})
     assert reconciler.reconcile(ObjectKey(kube_namespace, "shop")) == DONE  # not annotated
@@ -331,7 +316,7 @@ def test_without_the_annotation_or_the_cluster_object_nothing_happens(
 
 
 def test_a_tenant_recorded_before_the_commit_keeps_the_version(
-    kube_namespace: str, sources_with: SourcesFactory, schemas: SchemaRegistry, tmp_path: Path
+    kube_namespace: str, sources_with: SourcesFactory, tmp_path: Path
 ) -> None:
     sources = sources_with(_scene(kube_namespace, "true"))
     # Between the evaluation and the commit, the subscription server records a tenant pinned to
@@ -343,7 +328,7 @@ def test_a_tenant_recorded_before_the_commit_keeps_the_version(
         "Subscribe late",
     )
     refusal = Refusal()
-    change = guarded_removal(kube_namespace, "shop", version_name("1.0.0"), schemas, refusal)
+    change = guarded_removal(kube_namespace, "shop", version_name("1.0.0"), refusal)
     outcome = sources.repo.apply(change, "Remove shop-1-0-0", timeout=60)
     assert outcome.commit is None
     assert refusal.reason == f"CAPTenant {kube_namespace}/late is being provisioned on it"
@@ -358,7 +343,6 @@ def test_the_manager_runs_the_cleanup(
     kube_namespace: str,
     sources_with: SourcesFactory,
     prometheus_with: PrometheusFactory,
-    schemas: SchemaRegistry,
     tmp_path: Path,
 ) -> None:
     documents = _scene(kube_namespace, "true", tenant(kube_namespace, "acme", current="1.1.0"))
@@ -370,7 +354,6 @@ def test_the_manager_runs_the_cleanup(
         PrometheusClient(prometheus.url, timeout=2),
         CleanupSettings(interval=INTERVAL, namespace=kube_namespace),
         clock=lambda: EVALUATION_TIME,
-        schemas=schemas,
     )
     manager = Manager(kube, [reconciler], RuntimeSettings(workers=1), CollectorRegistry())
     manager.start()

@@ -17,7 +17,7 @@ from btp_gitops.controller.cap.version_cleanup import (
     VersionVerdict,
     metric_query,
 )
-from btp_gitops.controller.prometheus import PrometheusClient, QueryResult
+from btp_gitops.controller.clients.prometheus import PrometheusClient, QueryResult
 from tests.controller.version_cleanup.builders import Document, as_version, counter, gauge, version
 from tests.support.prometheus import EVALUATION_TIME, PrometheusFactory, PrometheusServer, rising, steady
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from btp_gitops.controller.clients.targets import AppTarget
 from btp_gitops.controller.kube import CONFIG_MAP, SECRET, KubeClient, KubeObject
-from btp_gitops.controller.subscription.ledger import AppTarget
 
 PENDING_CALLBACK_LABEL = "btp-gitops.io/pending-callback"
 TENANT_ID_LABEL = "sme.sap.com/btp-tenant-id"

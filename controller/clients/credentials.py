@@ -27,9 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from btp_gitops.controller.errors import PermanentError, TemporaryError
-from btp_gitops.controller.kube import SECRET, KubeClient
-from btp_gitops.controller.subscription.ledger import (
+from btp_gitops.controller.clients.targets import (
     PRIMARY_XSUAA_ANNOTATION,
     SAAS_REGISTRY_CLASS,
     SUBSCRIPTION_MANAGER_CLASS,
@@ -37,6 +35,8 @@ from btp_gitops.controller.subscription.ledger import (
     AppTarget,
     ServiceRef,
 )
+from btp_gitops.controller.errors import PermanentError, TemporaryError
+from btp_gitops.controller.kube import SECRET, KubeClient
 
 log = logging.getLogger("btp_gitops.subscription")
 

@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from btp_gitops.controller.errors import ConfigurationError, TemporaryError
-from btp_gitops.controller.subscription.credentials import (
+from btp_gitops.controller.clients.credentials import (
     SaasRegistryCredentials,
     SubscriptionManagerCredentials,
 )
+from btp_gitops.controller.errors import ConfigurationError, TemporaryError
 
 log = logging.getLogger("btp_gitops.subscription")
 
