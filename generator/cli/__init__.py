@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops import __version__
+from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.cli.output import print_notes
 from btp_gitops.generator.cli.post_render import add_post_render_parser
-from btp_gitops.generator.core.charts import ChartRenderer
-from btp_gitops.generator.core.diff_report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
 from btp_gitops.generator.core.errors import (
     EXIT_CHANGES,
     EXIT_INPUT,
@@ -34,7 +33,7 @@ from btp_gitops.generator.core.errors import (
     UsageError,
 )
 from btp_gitops.generator.core.redact import redact
-from btp_gitops.generator.core.wiring import ARGOCD, TARGETS, TargetOptions
+from btp_gitops.generator.diff.report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
 from btp_gitops.generator.domains.kyma.status import report_table
 from btp_gitops.generator.domains.kyma_modules import PolicyText
 from btp_gitops.generator.io import bundled
@@ -58,6 +57,7 @@ from btp_gitops.generator.pipeline.render import (
     validate_render,
 )
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_paths
+from btp_gitops.generator.wiring.objects import ARGOCD, TARGETS, TargetOptions
 
 Handler = Callable[[argparse.Namespace], int]
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader exited

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest, RenderedChart
+from btp_gitops.generator.charts.deterministic import render_chart_deterministically
+from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest, RenderedChart
 from btp_gitops.generator.core.errors import InvalidSpec, Problem, UsageError
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.core.objects import (
@@ -33,7 +34,6 @@ from btp_gitops.generator.core.objects import (
 )
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
-from btp_gitops.generator.domains.charts import render_chart_deterministically
 from btp_gitops.generator.transforms.certificates import (
     CertificatePlan,
     issue_webhook_certificates_with_cert_manager,

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from btp_gitops.generator.core.charts import ChartRenderer
+from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import InvalidSpec, Problem, UsageError, raise_if_problems
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet, problem_at

@@ -17,14 +17,14 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
+from btp_gitops.generator.charts.deterministic import render_chart_deterministically
+from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest
 from btp_gitops.generator.core.errors import ChartRenderFailed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import install_rank
 from btp_gitops.generator.core.names import path_message
 from btp_gitops.generator.core.objects import KubeObject, Manifest, ObjectKey, kind_of, object_key
 from btp_gitops.generator.core.report import Note
 from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document
-from btp_gitops.generator.domains.charts import render_chart_deterministically
 from btp_gitops.generator.io.repo import TreeChanges, read_tree, write_subtree
 from btp_gitops.generator.transforms.guards import assert_no_credentials
 from btp_gitops.generator.transforms.hooks import split_hooks

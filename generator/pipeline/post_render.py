@@ -20,7 +20,11 @@ from datetime import datetime
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
-from btp_gitops.generator.core.helm_stream import (
+from btp_gitops.generator.core.names import path_message
+from btp_gitops.generator.core.objects import Manifest, annotations_of, describe
+from btp_gitops.generator.core.report import Note
+from btp_gitops.generator.domains import btp_operator
+from btp_gitops.generator.streams.helm import (
     FILENAME_ANNOTATION,
     SOURCE_PREFIX,
     HelmStream,
@@ -28,10 +32,6 @@ from btp_gitops.generator.core.helm_stream import (
     read_helm_stream,
     write_helm_stream,
 )
-from btp_gitops.generator.core.names import path_message
-from btp_gitops.generator.core.objects import Manifest, annotations_of, describe
-from btp_gitops.generator.core.report import Note
-from btp_gitops.generator.domains import btp_operator
 from btp_gitops.generator.transforms.certificates import (
     CertificatePlan,
     issue_webhook_certificates_with_cert_manager,
