@@ -34,8 +34,7 @@ from btp_gitops.generator.core.errors import (
 )
 from btp_gitops.generator.core.redact import redact
 from btp_gitops.generator.diff.report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
-from btp_gitops.generator.domains.kyma.status import report_table
-from btp_gitops.generator.domains.kyma_modules import PolicyText
+from btp_gitops.generator.domains.kyma import PolicyText, report_table
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.crd_files import default_crd_dir
 from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli

@@ -1,7 +1,7 @@
 """`post-render`: the module transforms over a manifest stream Helm rendered, stdin to stdout.
 
     read stream ──> module transforms (same as render) ──> certificates ──> write stream
-    core/helm_stream  domains/btp_operator                 transforms/…     core/helm_stream
+    streams/helm      domains/btp_operator                 transforms/…     streams/helm
 
 Pure: the caller reads stdin, the credentials and any existing certificates, and passes in the
 clock and the key factory (self-signed mode); this returns the text for stdout and the notes for

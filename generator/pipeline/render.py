@@ -39,11 +39,11 @@ from btp_gitops.generator.core.validation import SchemaRegistry, validate_source
 from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.btp_operator import render_btp_operator
 from btp_gitops.generator.domains.cap import render_cap_applications
-from btp_gitops.generator.domains.kyma.record import RECORD_FILE
-from btp_gitops.generator.domains.kyma.status import KymaReport
-from btp_gitops.generator.domains.kyma_modules import (
+from btp_gitops.generator.domains.kyma import (
+    RECORD_FILE,
     KymaContext,
     KymaPlan,
+    KymaReport,
     PolicyText,
     plan_kyma_modules,
     render_kyma_modules,

@@ -60,15 +60,6 @@ from btp_gitops.generator.domains.kyma.resolution import (
 )
 from btp_gitops.generator.domains.kyma.status import KymaReport, ModuleState, ModuleStatus, TemplateRef
 
-__all__ = [
-    "RECORD_FILE",
-    "KymaContext",
-    "KymaPlan",
-    "PolicyText",
-    "plan_kyma_modules",
-    "render_kyma_modules",
-]
-
 
 @dataclass(frozen=True, slots=True)
 class KymaContext:
