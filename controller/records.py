@@ -33,38 +33,37 @@ from typing import Any
 
 from btp_gitops.controller.errors import PermanentError
 from btp_gitops.controller.gitstore import TreeChange
-from btp_gitops.generator.core.errors import SourceSyntaxError
-from btp_gitops.generator.core.objects import get_path
-from btp_gitops.generator.core.sources import SourceDocument
-from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
-from btp_gitops.generator.core.yamlio import (
+from btp_gitops.generator.core import (
+    SchemaRegistry,
+    SourceDocument,
+    SourceSyntaxError,
     SourceSyntaxProblem,
     dump_each,
     dump_object,
+    get_path,
     load_source_documents,
+    problems_in,
 )
-from btp_gitops.generator.domains.cap.identity import PREFIX, sha1_hex
-from btp_gitops.generator.domains.cap.model import (
+from btp_gitops.generator.domains.cap import (
     API_VERSION,
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
+    CAP_TENANT,
+    DEPROVISION_ANNOTATION,
+    PREFIX,
+    PROVIDER_SUFFIX,
+    SUBSCRIPTION_CONTEXT_ANNOTATION,
+    SUBSCRIPTION_GUID,
     Application,
     BtpService,
     TenantOperation,
-)
-from btp_gitops.generator.domains.cap.tenants.model import (
-    CAP_TENANT,
-    DEPROVISION_ANNOTATION,
-    PROVIDER_SUFFIX,
-    SUBSCRIPTION_CONTEXT_ANNOTATION,
     TenantState,
     TenantStatus,
     TenantType,
+    sha1_hex,
     tenant_from_source,
 )
-from btp_gitops.generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
-from btp_gitops.generator.io.schemas import load_schema_registry
-from btp_gitops.generator.io.sources import YAML_SUFFIXES, load_sources
+from btp_gitops.generator.io import YAML_SUFFIXES, load_schema_registry, load_sources
 
 # CAP Operator's annotation for the subscribing global account (reference: Conventions).
 GLOBAL_ACCOUNT_ANNOTATION = f"{PREFIX}global-account-id"

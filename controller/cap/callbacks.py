@@ -61,8 +61,7 @@ from btp_gitops.controller.subscription.saas_client import (
     CallbackTarget,
     SaasCallbackClient,
 )
-from btp_gitops.generator.domains.cap.model import TenantOperation
-from btp_gitops.generator.domains.cap.tenants.model import TenantState, TenantStatus
+from btp_gitops.generator.domains.cap import TenantOperation, TenantState, TenantStatus
 
 log = logging.getLogger("btp_gitops.controller.cap.callbacks")
 

@@ -58,34 +58,32 @@ from btp_gitops.controller.records import (
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
 from btp_gitops.controller.subscription.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
-from btp_gitops.generator.core.errors import BtpGitopsError
-from btp_gitops.generator.core.sources import SourceDocument
-from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
-from btp_gitops.generator.domains.cap.model import (
+from btp_gitops.generator.core import BtpGitopsError, SourceDocument
+from btp_gitops.generator.domains.cap import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
-    Application,
-    TenantOperation,
-    Version,
-)
-from btp_gitops.generator.domains.cap.tenants.jobs import StepTemplate, step_templates
-from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
+    CONTINUE_ON_FAILURE_ANNOTATION,
     DEPROVISION_ANNOTATION,
+    OWNER_IDENTIFIER,
+    TENANT_OPERATION_TYPE,
+    Application,
+    PlannedOperation,
+    StepTemplate,
     Tenant,
+    TenantOperation,
     TenantState,
     TenantStatus,
     TenantType,
+    Version,
+    VersionIndex,
     derived_provider_tenant,
+    operation_job_name,
+    plan_tenant,
+    step_templates,
     tenant_from_source,
 )
-from btp_gitops.generator.domains.cap.tenants.names import (
-    CONTINUE_ON_FAILURE_ANNOTATION,
-    TENANT_OPERATION_TYPE,
-    operation_job_name,
-)
-from btp_gitops.generator.domains.cap.tenants.selection import PlannedOperation, VersionIndex, plan_tenant
-from btp_gitops.generator.io.sources import load_sources
+from btp_gitops.generator.io import load_sources
 
 log = logging.getLogger("btp_gitops.controller.cap.tenant_operations")
 
