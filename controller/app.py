@@ -22,8 +22,7 @@ from types import FrameType
 from typing import Any
 
 from btp_gitops.controller.errors import ConfigurationError
-from btp_gitops.generator.core.errors import BtpGitopsError
-from btp_gitops.generator.core.exit_codes import exit_code_for
+from btp_gitops.generator.core import BtpGitopsError, exit_code_for
 
 log = logging.getLogger("btp_gitops.controller")
 

@@ -21,8 +21,7 @@ secret values or response bodies that could.
 
 from __future__ import annotations
 
-from btp_gitops.generator.core.errors import BtpGitopsError
-from btp_gitops.generator.core.exit_codes import ExitCode
+from btp_gitops.generator.core import BtpGitopsError, ExitCode
 
 
 class ControllerError(BtpGitopsError):

@@ -39,7 +39,7 @@ from typing import Protocol, TypeVar
 import git
 
 from btp_gitops.controller.errors import GitPushRejected
-from btp_gitops.generator.core.errors import BtpGitopsError, GitError
+from btp_gitops.generator.core import BtpGitopsError, GitError
 
 log = logging.getLogger(__name__)
 

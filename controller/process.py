@@ -31,8 +31,7 @@ from btp_gitops.controller.reconcilers import ReconcilerOptions, build_reconcile
 from btp_gitops.controller.runtime import Manager, RuntimeSettings
 from btp_gitops.controller.subscription.git_ledger import GitTenantLedger
 from btp_gitops.controller.subscription.server import SubscriptionServerSettings, build_subscription_server
-from btp_gitops.generator.core.errors import BtpGitopsError
-from btp_gitops.generator.core.exit_codes import ExitCode
+from btp_gitops.generator.core import BtpGitopsError, ExitCode
 from btp_gitops.generator.io import bundled
 
 log = logging.getLogger("btp_gitops.controller")

@@ -6,7 +6,7 @@
 `btp-gitops validate` knows the custom resource kinds btp-gitops emits (SHIPPED_KINDS) from these
 files, offline and without `--crds`. For each kind this writes `<plural>.<group>.json`: compact,
 key-sorted JSON of every served version's `openAPIV3Schema` without descriptions and CEL rules
-(generator.core.crd_schemas.shipped_schema_document). SOURCES.md records each family's module,
+(generator.manifests.crd_schemas.shipped_schema_document). SOURCES.md records each family's module,
 version, go.sum checksum and licence; LICENSE-Apache-2.0.txt is the licence text they share.
 
 The CRDs are read from the fetch cache ($BTP_GITOPS_CACHE_DIR, else $XDG_CACHE_HOME/btp-gitops,
@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from btp_gitops.generator.core.crd_schemas import is_crd, shipped_schema_document
+from btp_gitops.generator.manifests.crd_schemas import is_crd, shipped_schema_document
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FETCH_SCRIPT = REPO_ROOT / "scripts" / "fetch-crds.sh"
@@ -39,7 +39,7 @@ SOURCES_FILE = "SOURCES.md"
 LICENCE_FILE = "LICENSE-Apache-2.0.txt"
 
 # The custom resource kinds btp-gitops writes into rendered repos, by fetch-crds.sh family, as
-# (group, kind). Found in generator/domains, generator/transforms and generator/core/wiring.py;
+# (group, kind). Found in generator/domains, generator/transforms and generator/wiring/objects.py;
 # tests/validate/test_shipped_schemas.py renders every example to prove nothing is missing.
 SHIPPED_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
     "cert-manager": (("cert-manager.io", "Certificate"), ("cert-manager.io", "Issuer")),

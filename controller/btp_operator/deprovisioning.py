@@ -35,7 +35,6 @@ from btp_gitops.controller.btp_operator.module_resources import (
     MODULE_SELECTOR,
     RENDER_ADDED_KINDS,
     deletion_order,
-    labels_on,
     load_module_resources,
 )
 from btp_gitops.controller.btp_operator.settings import FINALIZER, FORCE_DELETE_LABEL, BtpOperatorSettings
@@ -55,6 +54,7 @@ from btp_gitops.controller.kube import (
     Resource,
 )
 from btp_gitops.controller.runtime import DONE, Outcome
+from btp_gitops.generator.domains.btp_operator import labels_on
 
 log = logging.getLogger("btp_gitops.controller.btp_operator")
 

@@ -17,7 +17,6 @@ cluster scope from the generator's table of built-in kinds plus those CRDs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,18 +25,32 @@ import yaml
 
 from btp_gitops.controller.errors import ConfigurationError
 from btp_gitops.controller.kube import KubeObject, Resource
-from btp_gitops.generator.core.kinds import ScopeIndex, install_rank
-from btp_gitops.generator.core.objects import ObjectKey, api_group, get_path, kind_of, object_key
-from btp_gitops.generator.core.yamlio import load_trusted_document
+from btp_gitops.generator.core import (
+    ObjectKey,
+    ScopeIndex,
+    api_group,
+    get_path,
+    install_rank,
+    kind_of,
+    object_key,
+)
+from btp_gitops.generator.domains.btp_operator import (
+    APPLY,
+    CHART_VERSION_LABEL,
+    DELETE_FILE,
+    HELM_CHART_LABEL,
+    NotAnObject,
+    SourcedDocument,
+    chart_versions,
+    labels_on,
+    parse_artifact_objects,
+)
 
-APPLY_DIR = "apply"
-DELETE_FILE = "delete/to-delete.yml"
+APPLY_DIR = APPLY
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "btp-manager"
 MODULE_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
-CHART_VERSION_LABEL = "chart-version"
-HELM_CHART_LABEL = "helm.sh/chart"
 
 # Kinds the render adds beside the chart's objects (certificates, the credentials ExternalSecret and
 # its store), labelled as module objects too. They are not in the artifact, but deprovisioning must
@@ -51,17 +64,10 @@ RENDER_ADDED_KINDS = (
     Resource("external-secrets.io", "v1", "secretstores", "SecretStore"),
 )
 
-_SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)
-_SOURCE = re.compile(r"^# Source: (?P<chart>[^/\s]+)/", re.MULTILINE)
 _CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 
 
-@dataclass(frozen=True, slots=True)
-class ArtifactDocument:
-    """One object of the artifact and the chart its `# Source:` line names ("" if none)."""
-
-    chart: str
-    body: KubeObject
+ArtifactDocument = SourcedDocument  # one document of the artifact: its `# Source:` and object
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,21 +113,12 @@ def guess_plural(kind: str) -> str:
 
 def parse_artifact_file(text: str, where: str) -> list[ArtifactDocument]:
     """The documents of one artifact file (each `---`, `# Source:` line, object)."""
-    documents = []
-    for piece in _SEPARATOR.split(text):
-        if not piece.strip():
-            continue
-        try:
-            body = load_trusted_document(piece)
-        except yaml.YAMLError as error:
-            raise ConfigurationError(f"{where}: not valid YAML: {error}") from error
-        if body is None:
-            continue
-        if not isinstance(body, dict) or not body.get("apiVersion") or not kind_of(body):
-            raise ConfigurationError(f"{where}: a document is not a Kubernetes object")
-        source = _SOURCE.search(piece)
-        documents.append(ArtifactDocument(source["chart"] if source else "", body))
-    return documents
+    try:
+        return parse_artifact_objects(text)
+    except yaml.YAMLError as error:
+        raise ConfigurationError(f"{where}: not valid YAML: {error}") from error
+    except NotAnObject as error:
+        raise ConfigurationError(f"{where}: {error}") from error
 
 
 def _read(path: Path, where: str) -> str:
@@ -131,29 +128,12 @@ def _read(path: Path, where: str) -> str:
         raise ConfigurationError(f"cannot read {where}: {error}") from error
 
 
-def labels_on(obj: KubeObject) -> dict[str, str]:
-    """An object's labels, read without adding an empty map to it (as the generator's helper does)."""
-    labels = get_path(obj, "metadata", "labels")
-    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
-
-
 def is_module_object(obj: KubeObject) -> bool:
     return labels_on(obj).get(MANAGED_BY_LABEL) == MANAGED_BY
 
 
-def _version_of(document: ArtifactDocument) -> str | None:
-    labels = labels_on(document.body)
-    if labels.get(CHART_VERSION_LABEL):
-        return labels[CHART_VERSION_LABEL]
-    helm_chart = labels.get(HELM_CHART_LABEL, "")
-    prefix = f"{document.chart}-"
-    if document.chart and helm_chart.startswith(prefix) and len(helm_chart) > len(prefix):
-        return helm_chart[len(prefix) :]
-    return None
-
-
 def chart_version_of(documents: list[ArtifactDocument], where: str) -> str:
-    versions = {version for version in map(_version_of, documents) if version}
+    versions = chart_versions(documents)
     if len(versions) != 1:
         found = ", ".join(sorted(versions)) or "none"
         raise ConfigurationError(

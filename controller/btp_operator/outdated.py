@@ -26,11 +26,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from btp_gitops.controller.btp_operator.module_resources import (
-    CHART_VERSION_LABEL,
     MODULE_SELECTOR,
     ModuleResources,
     is_module_object,
-    labels_on,
     load_module_resources,
 )
 from btp_gitops.controller.btp_operator.reconciler import deployment_available
@@ -39,7 +37,8 @@ from btp_gitops.controller.errors import ControllerError, TemporaryError
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.kube import BTP_OPERATOR, DEPLOYMENT, KubeClient, KubeObject, NotFound, Resource
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.generator.core.objects import name_of, namespace_of, object_key
+from btp_gitops.generator.core import name_of, namespace_of, object_key
+from btp_gitops.generator.domains.btp_operator import CHART_VERSION_LABEL, labels_on
 
 log = logging.getLogger("btp_gitops.controller.btp_operator")
 

@@ -23,7 +23,7 @@ from btp_gitops.controller.btp_operator.settings import FINALIZER, BtpOperatorSe
 from btp_gitops.controller.events import record_event
 from btp_gitops.controller.kube import BTP_OPERATOR, DEPLOYMENT, SECRET, KubeClient, KubeObject
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.generator.transforms.operator_secret import InvalidSecret, operator_credentials_from_secret
+from btp_gitops.generator.domains.btp_operator import InvalidSecret, operator_credentials_from_secret
 
 log = logging.getLogger("btp_gitops.controller.btp_operator")
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core import Problem
 
 CONDITION_TYPE = "Ready"
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"

@@ -41,9 +41,13 @@ from btp_gitops.controller.records import (
     remove_version,
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.generator.domains.cap.model import CAP_APPLICATION, TenantOperation
-from btp_gitops.generator.domains.cap.tenants.model import DEPROVISION_ANNOTATION, TenantState
-from btp_gitops.generator.domains.cap.tenants.names import TENANT_OPERATION_TYPE
+from btp_gitops.generator.domains.cap import (
+    CAP_APPLICATION,
+    DEPROVISION_ANNOTATION,
+    TENANT_OPERATION_TYPE,
+    TenantOperation,
+    TenantState,
+)
 
 log = logging.getLogger("btp_gitops.controller.cap.application_retirement")
 

@@ -61,8 +61,7 @@ from btp_gitops.controller.errors import ConfigurationError, ControllerError, Pe
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.kube import CONFIG_MAP, Conflict, KubeClient, KubeObject, NotFound
 from btp_gitops.controller.records import ApplicationRecord
-from btp_gitops.generator.domains.cap.model import TenantOperation
-from btp_gitops.generator.domains.cap.tenants.model import TenantState, TenantStatus
+from btp_gitops.generator.domains.cap import TenantOperation, TenantState, TenantStatus
 
 log = logging.getLogger("btp_gitops.controller.cap.callbacks")
 

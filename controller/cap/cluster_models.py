@@ -56,20 +56,23 @@ from btp_gitops.controller.kube import (
     KubeClient,
     KubeObject,
 )
-from btp_gitops.generator.core.objects import get_path
-from btp_gitops.generator.core.sources import SourceDocument, SourceSet
-from btp_gitops.generator.domains.cap.catalog import build_catalog
-from btp_gitops.generator.domains.cap.identity import CAV_VERSION, OWNER_IDENTIFIER_HASH, owner_labels
-from btp_gitops.generator.domains.cap.model import Application, TenantOperation, Version
-from btp_gitops.generator.domains.cap.tenants.catalog import build_tenant_catalog
-from btp_gitops.generator.domains.cap.tenants.model import Tenant
-from btp_gitops.generator.domains.cap.tenants.names import (
+from btp_gitops.generator.core import SourceDocument, SourceSet, get_path
+from btp_gitops.generator.domains.cap import (
     BTP_TENANT_ID,
+    CAV_VERSION,
     CONTINUE_ON_FAILURE_ANNOTATION,
+    OWNER_IDENTIFIER_HASH,
     TENANT_OPERATION_TYPE,
+    Application,
+    Tenant,
+    TenantOperation,
+    Version,
+    VersionIndex,
+    build_catalog,
+    build_tenant_catalog,
+    operation_jobs,
+    owner_labels,
 )
-from btp_gitops.generator.domains.cap.tenants.render import operation_jobs
-from btp_gitops.generator.domains.cap.tenants.selection import VersionIndex
 
 CLUSTER_SOURCE_PREFIX = "cluster:"
 # Every tenant operation Job carries this label, whoever created it: the selector of such Jobs.

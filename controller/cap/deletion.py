@@ -96,12 +96,16 @@ from btp_gitops.controller.kube import (
     Resource,
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Reconciler, Watch
-from btp_gitops.generator.core.objects import get_path
-from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
-from btp_gitops.generator.domains.cap.model import TenantOperation, Version
-from btp_gitops.generator.domains.cap.tenants.model import Tenant, TenantState
-from btp_gitops.generator.domains.cap.tenants.names import version_gate_name
-from btp_gitops.generator.domains.cap.tenants.render import operation_jobs
+from btp_gitops.generator.core import get_path
+from btp_gitops.generator.domains.cap import (
+    OWNER_IDENTIFIER,
+    Tenant,
+    TenantOperation,
+    TenantState,
+    Version,
+    operation_jobs,
+    version_gate_name,
+)
 
 TENANT_FINALIZER = "sme.sap.com/captenant"
 VERSION_FINALIZER = "sme.sap.com/capapplicationversion"

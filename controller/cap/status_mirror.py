@@ -17,7 +17,7 @@ from typing import Any
 from btp_gitops.controller.cap.tenant_operations import Snapshot, SourceSnapshots
 from btp_gitops.controller.kube import CAP_TENANT, KubeClient
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.generator.domains.cap.tenants.model import TenantStatus
+from btp_gitops.generator.domains.cap import TenantStatus
 
 log = logging.getLogger("btp_gitops.controller.cap.status")
 

@@ -59,31 +59,30 @@ from btp_gitops.controller.records import (
     remove_tenant_record,
 )
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.generator.core.errors import GitError
-from btp_gitops.generator.domains.cap.identity import OWNER_IDENTIFIER
-from btp_gitops.generator.domains.cap.model import (
+from btp_gitops.generator.core import GitError
+from btp_gitops.generator.domains.cap import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
-    Application,
-    TenantOperation,
-    Version,
-)
-from btp_gitops.generator.domains.cap.tenants.jobs import StepTemplate, step_templates
-from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
+    CONTINUE_ON_FAILURE_ANNOTATION,
     DEPROVISION_ANNOTATION,
+    OWNER_IDENTIFIER,
+    TENANT_OPERATION_TYPE,
+    Application,
+    PlannedOperation,
+    StepTemplate,
     Tenant,
+    TenantOperation,
     TenantStatus,
     TenantType,
+    Version,
+    VersionIndex,
     derived_provider_tenant,
+    operation_job_name,
+    plan_tenant,
+    step_templates,
     tenant_from_source,
 )
-from btp_gitops.generator.domains.cap.tenants.names import (
-    CONTINUE_ON_FAILURE_ANNOTATION,
-    TENANT_OPERATION_TYPE,
-    operation_job_name,
-)
-from btp_gitops.generator.domains.cap.tenants.selection import PlannedOperation, VersionIndex, plan_tenant
 
 log = logging.getLogger("btp_gitops.controller.cap.tenant_operations")
 

@@ -62,15 +62,21 @@ from btp_gitops.controller.kube import (
 )
 from btp_gitops.controller.records import SourceIndex, remove_version
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Watch
-from btp_gitops.generator.core.sources import SourceSet
-from btp_gitops.generator.domains.cap.catalog import build_catalog
-from btp_gitops.generator.domains.cap.exposures import semantic_version
-from btp_gitops.generator.domains.cap.identity import service_name
-from btp_gitops.generator.domains.cap.model import Application, Version, Workload
-from btp_gitops.generator.domains.cap.tenants.catalog import build_tenant_catalog
-from btp_gitops.generator.domains.cap.tenants.model import Tenant
-from btp_gitops.generator.domains.cap.tenants.names import version_gate_name
-from btp_gitops.generator.domains.cap.tenants.selection import VersionIndex, desired_version, plan_tenant
+from btp_gitops.generator.core import SourceSet
+from btp_gitops.generator.domains.cap import (
+    Application,
+    Tenant,
+    Version,
+    VersionIndex,
+    Workload,
+    build_catalog,
+    build_tenant_catalog,
+    desired_version,
+    plan_tenant,
+    semantic_version,
+    service_name,
+    version_gate_name,
+)
 
 log = logging.getLogger("btp_gitops.controller.version_cleanup")
 

@@ -24,16 +24,19 @@ from btp_gitops.controller.records.editor import (
     write_new_document,
 )
 from btp_gitops.controller.records.index import ApplicationRecord, SourceIndex, TenantRecord
-from btp_gitops.generator.domains.cap.identity import PREFIX, sha1_hex
-from btp_gitops.generator.domains.cap.model import API_VERSION, CAP_APPLICATION_VERSION, TenantOperation
-from btp_gitops.generator.domains.cap.tenants.model import (
+from btp_gitops.generator.domains.cap import (
+    API_VERSION,
+    CAP_APPLICATION_VERSION,
     CAP_TENANT,
     DEPROVISION_ANNOTATION,
+    PREFIX,
     PROVIDER_SUFFIX,
     SUBSCRIPTION_CONTEXT_ANNOTATION,
+    SUBSCRIPTION_GUID,
+    TenantOperation,
     TenantState,
+    sha1_hex,
 )
-from btp_gitops.generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
 
 # CAP Operator's annotation for the subscribing global account.
 GLOBAL_ACCOUNT_ANNOTATION = f"{PREFIX}global-account-id"

@@ -25,10 +25,14 @@ from typing import Any
 from btp_gitops.controller.errors import PermanentError
 from btp_gitops.controller.records.index import source_schemas
 from btp_gitops.controller.records.unreadable import MAX_PROBLEMS_SHOWN, unreadable_source
-from btp_gitops.generator.core.objects import get_path
-from btp_gitops.generator.core.sources import SourceDocument
-from btp_gitops.generator.core.validation import problems_in
-from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, dump_object, load_source_documents
+from btp_gitops.generator.core import (
+    SourceDocument,
+    SourceSyntaxProblem,
+    dump_object,
+    get_path,
+    load_source_documents,
+    problems_in,
+)
 
 _SEPARATOR_LINE = re.compile(r"---[ \t]*(?:#[^\n]*)?\r?\n?")
 

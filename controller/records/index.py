@@ -27,26 +27,20 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.controller.records.unreadable import problems_of, unreadable_source, unreadable_tree
-from btp_gitops.generator.core.errors import BtpGitopsError
-from btp_gitops.generator.core.objects import get_path
-from btp_gitops.generator.core.sources import SourceDocument
-from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
-from btp_gitops.generator.domains.cap.identity import sha1_hex
-from btp_gitops.generator.domains.cap.model import (
+from btp_gitops.generator.core import BtpGitopsError, SchemaRegistry, SourceDocument, get_path, problems_in
+from btp_gitops.generator.domains.cap import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
-    Application,
-    BtpService,
-)
-from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
     PROVIDER_SUFFIX,
+    Application,
+    BtpService,
     TenantStatus,
     TenantType,
+    sha1_hex,
     tenant_from_source,
 )
-from btp_gitops.generator.io.schemas import load_schema_registry
-from btp_gitops.generator.io.sources import YAML_SUFFIXES, load_sources
+from btp_gitops.generator.io import YAML_SUFFIXES, load_schema_registry, load_sources
 
 # A spec.btp.services entry: name, secret, class (`service_class`); the generator's own view.
 ServiceBinding = BtpService

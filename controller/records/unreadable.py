@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from btp_gitops.controller.errors import UnreadableSource
-from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core import BtpGitopsError
 
 MAX_PROBLEMS_SHOWN = 5
 _HEADLINE = "the source tree has unreadable CAP documents"

@@ -38,15 +38,15 @@ from btp_gitops.controller.records import (
     unsubscribe_tenant,
 )
 from btp_gitops.controller.subscription.ledger import SubscriptionEntry, TenantTarget
-from btp_gitops.generator.core.objects import get_path
-from btp_gitops.generator.domains.cap.model import CAP_APPLICATION
-from btp_gitops.generator.domains.cap.tenants.model import (
+from btp_gitops.generator.core import get_path
+from btp_gitops.generator.domains.cap import (
+    CAP_APPLICATION,
     CAP_TENANT,
     PROVIDER_SUFFIX,
+    SUBSCRIPTION_GUID,
     TenantType,
     tenant_from_source,
 )
-from btp_gitops.generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
 
 T = TypeVar("T")
 

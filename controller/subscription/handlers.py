@@ -63,7 +63,7 @@ from btp_gitops.controller.subscription.payloads import (
     parse_sms_payload,
     parse_sms_unsubscription,
 )
-from btp_gitops.generator.domains.cap.identity import sha1_hex
+from btp_gitops.generator.domains.cap import sha1_hex
 
 log = logging.getLogger("btp_gitops.subscription")
 

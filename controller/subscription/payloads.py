@@ -25,7 +25,7 @@ from enum import StrEnum
 from typing import Any
 
 from btp_gitops.controller.errors import PermanentError
-from btp_gitops.generator.domains.cap.identity import sha1_hex
+from btp_gitops.generator.domains.cap import sha1_hex
 
 # A label value (the tenant id labels the pending-callback ConfigMap), at most 63 characters.
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")

@@ -54,7 +54,7 @@ from btp_gitops.controller.subscription.handlers import (
 from btp_gitops.controller.subscription.ledger import TenantLedger
 from btp_gitops.controller.subscription.metrics import SubscriptionMetrics
 from btp_gitops.controller.subscription.payloads import InvalidPayload
-from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core import BtpGitopsError
 
 log = logging.getLogger("btp_gitops.subscription")
 

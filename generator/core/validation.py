@@ -70,7 +70,7 @@ class SchemaRegistry:
 def describe_schema_error(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
     """Turn one jsonschema error into (field path, message) pairs a user can act on.
 
-    Shared by source validation and `btp-gitops validate` (core.manifest_validation), so that
+    Shared by source validation and `btp-gitops validate` (manifests.validation), so that
     both say "unknown field" and "required field is missing" the same way.
     """
     path = list(error.absolute_path)

@@ -1,1 +1,16 @@
-"""The edges of the pipeline: files, schemas on disk, the Helm engine, the repo writer and Git."""
+"""The edges of the pipeline: files, schemas on disk, the Helm engine, the repo writer and Git.
+
+This face lists the readers the controller may use (source files, source schemas, the files that
+ship); the writers (io.repo, io.git) are not on it and the controller may not import them.
+"""
+
+from btp_gitops.generator.io import bundled
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.io.sources import YAML_SUFFIXES, load_sources
+
+__all__ = [
+    "YAML_SUFFIXES",
+    "bundled",
+    "load_schema_registry",
+    "load_sources",
+]

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest, RenderedChart
+from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest, RenderedChart
 from btp_gitops.generator.core.errors import PathNotAllowed, Problem
 from btp_gitops.generator.core.sources import problem_at
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from btp_gitops.generator.core.crds import SchemaFile
 from btp_gitops.generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from btp_gitops.generator.crds.generate import SchemaFile
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.schemas import default_schema_dir
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from btp_gitops.generator.core.charts import ChartRequest, RenderedChart
+from btp_gitops.generator.charts.renderer import ChartRequest, RenderedChart
 from btp_gitops.generator.core.errors import ChartNotFound, ChartRenderFailed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.yamlio import dump_object, load_values_document, yaml_problem_location
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text

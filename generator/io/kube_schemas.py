@@ -3,7 +3,7 @@
 The Kubernetes schemas are the strict JSON Schemas that the `kubernetes-validate` package ships
 (`kubernetes-json-schema/v<X.Y>.0-local-strict/`: one file per kind plus a shared
 `_definitions.json`). We read those files ourselves instead of calling its `validate()`, which
-reloads the 1.8 MB definitions for every object; core.manifest_validation builds one validator
+reloads the 1.8 MB definitions for every object; manifests.validation builds one validator
 per kind from them.
 """
 
@@ -21,19 +21,19 @@ from typing import Any, TextIO
 
 import yaml
 
-from btp_gitops.generator.core.crd_schemas import crd_from_shipped, is_crd
 from btp_gitops.generator.core.errors import InstallationBroken, Problem, UsageError
-from btp_gitops.generator.core.manifest_validation import (
-    STDIN,
-    ManifestDocument,
-    documents_with_lines,
-    parse_manifests,
-)
 from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, yaml_problem_location
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.crd_files import default_crd_dir
 from btp_gitops.generator.io.input_files import MAX_STREAM_BYTES, UnreadableInput, read_input_text
 from btp_gitops.generator.io.sources import display_path, source_files
+from btp_gitops.generator.manifests.crd_schemas import crd_from_shipped, is_crd
+from btp_gitops.generator.manifests.validation import (
+    STDIN,
+    ManifestDocument,
+    documents_with_lines,
+    parse_manifests,
+)
 
 _SCHEMA_PACKAGE = "kubernetes_validate"
 _SCHEMA_ROOT = "kubernetes-json-schema"
@@ -80,7 +80,7 @@ def _file_stem(api_version: str) -> str:
 
 
 class BundledKubernetesSchemas:
-    """core.manifest_validation.BuiltinSchemas over the schema files of one Kubernetes version."""
+    """manifests.validation.BuiltinSchemas over the schema files of one Kubernetes version."""
 
     def __init__(self, kubernetes_version: str) -> None:
         self._version = kubernetes_version

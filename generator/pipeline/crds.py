@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from btp_gitops.generator.core.crds import build_crds, crd_files
+from btp_gitops.generator.crds.generate import build_crds, crd_files
 from btp_gitops.generator.io.crd_files import read_schema_files
 from btp_gitops.generator.io.repo import TreeChanges, diff_trees, read_tree, write_subtree
 

@@ -14,16 +14,16 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from btp_gitops.generator.core.charts import ChartRenderer
-from btp_gitops.generator.core.diff import ClusterDiff, compare_trees
-from btp_gitops.generator.core.diff_report import DiffTitle, json_report, markdown_report, text_report
+from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.ownership import MANIFEST_FILE
 from btp_gitops.generator.core.validation import SchemaRegistry
-from btp_gitops.generator.core.wiring import DEFAULT_TARGET, TargetOptions
+from btp_gitops.generator.diff.compare import ClusterDiff, compare_trees
+from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
 from btp_gitops.generator.io.git import read_tree_at
 from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT, check_no_links, directory_lock, read_tree
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
 from btp_gitops.generator.transforms.guards import assert_no_private_key_in_text
+from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, TargetOptions
 
 _SHORT_COMMIT = 12
 
@@ -90,7 +90,7 @@ def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaReg
 def diff_report(result: DiffResult, output: str, max_length: int) -> str:
     """The report as it will be printed (text, markdown or json), checked for private keys.
 
-    Both sides are masked before any text is made (core.diff_masking) and the rendered side has
+    Both sides are masked before any text is made (diff.masking) and the rendered side has
     passed the credential guard; a key in the report would mean the masking missed one, and the
     report is refused rather than posted.
     """

@@ -7,43 +7,39 @@
 produces, matched on group, kind, namespace and name. It describes one step (previous -> current),
 as BTP Manager's did; re-running on an unchanged chart keeps the last step's list instead of
 emptying it, so the command is idempotent and the committed artifact never drifts.
+
+The format (file names, `# Source:` lines, reading back) is domains.btp_operator.artifact, which
+the controller reads the artifact with too.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import yaml
 
-from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
+from btp_gitops.generator.charts.deterministic import render_chart_deterministically
+from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest
 from btp_gitops.generator.core.errors import ChartRenderFailed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import install_rank
 from btp_gitops.generator.core.names import path_message
-from btp_gitops.generator.core.objects import KubeObject, Manifest, ObjectKey, kind_of, object_key
+from btp_gitops.generator.core.objects import Manifest, ObjectKey, kind_of, object_key
 from btp_gitops.generator.core.report import Note
-from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document
-from btp_gitops.generator.domains.charts import render_chart_deterministically
+from btp_gitops.generator.domains.btp_operator import (
+    APPLY,
+    DELETE_FILE,
+    EXCLUDE_FILE,
+    EXCLUDED_HOOKS,
+    SourcedDocument,
+    apply_file_name,
+    artifact_text,
+    parse_sourced_documents,
+)
 from btp_gitops.generator.io.repo import TreeChanges, read_tree, write_subtree
 from btp_gitops.generator.transforms.guards import assert_no_credentials
 from btp_gitops.generator.transforms.hooks import split_hooks
 from btp_gitops.generator.transforms.workloads import blank_deployment_images
-
-APPLY = "apply"
-DELETE_FILE = "delete/to-delete.yml"
-EXCLUDE_FILE = "excluded/to-exclude.yml"
-EXCLUDED_HOOKS = frozenset({"pre-delete"})
-_SOURCE = re.compile(r"^# Source: (.+)$", re.MULTILINE)
-
-
-@dataclass(frozen=True, slots=True)
-class SourcedDocument:
-    source: str  # "<chart>/templates/<file>"
-    body: KubeObject
-
-    def text(self) -> str:
-        return f"---\n# Source: {self.source}\n{dump_object(self.body)}"
 
 
 @dataclass(slots=True)
@@ -53,34 +49,12 @@ class ModuleResources:
     changes: TreeChanges = field(default_factory=TreeChanges)
 
 
-def apply_file_name(source: str) -> str:
-    """`sap-btp-operator/templates/service_account.yaml` -> `apply/service_account.yml`."""
-    parts = PurePosixPath(source).parts
-    inside = parts[2:] if len(parts) > 2 and parts[1] in {"templates", "crds"} else parts[1:]
-    stem = "_".join(inside).removesuffix(".yaml").removesuffix(".yml")
-    prefix = "crds_" if len(parts) > 1 and parts[1] == "crds" else ""
-    return f"{APPLY}/{prefix}{stem}.yml"
-
-
 def _install_order(manifests: list[Manifest]) -> list[Manifest]:
     return sorted(manifests, key=lambda m: install_rank(kind_of(m.body)))  # stable: keeps template order
 
 
 def _sourced_text(manifests: list[Manifest]) -> str:
-    return "".join(SourcedDocument(m.origin, m.body).text() for m in manifests)
-
-
-def parse_sourced_documents(text: str) -> list[SourcedDocument]:
-    """Read back a file we wrote: documents separated by `---`, each with its `# Source:` line."""
-    documents = []
-    for piece in re.split(r"^---\s*$", text, flags=re.MULTILINE):
-        if not piece.strip():
-            continue
-        match = _SOURCE.search(piece)
-        body = load_trusted_document(piece)
-        if isinstance(body, dict):
-            documents.append(SourcedDocument(match.group(1).strip() if match else "", body))
-    return documents
+    return artifact_text(SourcedDocument(m.origin, m.body) for m in manifests)
 
 
 def _previous_documents(path: str, data: bytes) -> list[SourcedDocument]:
@@ -128,7 +102,7 @@ def build_module_resources(manifests: list[Manifest], previous: dict[str, bytes]
         by_file.setdefault(name, []).append(manifest)
     files = {name: _sourced_text(_install_order(group)) for name, group in by_file.items()}
     current_keys = {object_key(m.body) for m in kept}
-    files[DELETE_FILE] = "".join(d.text() for d in removed_documents(previous, current_keys))
+    files[DELETE_FILE] = artifact_text(removed_documents(previous, current_keys))
     files[EXCLUDE_FILE] = _sourced_text(_install_order(excluded))
     return dict(sorted(files.items()))
 

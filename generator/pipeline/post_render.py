@@ -1,7 +1,7 @@
 """`post-render`: the module transforms over a manifest stream Helm rendered, stdin to stdout.
 
     read stream ──> module transforms (same as render) ──> certificates ──> write stream
-    core/helm_stream  domains/btp_operator                 transforms/…     core/helm_stream
+    streams/helm      domains/btp_operator                 transforms/…     streams/helm
 
 Pure: the caller reads stdin, the credentials and any existing certificates, and passes in the
 clock and the key factory (self-signed mode); this returns the text for stdout and the notes for
@@ -20,7 +20,11 @@ from datetime import datetime
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
-from btp_gitops.generator.core.helm_stream import (
+from btp_gitops.generator.core.names import path_message
+from btp_gitops.generator.core.objects import Manifest, annotations_of, describe
+from btp_gitops.generator.core.report import Note
+from btp_gitops.generator.domains import btp_operator
+from btp_gitops.generator.streams.helm import (
     FILENAME_ANNOTATION,
     SOURCE_PREFIX,
     HelmStream,
@@ -28,10 +32,6 @@ from btp_gitops.generator.core.helm_stream import (
     read_helm_stream,
     write_helm_stream,
 )
-from btp_gitops.generator.core.names import path_message
-from btp_gitops.generator.core.objects import Manifest, annotations_of, describe
-from btp_gitops.generator.core.report import Note
-from btp_gitops.generator.domains import btp_operator
 from btp_gitops.generator.transforms.certificates import (
     CertificatePlan,
     issue_webhook_certificates_with_cert_manager,

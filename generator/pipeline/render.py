@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from btp_gitops.generator.core.charts import ChartRenderer
+from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import (
     InvalidSpec,
     Problem,
@@ -36,15 +36,14 @@ from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note, report_dict
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
 from btp_gitops.generator.core.validation import SchemaRegistry, validate_sources
-from btp_gitops.generator.core.wiring import ARGOCD, DEFAULT_TARGET, FLUX, TargetOptions
 from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.btp_operator import render_btp_operator
 from btp_gitops.generator.domains.cap import render_cap_applications
-from btp_gitops.generator.domains.kyma.record import RECORD_FILE
-from btp_gitops.generator.domains.kyma.status import KymaReport
-from btp_gitops.generator.domains.kyma_modules import (
+from btp_gitops.generator.domains.kyma import (
+    RECORD_FILE,
     KymaContext,
     KymaPlan,
+    KymaReport,
     PolicyText,
     plan_kyma_modules,
     render_kyma_modules,
@@ -69,6 +68,7 @@ from btp_gitops.generator.pipeline.wiring import cluster_wiring
 from btp_gitops.generator.transforms.guards import assert_no_credentials
 from btp_gitops.generator.transforms.metadata import drop_empty_metadata_maps
 from btp_gitops.generator.transforms.ordering import flux_stages
+from btp_gitops.generator.wiring.objects import ARGOCD, DEFAULT_TARGET, FLUX, TargetOptions
 
 
 @dataclass(frozen=True, slots=True)

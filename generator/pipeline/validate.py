@@ -14,14 +14,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from btp_gitops.generator.core.errors import Problem
-from btp_gitops.generator.core.manifest_validation import (
-    ManifestDocument,
-    ManifestSchemas,
-    ValidationReport,
-    crds_among,
-    parse_manifests,
-    validate_manifests,
-)
 from btp_gitops.generator.io.kube_schemas import (
     KUSTOMIZATION_FILES,
     BundledKubernetesSchemas,
@@ -32,6 +24,14 @@ from btp_gitops.generator.io.kube_schemas import (
     shipped_third_party_crds,
 )
 from btp_gitops.generator.io.sources import display_path
+from btp_gitops.generator.manifests.validation import (
+    ManifestDocument,
+    ManifestSchemas,
+    ValidationReport,
+    crds_among,
+    parse_manifests,
+    validate_manifests,
+)
 
 
 @dataclass(frozen=True, slots=True)

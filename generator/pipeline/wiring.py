@@ -1,10 +1,10 @@
-"""The wiring of one rendered cluster (see generator.core.wiring), from its rendered apps."""
+"""The wiring of one rendered cluster (see generator.wiring.objects), from its rendered apps."""
 
 from __future__ import annotations
 
 from btp_gitops.generator.core.report import AppRender
-from btp_gitops.generator.core.wiring import FLUX, TargetOptions, wiring_files
 from btp_gitops.generator.transforms.ordering import flux_stages
+from btp_gitops.generator.wiring.objects import FLUX, TargetOptions, wiring_files
 
 
 def flux_app_stages(apps: list[AppRender]) -> dict[str, list[str]]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from btp_gitops.generator.core.charts import ChartRequest
+from btp_gitops.generator.charts.renderer import ChartRequest
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from tests.cap.conftest import CAP_APP, CLUSTER, SERVICES_ONLY, RenderRepo, objects_of, render_files
 from tests.conftest import ROOT, RunCli

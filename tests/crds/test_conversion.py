@@ -1,4 +1,4 @@
-"""Unit tests of `generator.core.crds`: JSON Schema 2020-12 in, structural CRD out, one rule each.
+"""Unit tests of `generator.crds.generate`: JSON Schema 2020-12 in, structural CRD out, one rule each.
 
 Covered: `$ref` inlining (other file, relative, fragment, description override), the fixed root
 fields, `const` -> `enum`, type inference, nullable, int-or-string, preserve-unknown-fields and
@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from btp_gitops.generator.core.crds import (
+from btp_gitops.generator.core.errors import EXIT_INPUT, UnconvertibleSchema
+from btp_gitops.generator.crds.generate import (
     GeneratedCrd,
     SchemaFile,
     build_crds,
     crd_files,
     version_priority,
 )
-from btp_gitops.generator.core.errors import EXIT_INPUT, UnconvertibleSchema
 
 COMMON_ID = "https://example.com/schemas/common/meta.json"
 COMMON = SchemaFile(

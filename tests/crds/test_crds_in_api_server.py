@@ -25,10 +25,10 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from btp_gitops.generator.core.crds import SchemaFile, build_crds
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
+from btp_gitops.generator.crds.generate import SchemaFile, build_crds
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.crds import generate_crd_files
 from tests.conftest import EXAMPLES

@@ -1,5 +1,5 @@
-"""Comparing rendered trees (generator.core.diff) and the three report formats
-(generator.core.diff_report): added / changed / removed objects, moves, files without objects,
+"""Comparing rendered trees (generator.diff.compare) and the three report formats
+(generator.diff.report): added / changed / removed objects, moves, files without objects,
 markdown size limits."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from btp_gitops.generator.core.diff import ChangeKind, ClusterDiff, compare_trees
-from btp_gitops.generator.core.diff_report import DiffTitle, json_report, markdown_report, text_report
 from btp_gitops.generator.core.yamlio import dump_object
+from btp_gitops.generator.diff.compare import ChangeKind, ClusterDiff, compare_trees
+from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
 
 TITLE = DiffTitle("demo", "main (0123456789ab)")
 

@@ -1,12 +1,13 @@
-"""Masking (generator.core.diff_masking): no Secret value, caBundle or PEM body reaches a diff,
+"""Masking (generator.diff.masking): no Secret value, caBundle or PEM body reaches a diff,
 and a change of one still shows as a change."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from btp_gitops.generator.core.diff import compare_trees
-from btp_gitops.generator.core.diff_masking import (
+from btp_gitops.generator.core.yamlio import dump_object
+from btp_gitops.generator.diff.compare import compare_trees
+from btp_gitops.generator.diff.masking import (
     ABSENT,
     MASKED,
     MASKED_NEW,
@@ -14,7 +15,6 @@ from btp_gitops.generator.core.diff_masking import (
     mask_pair,
     mask_text_pair,
 )
-from btp_gitops.generator.core.yamlio import dump_object
 
 CERT_A = "-----BEGIN CERTIFICATE-----\nMIIBaaaaSECRETA\nAAAA\n-----END CERTIFICATE-----\n"
 CERT_B = "-----BEGIN CERTIFICATE-----\nMIIBbbbbSECRETB\nBBBB\n-----END CERTIFICATE-----\n"

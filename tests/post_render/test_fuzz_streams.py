@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from bench.stream_fixture import bench_stream
-from btp_gitops.generator.core.charts import ChartRequest
+from btp_gitops.generator.charts.renderer import ChartRequest
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from tests.support.fuzzing import (

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from btp_gitops.generator.core.helm_stream import FILENAME_ANNOTATION, read_helm_stream
+from btp_gitops.generator.streams.helm import FILENAME_ANNOTATION, read_helm_stream
 from tests.conftest import CLI
 from tests.post_render.conftest import HelmHome, PostRender, _template_args, run_helm
 

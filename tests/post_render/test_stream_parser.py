@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from btp_gitops.generator.core.errors import BtpGitopsError, SourceSyntaxError
-from btp_gitops.generator.core.helm_stream import FILENAME_ANNOTATION, read_helm_stream, write_helm_stream
 from btp_gitops.generator.core.yamlio import dump_each, dump_object
+from btp_gitops.generator.streams.helm import FILENAME_ANNOTATION, read_helm_stream, write_helm_stream
 
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
 

@@ -21,7 +21,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from btp_gitops.generator.core.charts import RenderedChart, manifests_of
+from btp_gitops.generator.charts.renderer import RenderedChart, manifests_of
 from btp_gitops.generator.core.yamlio import (
     SourceSyntaxProblem,
     dump_documents,

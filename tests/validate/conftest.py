@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
-from btp_gitops.generator.core.manifest_validation import (
+from btp_gitops.generator.io.kube_schemas import BundledKubernetesSchemas
+from btp_gitops.generator.manifests.validation import (
     ManifestDocument,
     ManifestSchemas,
     validate_manifests,
 )
-from btp_gitops.generator.io.kube_schemas import BundledKubernetesSchemas
 
 HERE = Path(__file__).resolve().parent
 WIDGET_CRD_FILE = HERE / "data" / "widgets-crd.yaml"

@@ -1,10 +1,10 @@
-"""The CRD -> JSON Schema conversion itself (generator.core.crd_schemas), on exact outputs."""
+"""The CRD -> JSON Schema conversion itself (generator.manifests.crd_schemas), on exact outputs."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from btp_gitops.generator.core.crd_schemas import is_crd, root_schema, served_versions
+from btp_gitops.generator.manifests.crd_schemas import is_crd, root_schema, served_versions
 from tests.validate.conftest import WIDGET_CRD
 
 META = "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from btp_gitops.generator.core.manifest_validation import (
+from btp_gitops.generator.io.kube_schemas import BundledKubernetesSchemas
+from btp_gitops.generator.manifests.validation import (
     ManifestDocument,
     ManifestSchemas,
     crds_among,
     validate_manifests,
 )
-from btp_gitops.generator.io.kube_schemas import BundledKubernetesSchemas
 from tests.support.crds import load_crds, our_crd_files
 from tests.validate.conftest import WIDGET_CRD, Found, check, deployment, widget
 

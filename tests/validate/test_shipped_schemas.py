@@ -22,7 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
-from btp_gitops.generator.core.crd_schemas import (
+from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OK
+from btp_gitops.generator.io import bundled
+from btp_gitops.generator.io.kube_schemas import BundledKubernetesSchemas, supported_kubernetes_versions
+from btp_gitops.generator.manifests.crd_schemas import (
     ShippedSchemaError,
     compact_schema,
     crd_from_shipped,
@@ -30,9 +33,6 @@ from btp_gitops.generator.core.crd_schemas import (
     served_versions,
     shipped_schema_document,
 )
-from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OK
-from btp_gitops.generator.io import bundled
-from btp_gitops.generator.io.kube_schemas import BundledKubernetesSchemas, supported_kubernetes_versions
 from tests.conftest import CHART, CLI, EXAMPLES, ROOT, RunCli
 from tests.support.crds import load_crds, our_crd_files, third_party_crd_files
 

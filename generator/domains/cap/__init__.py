@@ -1,6 +1,116 @@
 """CAP applications: CAP Operator's CAPApplication, CAPApplicationVersion, CAPTenant, Domain and
-ClusterDomain."""
+ClusterDomain.
 
+    model            typed views of the CAP sources (Application, Version, Workload, ...)
+    catalog          every application and version of the sources, by application
+    validation       the rules across documents
+    version_rules    the rules about versions and their workloads
+    identity         names, owner labels and hashes CAP Operator derives
+    exposures        which version serves traffic, semantic versions
+    render           the application and version apps
+    tenants/         the CAPTenant records and their apps (its own face, re-exported here)
+
+This face lists what other packages (pipeline, controller) may use.
+"""
+
+from btp_gitops.generator.domains.cap.catalog import build_catalog
+from btp_gitops.generator.domains.cap.exposures import semantic_version
+from btp_gitops.generator.domains.cap.identity import (
+    CAV_VERSION,
+    OWNER_IDENTIFIER,
+    OWNER_IDENTIFIER_HASH,
+    PREFIX,
+    owner_labels,
+    service_name,
+    sha1_hex,
+)
+from btp_gitops.generator.domains.cap.model import (
+    API_VERSION,
+    CAP_APPLICATION,
+    CAP_APPLICATION_VERSION,
+    Application,
+    BtpService,
+    TenantOperation,
+    Version,
+    Workload,
+)
 from btp_gitops.generator.domains.cap.render import render_cap_applications
+from btp_gitops.generator.domains.cap.tenants import (
+    BTP_TENANT_ID,
+    CAP_TENANT,
+    CONTINUE_ON_FAILURE_ANNOTATION,
+    DEPROVISION_ANNOTATION,
+    PROVIDER_SUFFIX,
+    SUBSCRIPTION_CONTEXT_ANNOTATION,
+    SUBSCRIPTION_GUID,
+    TENANT_OPERATION_TYPE,
+    PlannedOperation,
+    StepTemplate,
+    Tenant,
+    TenantCatalog,
+    TenantState,
+    TenantStatus,
+    TenantType,
+    VersionIndex,
+    build_tenant_catalog,
+    derived_provider_tenant,
+    desired_version,
+    operation_job_name,
+    operation_jobs,
+    plan_tenant,
+    render_cap_tenants,
+    step_templates,
+    tenant_from_source,
+    tenant_operation_notes,
+    version_gate_manifests,
+    version_gate_name,
+)
 
-__all__ = ["render_cap_applications"]
+__all__ = [
+    "API_VERSION",
+    "BTP_TENANT_ID",
+    "CAP_APPLICATION",
+    "CAP_APPLICATION_VERSION",
+    "CAP_TENANT",
+    "CAV_VERSION",
+    "CONTINUE_ON_FAILURE_ANNOTATION",
+    "DEPROVISION_ANNOTATION",
+    "OWNER_IDENTIFIER",
+    "OWNER_IDENTIFIER_HASH",
+    "PREFIX",
+    "PROVIDER_SUFFIX",
+    "SUBSCRIPTION_CONTEXT_ANNOTATION",
+    "SUBSCRIPTION_GUID",
+    "TENANT_OPERATION_TYPE",
+    "Application",
+    "BtpService",
+    "PlannedOperation",
+    "StepTemplate",
+    "Tenant",
+    "TenantCatalog",
+    "TenantOperation",
+    "TenantState",
+    "TenantStatus",
+    "TenantType",
+    "Version",
+    "VersionIndex",
+    "Workload",
+    "build_catalog",
+    "build_tenant_catalog",
+    "derived_provider_tenant",
+    "desired_version",
+    "operation_job_name",
+    "operation_jobs",
+    "owner_labels",
+    "plan_tenant",
+    "render_cap_applications",
+    "render_cap_tenants",
+    "semantic_version",
+    "service_name",
+    "sha1_hex",
+    "step_templates",
+    "tenant_from_source",
+    "tenant_operation_notes",
+    "version_gate_manifests",
+    "version_gate_name",
+]

@@ -1,4 +1,4 @@
-"""The parts of the Kyma modules domain (generator.domains.kyma_modules is the entry point).
+"""The parts of the Kyma modules domain (generator.domains.kyma.render is the entry point).
 
 model        typed views of Kyma, ModuleTemplate and ModuleReleaseMeta source documents
 catalog      the module catalog: templates and release metas, and its own consistency rules
@@ -7,4 +7,28 @@ maintenance  maintenance window policies (Lifecycle Manager's JSON format)
 record       the versions a previous render resolved, kept beside the apps
 status       module and Kyma states, in the shape of the Kyma CR's status
 content      a resolved module -> its objects and default CR, labelled and ordered
+render       plan (record, skip-reconciliation, resolve, decide) and render the modules
+
+This face lists what other packages (pipeline, cli) may use.
 """
+
+from btp_gitops.generator.domains.kyma.maintenance import PolicyText
+from btp_gitops.generator.domains.kyma.record import RECORD_FILE
+from btp_gitops.generator.domains.kyma.render import (
+    KymaContext,
+    KymaPlan,
+    plan_kyma_modules,
+    render_kyma_modules,
+)
+from btp_gitops.generator.domains.kyma.status import KymaReport, report_table
+
+__all__ = [
+    "RECORD_FILE",
+    "KymaContext",
+    "KymaPlan",
+    "KymaReport",
+    "PolicyText",
+    "plan_kyma_modules",
+    "render_kyma_modules",
+    "report_table",
+]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest
+from btp_gitops.generator.charts.deterministic import render_chart_deterministically
+from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest
 from btp_gitops.generator.core.errors import InvalidSpec, PathNotAllowed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.core.layout import KUSTOMIZATION
@@ -24,7 +25,6 @@ from btp_gitops.generator.core.objects import Manifest, describe, name_of
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document
-from btp_gitops.generator.domains.charts import render_chart_deterministically
 from btp_gitops.generator.domains.kyma.model import (
     SYNC_NAMESPACE,
     ChartContent,

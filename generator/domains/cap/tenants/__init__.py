@@ -12,16 +12,67 @@ app that those Jobs wait for.
 """
 
 from btp_gitops.generator.domains.cap.tenants.catalog import TenantCatalog, build_tenant_catalog
+from btp_gitops.generator.domains.cap.tenants.jobs import StepTemplate, step_templates
+from btp_gitops.generator.domains.cap.tenants.model import (
+    CAP_TENANT,
+    DEPROVISION_ANNOTATION,
+    PROVIDER_SUFFIX,
+    SUBSCRIPTION_CONTEXT_ANNOTATION,
+    Tenant,
+    TenantState,
+    TenantStatus,
+    TenantType,
+    derived_provider_tenant,
+    tenant_from_source,
+)
+from btp_gitops.generator.domains.cap.tenants.names import (
+    BTP_TENANT_ID,
+    CONTINUE_ON_FAILURE_ANNOTATION,
+    SUBSCRIPTION_GUID,
+    TENANT_OPERATION_TYPE,
+    operation_job_name,
+    version_gate_name,
+)
 from btp_gitops.generator.domains.cap.tenants.render import (
+    operation_jobs,
     render_cap_tenants,
     tenant_operation_notes,
     version_gate_manifests,
 )
+from btp_gitops.generator.domains.cap.tenants.selection import (
+    PlannedOperation,
+    VersionIndex,
+    desired_version,
+    plan_tenant,
+)
 
 __all__ = [
+    "BTP_TENANT_ID",
+    "CAP_TENANT",
+    "CONTINUE_ON_FAILURE_ANNOTATION",
+    "DEPROVISION_ANNOTATION",
+    "PROVIDER_SUFFIX",
+    "SUBSCRIPTION_CONTEXT_ANNOTATION",
+    "SUBSCRIPTION_GUID",
+    "TENANT_OPERATION_TYPE",
+    "PlannedOperation",
+    "StepTemplate",
+    "Tenant",
     "TenantCatalog",
+    "TenantState",
+    "TenantStatus",
+    "TenantType",
+    "VersionIndex",
     "build_tenant_catalog",
+    "derived_provider_tenant",
+    "desired_version",
+    "operation_job_name",
+    "operation_jobs",
+    "plan_tenant",
     "render_cap_tenants",
+    "step_templates",
+    "tenant_from_source",
     "tenant_operation_notes",
     "version_gate_manifests",
+    "version_gate_name",
 ]

@@ -2,7 +2,7 @@
 
 Built-in kinds are checked against the Kubernetes OpenAPI schemas of one Kubernetes version
 (read by generator.io.kube_schemas), custom resources against their CRD's schema converted by
-generator.core.crd_schemas. Validators are built once per (apiVersion, kind) and reused: a
+generator.manifests.crd_schemas. Validators are built once per (apiVersion, kind) and reused: a
 rendered repo holds thousands of objects of a few dozen kinds.
 
 Every problem names the file, the document, the object and the field path, in the words of
@@ -26,7 +26,6 @@ import referencing
 import referencing.jsonschema
 import yaml
 
-from btp_gitops.generator.core.crd_schemas import is_crd, root_schema, served_versions
 from btp_gitops.generator.core.errors import ManifestInvalid, Problem
 from btp_gitops.generator.core.objects import describe, format_field_path
 from btp_gitops.generator.core.validation import (
@@ -41,6 +40,7 @@ from btp_gitops.generator.core.yamlio import (
     split_documents,
     yaml_problem_location,
 )
+from btp_gitops.generator.manifests.crd_schemas import is_crd, root_schema, served_versions
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 STDIN = "<stdin>"

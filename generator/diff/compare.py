@@ -4,7 +4,7 @@ Objects are matched by app and identity (group, kind, namespace, name), not by f
 object that moves between files (another layout target, a renamed file) is one change, not an
 added and a removed file. Files that hold no object (kustomization.yaml, records such as
 `.kyma-modules.json`) are matched by path. Every text a change shows is masked first
-(generator.core.diff_masking).
+(generator.diff.masking).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from btp_gitops.generator.core.diff_masking import ABSENT, mask_pair, mask_text_pair
 from btp_gitops.generator.core.objects import KubeObject, describe, object_key
 from btp_gitops.generator.core.yamlio import AliasBudget, dump_object, load_trusted_document, split_documents
+from btp_gitops.generator.diff.masking import ABSENT, mask_pair, mask_text_pair
 
 CLUSTER_ROOT = ""  # the "app" of files directly under clusters/<cluster>/
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from btp_gitops.generator.core.charts import ChartRenderer, ChartRequest, RenderedChart, manifests_of
+from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest, RenderedChart, manifests_of
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import Level, Note
 from btp_gitops.generator.transforms.volatile import pin_volatile_values

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from btp_gitops.generator.core.diff import CLUSTER_ROOT, Change, ChangeKind, ClusterDiff
+from btp_gitops.generator.diff.compare import CLUSTER_ROOT, Change, ChangeKind, ClusterDiff
 
 DEFAULT_MAX_LENGTH = 60_000  # GitHub's comment limit (65,536) minus room for what a workflow adds
 MIN_MAX_LENGTH = 1_000  # the title, totals and truncation note must fit

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from btp_gitops.generator.core.charts import ChartRenderer
+from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import InvalidSpec, Problem, UsageError, raise_if_problems
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet, problem_at
@@ -59,15 +59,6 @@ from btp_gitops.generator.domains.kyma.resolution import (
     resolve_module,
 )
 from btp_gitops.generator.domains.kyma.status import KymaReport, ModuleState, ModuleStatus, TemplateRef
-
-__all__ = [
-    "RECORD_FILE",
-    "KymaContext",
-    "KymaPlan",
-    "PolicyText",
-    "plan_kyma_modules",
-    "render_kyma_modules",
-]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,68 @@
+"""`btp-gitops crds`: the CustomResourceDefinitions of the chart, from schemas/."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from btp_gitops.generator.core.errors import (
+    EXIT_CHANGES,
+    EXIT_OK,
+    UsageError,
+)
+from btp_gitops.generator.io import bundled
+from btp_gitops.generator.io.crd_files import default_crd_dir
+from btp_gitops.generator.pipeline.crds import check_crds, write_crds
+
+
+def run_crds(args: argparse.Namespace) -> int:
+    if not args.out and not args.check and not bundled.is_checkout():
+        # The default is the install chart inside this installation: never rewrite installed files.
+        raise UsageError("btp-gitops crds: pass --out DIR (only a checkout writes its own chart's CRDs)")
+    out = Path(args.out) if args.out else default_crd_dir()
+    if args.check:
+        drifting = check_crds(args.schemas, out)
+        if args.output == "json":
+            json.dump({"out": str(out), "drifting": drifting}, sys.stdout, indent=2, sort_keys=True)
+            print()
+        elif drifting:
+            print(f"CRDs in {out} drift from the schemas (run `btp-gitops crds` to regenerate them):")
+            print("".join(f"  {name}\n" for name in drifting), end="")
+        else:
+            print(f"CRDs in {out} match the schemas")
+        return EXIT_CHANGES if drifting else EXIT_OK
+    result = write_crds(args.schemas, out)
+    changes = result.changes
+    if args.output == "json":
+        summary = {"added": changes.added, "changed": changes.changed, "removed": changes.removed}
+        json.dump(
+            {"out": str(out), "files": sorted(result.files), "changes": summary},
+            sys.stdout,
+            indent=2,
+            sort_keys=True,
+        )
+        print()
+        return EXIT_OK
+    print(
+        f"wrote {out}: {len(result.files)} CRDs; {len(changes.added)} added, "
+        f"{len(changes.changed)} changed, {len(changes.removed)} removed"
+    )
+    return EXIT_OK
+
+
+def add_crds_parser(commands: Any) -> None:
+    crds = commands.add_parser("crds", help="write the CustomResourceDefinitions of the chart from schemas/")
+    crds.add_argument(
+        "--out",
+        metavar="DIR",
+        help="default: charts/btp-gitops/crds (in a checkout; elsewhere --out is needed)",
+    )
+    crds.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if DIR drifts from schemas/"
+    )
+    crds.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
+    crds.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")
+    crds.set_defaults(handler=run_crds)

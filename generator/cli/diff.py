@@ -1,0 +1,89 @@
+"""`btp-gitops diff`: render in memory and compare with a Git ref or a directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from btp_gitops.generator.cli.options import (
+    add_source_options,
+    add_target_options,
+    allow_paths,
+    chart_engine,
+    kyma_options,
+    target_options,
+)
+from btp_gitops.generator.cli.output import print_notes
+from btp_gitops.generator.core.errors import (
+    EXIT_CHANGES,
+    EXIT_OK,
+    UsageError,
+)
+from btp_gitops.generator.diff.report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.pipeline.diff import DiffRequest, diff_cluster, diff_report
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    if args.max_length < MIN_MAX_LENGTH:
+        raise UsageError(f"--max-length must be at least {MIN_MAX_LENGTH}")
+    request = DiffRequest(
+        sources=tuple(Path(s) for s in args.sources),
+        against=args.against,
+        cluster=args.cluster,
+        repo=Path(args.repo) if args.repo else None,
+        kyma=kyma_options(args),
+        target=target_options(args),
+        allow_paths=allow_paths(args),
+    )
+    result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
+    sys.stdout.write(diff_report(result, args.output, args.max_length))
+    # Notes go to stderr: stdout is the report, which a workflow posts as it is.
+    for app in result.render.apps:
+        print_notes(app.notes, sys.stderr)
+    print_notes(result.render.notes, sys.stderr)
+    return EXIT_CHANGES if args.exit_code and not result.diff.empty else EXIT_OK
+
+
+def add_diff_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "diff",
+        help="render in memory and compare with the rendered repo at a Git ref or directory",
+        description="Renders the sources as `render` would (nothing is written) and compares the result "
+        "with clusters/<cluster>/ at --against: a directory (the GitOps repo's root) if one exists at that "
+        "path, else a Git ref of --repo. Objects are matched by app, kind, namespace and name; Secret "
+        "values, caBundles, PEM bodies and private keys in any encoding are masked on both sides.",
+    )
+    parser.add_argument("sources", nargs="+", metavar="SOURCE", help="YAML files or directories")
+    parser.add_argument("--against", required=True, metavar="REF|DIR", help="what to compare with")
+    parser.add_argument(
+        "--repo",
+        metavar="DIR",
+        help="the GitOps repo (where clusters/ is) a ref is read from; default: the top of the current "
+        "directory's Git work tree",
+    )
+    add_source_options(parser)
+    add_target_options(parser)
+    parser.add_argument(
+        "--output",
+        choices=("text", "markdown", "json"),
+        default="text",
+        help="text (summary and unified diffs), markdown (for a pull-request comment) or json",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        default=DEFAULT_MAX_LENGTH,
+        metavar="CHARS",
+        help="markdown: at most this many characters; a note says what was left out "
+        f"(default: {DEFAULT_MAX_LENGTH})",
+    )
+    parser.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes, 0 when none")
+    parser.add_argument(
+        "--helm-binary",
+        metavar="PATH",
+        help="render charts with this helm CLI (v3 or v4) instead of the embedded Helm engine",
+    )
+    parser.set_defaults(handler=run_diff)

@@ -1,0 +1,193 @@
+"""Options and helpers several commands share: the chart engine, what a render reads, the target
+and its wiring, manifest validation."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from pathlib import Path
+
+from btp_gitops.generator.charts.renderer import ChartRenderer
+from btp_gitops.generator.core.errors import (
+    InputError,
+    Problem,
+    UsageError,
+)
+from btp_gitops.generator.domains.kyma import PolicyText
+from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli
+from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
+from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version
+from btp_gitops.generator.io.sources import display_path
+from btp_gitops.generator.pipeline.render import (
+    KymaOptions,
+)
+from btp_gitops.generator.pipeline.validate import ValidateOptions
+from btp_gitops.generator.wiring.objects import ARGOCD, TARGETS, TargetOptions
+
+
+def chart_engine(args: argparse.Namespace) -> ChartRenderer:
+    if args.helm_binary:
+        return HelmCli(args.helm_binary)
+    return EmbeddedHelm()
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"give 0 to 86400 seconds, not {text}")
+    return value
+
+
+def render_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError as error:
+        raise UsageError(f"--at {text!r}: not a timestamp like 2025-10-11T21:30:00Z") from error
+    if at.tzinfo is None:
+        raise UsageError(f"--at {text!r}: give a UTC offset (Z or +hh:mm)")
+    return at
+
+
+def kyma_options(args: argparse.Namespace) -> KymaOptions:
+    policy = None
+    if args.maintenance_policy:
+        path = Path(args.maintenance_policy)
+        try:
+            policy = PolicyText(display_path(path), read_input_text(path))
+        except UnreadableInput as error:
+            problem = Problem(display_path(path), error.reason)
+            raise InputError("cannot read the maintenance policy", [problem]) from error
+    return KymaOptions(tuple(Path(c) for c in args.catalog), policy, render_time(args.at))
+
+
+def allow_paths(args: argparse.Namespace) -> tuple[Path, ...]:
+    for path in args.allow_path:
+        if not Path(path).exists():
+            raise UsageError(f"--allow-path {path}: no such file or directory")
+    return tuple(Path(path) for path in args.allow_path)
+
+
+def target_options(args: argparse.Namespace) -> TargetOptions:
+    if args.emit_wiring and not args.repo_url:
+        raise UsageError(
+            "--emit-wiring needs --repo-url: the Git URL Argo CD or Flux reads the rendered repo from"
+        )
+    return TargetOptions(
+        target=args.target,
+        emit=args.emit_wiring,
+        repo_url=args.repo_url,
+        revision=args.revision,
+        argocd_project=args.argocd_project,
+        argocd_namespace=args.argocd_namespace,
+        flux_namespace=args.flux_namespace,
+        flux_source=args.flux_source,
+    )
+
+
+def validate_options(args: argparse.Namespace) -> ValidateOptions:
+    return ValidateOptions(
+        # Resolved here so that an unsupported version is a usage error before any work is done.
+        kubernetes_version=resolve_kubernetes_version(args.kubernetes_version),
+        crd_paths=tuple(args.crds),
+        ignore_missing_schemas=args.ignore_missing_schemas,
+    )
+
+
+def add_validation_options(parser: argparse.ArgumentParser, applies: str = "") -> None:
+    parser.add_argument(
+        "--kubernetes-version",
+        metavar="X.Y",
+        help=f"validate built-in kinds against this Kubernetes version{applies} (default: newest bundled)",
+    )
+    parser.add_argument(
+        "--crds",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help=f"CRD manifests (files or directories) for custom resources{applies}; repeatable",
+    )
+    parser.add_argument(
+        "--ignore-missing-schemas",
+        action="store_true",
+        help=f"a kind without any schema is a warning, not an error{applies}",
+    )
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--helm-binary",
+        metavar="PATH",
+        help="render charts with this helm CLI (v3 or v4) instead of the embedded Helm engine",
+    )
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")
+
+
+def add_source_options(parser: argparse.ArgumentParser) -> None:
+    """What a render reads besides its sources, and the cluster it renders (render and diff)."""
+    parser.add_argument("--cluster", default="default", help="renders clusters/<cluster>/ (default: default)")
+    parser.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="Kyma module catalog: ModuleTemplates and ModuleReleaseMetas (files or directories); repeatable",
+    )
+    parser.add_argument(
+        "--maintenance-policy",
+        metavar="FILE",
+        help="maintenance windows for Kyma module upgrades that need downtime (Lifecycle Manager's format)",
+    )
+    parser.add_argument(
+        "--at",
+        metavar="TIME",
+        help="when maintenance windows are checked, e.g. 2025-10-11T21:30:00Z (default: now)",
+    )
+    parser.add_argument(
+        "--allow-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also let sources name files (charts, values files, raw manifests) under DIR; by default "
+        "only the SOURCE paths, --catalog directories and the charts shipped with btp-gitops. Whoever "
+        "writes the sources can then read anything under DIR into the output; repeatable",
+    )
+    parser.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
+
+
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    """The GitOps tool the repo is laid out for, and its wiring (render and diff)."""
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default=ARGOCD,
+        help="argocd: one directory per app, ordered by sync waves (default); flux: stage directories "
+        "per app and Flux Kustomizations ordering them (in clusters/<cluster>/.wiring/)",
+    )
+    parser.add_argument(
+        "--emit-wiring",
+        action="store_true",
+        help="also write what makes the tool sync the repo: an Argo CD ApplicationSet, or a Flux "
+        "GitRepository for the Kustomizations (in clusters/<cluster>/.wiring/)",
+    )
+    parser.add_argument(
+        "--repo-url", metavar="URL", help="the GitOps repo's URL, as Argo CD or Flux clone it"
+    )
+    parser.add_argument(
+        "--revision", default="main", help="the branch Argo CD or Flux follow (default: main)"
+    )
+    parser.add_argument("--argocd-project", default="default", metavar="NAME", help="default: default")
+    parser.add_argument("--argocd-namespace", default="argocd", metavar="NS", help="default: argocd")
+    parser.add_argument("--flux-namespace", default="flux-system", metavar="NS", help="default: flux-system")
+    parser.add_argument(
+        "--flux-source",
+        default="flux-system",
+        metavar="NAME",
+        help="without --emit-wiring: the GitRepository the Flux Kustomizations read (default: flux-system, "
+        "the one `flux bootstrap` creates)",
+    )

@@ -1,0 +1,150 @@
+"""`btp-gitops render`: the sources into clusters/<cluster>/ of a GitOps repository, or stdout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from btp_gitops.generator.cli.options import (
+    add_engine_options,
+    add_source_options,
+    add_target_options,
+    add_validation_options,
+    allow_paths,
+    chart_engine,
+    kyma_options,
+    seconds,
+    target_options,
+    validate_options,
+)
+from btp_gitops.generator.cli.output import print_notes
+from btp_gitops.generator.core.errors import (
+    EXIT_OK,
+    UsageError,
+)
+from btp_gitops.generator.domains.kyma import report_table
+from btp_gitops.generator.io.progress import progress_for
+from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT
+from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.pipeline.render import (
+    RenderRequest,
+    cluster_stream,
+    render_cluster,
+    render_into_repo,
+    validate_render,
+)
+from btp_gitops.generator.wiring.objects import ARGOCD
+
+
+def run_render_to_stdout(args: argparse.Namespace) -> int:
+    if args.commit or args.output == "json":
+        raise UsageError(
+            "--stdout writes only manifests: it cannot be combined with --commit or --output json"
+        )
+    if args.target != ARGOCD or args.emit_wiring:
+        raise UsageError(
+            "--stdout is for Argo CD's plugin: it cannot be combined with --target flux or --emit-wiring"
+        )
+    result = render_cluster(
+        tuple(Path(s) for s in args.sources),
+        args.cluster,
+        chart_engine(args),
+        load_schema_registry(args.schemas),
+        kyma=kyma_options(args),
+        allow_paths=allow_paths(args),
+    )
+    if args.validate:
+        where = Path(f"clusters/{args.cluster}")  # the files go to stdout: name them as in a repo
+        result.notes += validate_render(where, result.files, validate_options(args))
+    sys.stdout.write(cluster_stream(result))
+    for app in result.apps:
+        print_notes(app.notes, sys.stderr)
+    print_notes(result.notes, sys.stderr)
+    return EXIT_OK
+
+
+def run_render(args: argparse.Namespace) -> int:
+    if args.stdout:
+        return run_render_to_stdout(args)
+    request = RenderRequest(
+        sources=tuple(Path(s) for s in args.sources),
+        out=Path(args.out),
+        cluster=args.cluster,
+        commit=args.commit,
+        validate=validate_options(args) if args.validate else None,
+        kyma=kyma_options(args),
+        target=target_options(args),
+        allow_paths=allow_paths(args),
+        allow_empty=args.allow_empty,
+        lock_timeout=args.lock_timeout,
+    )
+    progress = progress_for(sys.stderr, os.environ)
+    try:
+        result = render_into_repo(
+            request, chart_engine(args), load_schema_registry(args.schemas), progress=progress
+        )
+    finally:
+        progress.finish()
+    if args.output == "json":
+        json.dump(result.report(), sys.stdout, indent=2, sort_keys=True)
+        print()
+        return EXIT_OK
+    objects = sum(len(app.manifests) for app in result.apps)
+    changes = result.changes
+    print(
+        f"rendered cluster {result.cluster} into {request.out}/clusters/{result.cluster}: "
+        f"{objects} objects in {len([a for a in result.apps if a.manifests])} app(s); "
+        f"{len(changes.added)} added, {len(changes.changed)} changed, {len(changes.removed)} removed"
+    )
+    for app in result.apps:
+        if app.notes:
+            print(f"{app.app}:")
+            print_notes(app.notes, sys.stdout)
+    print_notes(result.notes, sys.stdout)
+    for kyma in result.kymas:
+        print("\n".join(report_table(kyma)))
+    if request.commit:
+        print(f"committed {result.commit}" if result.commit else "nothing to commit")
+    return EXIT_OK
+
+
+def add_render_parser(commands: Any) -> None:
+    render = commands.add_parser("render", help="render source custom resources into a GitOps repo")
+    render.add_argument("sources", nargs="+", metavar="SOURCE", help="YAML files or directories")
+    destination = render.add_mutually_exclusive_group(required=True)
+    destination.add_argument("--out", metavar="REPO", help="the GitOps repository (work tree) to write")
+    destination.add_argument(
+        "--stdout",
+        action="store_true",
+        help="write the objects to stdout as one YAML stream instead (for an Argo CD plugin)",
+    )
+    render.add_argument("--commit", action="store_true", help="commit the result when the tree changed")
+    render.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="allow a render that removes every app of a populated cluster directory, or apps holding "
+        "more than half of its objects (refused by default: an empty source directory or a glob that "
+        "matched nothing would make Argo CD or Flux prune everything)",
+    )
+    render.add_argument(
+        "--lock-timeout",
+        type=seconds,
+        default=DEFAULT_LOCK_TIMEOUT,
+        metavar="SECONDS",
+        help="wait this long for another render writing the same --out, then fail with exit 5 "
+        f"(default: {DEFAULT_LOCK_TIMEOUT:g})",
+    )
+    add_source_options(render)
+    add_target_options(render)
+    render.add_argument(
+        "--validate",
+        action="store_true",
+        help="validate the rendered objects (as `validate` does) before anything is written",
+    )
+    add_validation_options(render, applies=" (with --validate)")
+    add_engine_options(render)
+    render.set_defaults(handler=run_render)

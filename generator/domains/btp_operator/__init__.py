@@ -1,0 +1,62 @@
+"""The SAP BTP service operator module (BtpOperator + BtpOperatorConfig -> the `btp-operator` app).
+
+model        the module's sources (ModuleConfig) and names
+validation   which BtpOperator and BtpOperatorConfig a render acts on, what it refuses
+render       the chart, transformed as BTP Manager installed it
+post_render  the same transforms over a stream Helm rendered (`btp-gitops post-render`)
+artifact     the `module-resources/` artifact's format, written by the pipeline, read by the controller
+
+This face lists what other packages (pipeline, controller) may use.
+"""
+
+from btp_gitops.generator.domains.btp_operator.artifact import (
+    APPLY,
+    CHART_VERSION_LABEL,
+    DELETE_FILE,
+    EXCLUDE_FILE,
+    EXCLUDED_HOOKS,
+    HELM_CHART_LABEL,
+    NotAnObject,
+    SourcedDocument,
+    apply_file_name,
+    artifact_text,
+    chart_versions,
+    labels_on,
+    parse_artifact_objects,
+    parse_sourced_documents,
+    version_of,
+)
+from btp_gitops.generator.domains.btp_operator.model import MODULE_NAMESPACE, RELEASE_NAME
+from btp_gitops.generator.domains.btp_operator.post_render import (
+    CertificateStep,
+    StreamSettings,
+    post_render_module_objects,
+)
+from btp_gitops.generator.domains.btp_operator.render import render_btp_operator
+from btp_gitops.generator.transforms.operator_secret import InvalidSecret, operator_credentials_from_secret
+
+__all__ = [
+    "APPLY",
+    "CHART_VERSION_LABEL",
+    "DELETE_FILE",
+    "EXCLUDED_HOOKS",
+    "EXCLUDE_FILE",
+    "HELM_CHART_LABEL",
+    "MODULE_NAMESPACE",
+    "RELEASE_NAME",
+    "CertificateStep",
+    "InvalidSecret",
+    "NotAnObject",
+    "SourcedDocument",
+    "StreamSettings",
+    "apply_file_name",
+    "artifact_text",
+    "chart_versions",
+    "labels_on",
+    "operator_credentials_from_secret",
+    "parse_artifact_objects",
+    "parse_sourced_documents",
+    "post_render_module_objects",
+    "render_btp_operator",
+    "version_of",
+]

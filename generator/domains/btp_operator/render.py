@@ -1,0 +1,179 @@
+"""The SAP BTP service operator module, rendered as BTP Manager would install it.
+
+BTP Manager (reference/btp-manager.md) installed the operator chart into `kyma-system` for the
+BtpOperator `kyma-system/btpoperator`, labelled every object as a module object, filled the
+operator ConfigMap from the `sap-btp-manager` Secret, copied the credentials into the operator's
+Secret and generated the webhook certificates. Rendering for Git keeps all of that except what
+cannot live in Git: credentials become an ExternalSecret and certificates come from cert-manager
+(or Gardener), with the CA injected in-cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+from btp_gitops.generator.charts.deterministic import render_chart_deterministically
+from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest, RenderedChart
+from btp_gitops.generator.core.kinds import ScopeIndex
+from btp_gitops.generator.core.objects import (
+    KubeObject,
+    Manifest,
+    annotations_of,
+    describe,
+    kind_of,
+    pod_template,
+)
+from btp_gitops.generator.core.report import AppRender, Level, Note
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet
+from btp_gitops.generator.domains.btp_operator.model import (
+    APP,
+    BTP_OPERATOR_CONFIG,
+    CONFIG_CHECKSUM_ANNOTATION,
+    CR_NAME,
+    MANAGER_CONTAINER,
+    MODULE_NAME,
+    MODULE_NAMESPACE,
+    RELEASE_NAME,
+    ModuleConfig,
+    module_labels,
+    where,
+)
+from btp_gitops.generator.domains.btp_operator.validation import select_module_config, select_module_request
+from btp_gitops.generator.transforms.certificates import (
+    CertificatePlan,
+    issue_webhook_certificates_with_cert_manager,
+)
+from btp_gitops.generator.transforms.credentials import reference_operator_credentials
+from btp_gitops.generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
+from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
+from btp_gitops.generator.transforms.metadata import (
+    add_labels,
+    add_pod_template_labels,
+    set_default_namespace,
+)
+from btp_gitops.generator.transforms.operator_config import (
+    OPERATOR_CONFIGMAP,
+    apply_operator_settings,
+)
+from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage, annotate_argocd_sync_waves
+from btp_gitops.generator.transforms.workloads import set_container_image
+
+
+def chart_request(config: ModuleConfig) -> ChartRequest:
+    return ChartRequest(
+        chart=config.chart,
+        release=RELEASE_NAME,
+        namespace=MODULE_NAMESPACE,
+        values=config.values,
+        values_files=config.values_files,
+        requested_by=f"{where(config.source)}: spec.chart.path",
+        source=config.source,
+    )
+
+
+def config_checksum(manifests: list[Manifest]) -> str | None:
+    """sha256 over the final operator ConfigMap data, so a changed cluster id rolls the operator."""
+    for manifest in manifests:
+        if (
+            kind_of(manifest.body) == "ConfigMap"
+            and manifest.body["metadata"].get("name") == OPERATOR_CONFIGMAP
+        ):
+            data = manifest.body.get("data") or {}
+            return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    return None
+
+
+def annotate_config_checksum(manifests: list[Manifest]) -> list[Manifest]:
+    checksum = config_checksum(manifests)
+    if checksum is None:
+        return manifests
+    for manifest in manifests:
+        template = pod_template(manifest.body)
+        if kind_of(manifest.body) == "Deployment" and template is not None:
+            annotations_of(template)[CONFIG_CHECKSUM_ANNOTATION] = checksum
+    return manifests
+
+
+def certificate_plan(config: ModuleConfig) -> CertificatePlan:
+    issuer = config.issuer or {}
+    return CertificatePlan(
+        prefix=RELEASE_NAME,
+        namespace=MODULE_NAMESPACE,
+        issuer_name=issuer.get("name"),
+        issuer_kind=issuer.get("kind", "Issuer"),
+        issuer_group=issuer.get("group", "cert-manager.io"),
+    )
+
+
+def requested_resource(document: SourceDocument) -> Manifest:
+    """The BtpOperator itself, as the user wrote it minus status and server-set metadata."""
+    body: KubeObject = {key: value for key, value in document.body.items() if key != "status"}
+    meta = {k: v for k, v in body["metadata"].items() if k in {"name", "namespace", "labels", "annotations"}}
+    body["metadata"] = meta
+    return Manifest(body, f"{document.file}#{document.document}")
+
+
+def render_module_objects(
+    config: ModuleConfig, rendered: RenderedChart, manifests: list[Manifest]
+) -> AppRender:
+    """Everything the module needs in Git: the chart's objects, transformed as BTP Manager did."""
+    manifests, excluded = drop_hook_phases(manifests, UNINSTALL_ONLY_HOOKS)
+    notes = [
+        Note(
+            Level.INFO,
+            "ExcludedHook",
+            f"{m.origin} ({describe(m.body)})",
+            "uninstall-only Helm hook left out of the GitOps output (listed in excluded/to-exclude.yml)",
+        )
+        for m in excluded
+    ]
+    manifests = apply_operator_settings(manifests, config.settings)
+    if config.manager_image:
+        manifests = set_container_image(manifests, MANAGER_CONTAINER, config.manager_image)
+    labels = module_labels(rendered.version)
+    manifests = reference_operator_credentials(
+        manifests, dataclasses.replace(config.credentials, module_labels=tuple(sorted(labels.items())))
+    )
+    plan = certificate_plan(config)
+    if config.certificate_mode == "gardener":
+        issuer_namespace = (config.issuer or {}).get("namespace")
+        manifests = issue_webhook_certificates_with_gardener(manifests, plan, issuer_namespace)
+    else:
+        manifests = issue_webhook_certificates_with_cert_manager(manifests, plan)
+    manifests = set_default_namespace(manifests, MODULE_NAMESPACE, ScopeIndex())
+    manifests = add_labels(manifests, labels)
+    manifests = add_pod_template_labels(manifests, {"kyma-project.io/module": MODULE_NAME})
+    manifests = annotate_config_checksum(manifests)
+    # The chart's CRDs sync before the objects that use them (see generator.transforms.ordering).
+    manifests = annotate_argocd_sync_waves(manifests)
+    return AppRender(APP, manifests, notes)
+
+
+def render_btp_operator(sources: SourceSet, engine: ChartRenderer, bundled_chart: Path) -> list[AppRender]:
+    """BtpOperator + BtpOperatorConfig -> the `btp-operator` app, or nothing when not requested.
+
+    `bundled_chart` is the chart rendered when the BtpOperatorConfig names none."""
+    request, notes = select_module_request(sources)
+    if request is None:
+        configs = sources.of_kind(*BTP_OPERATOR_CONFIG)
+        notes += [
+            Note(
+                Level.WARNING,
+                "NoBtpOperator",
+                where(c),
+                f"no BtpOperator {MODULE_NAMESPACE}/{CR_NAME}; ignored",
+            )
+            for c in configs
+        ]
+        return [AppRender(APP, [], notes)] if notes else []
+    config = select_module_config(sources, request, bundled_chart)
+    rendered, manifests, pin_notes = render_chart_deterministically(engine, chart_request(config))
+    app = render_module_objects(config, rendered, manifests)
+    # The BtpOperator syncs after the operator and, pruned in reverse order, is deleted before it:
+    # its deletion finalizer deprovisions ServiceInstances while the operator still serves them.
+    app.manifests.append(annotate_argocd_stage(requested_resource(request), Stage.CUSTOM_RESOURCES))
+    app.notes = notes + pin_notes + app.notes
+    return [app]
