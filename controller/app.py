@@ -187,7 +187,7 @@ class StopSignal:
 
 # The top-level modules of the `controller` extra (pip install 'btp-gitops[controller]'); the
 # generator's own dependencies are always installed.
-EXTRA_MODULES = frozenset({"jwt", "kubernetes", "prometheus_client", "urllib3"})
+EXTRA_MODULES = frozenset({"aiohttp", "jwt", "kubernetes", "prometheus_client", "urllib3"})
 
 
 @contextmanager
