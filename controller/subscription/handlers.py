@@ -3,7 +3,9 @@
 Order of checks for every callback (each step answers with its own status):
 
 1. the credentials' form, without I/O: bearer token with a well-formed header and `jku` (SaaS
-   registry) or a readable forwarded client certificate (subscription manager) -> 401;
+   registry) or a readable forwarded client certificate (subscription manager) -> 401; the
+   server (`server._Dispatcher`) checks this before it reads any body, then the body's
+   `Content-Type` (415), size (413) and arrival time (408);
 2. the body and parameters -> 400, naming the field;
 3. the application (`sha1(providerSubaccountId + appName)`) or, for a subscription-manager DELETE,
    the tenant by subscription GUID. When there is none, the caller is checked against every
@@ -12,9 +14,12 @@ Order of checks for every callback (each step answers with its own status):
    misrouted SaaS registry still gets an honest 404;
 4. the credentials against that application's binding Secrets -> 401 / 403 (503 when the Secrets
    cannot be read now);
-5. the work: cluster objects first (idempotent), then the tenant record, which the ledger returns
-   from only once it is pushed. 202 after that, never before; 503 with a JSON error when the
-   record could not be written (the pending callback opened for it is withdrawn).
+5. a subdomain another tenant of the application holds (as far as the records seen show) -> 409;
+6. the work: cluster objects first (idempotent), then the tenant record, which the ledger returns
+   from only once it is pushed. 202 after that, never before; 503 with a JSON error and
+   `Retry-After` when the record could not be written (the pending callback opened for it is
+   withdrawn). When the write finds the subdomain taken on the newest records (another replica
+   got there first): 409, the callback withdrawn and a new tenant's subscription context deleted.
 
 A SaaS registry PUT answers 202 `{"message", "tenant", "subscriptionUrl"}` (`applicationUrl` for
 the subscription manager): the SaaS registry ignores the body of an asynchronous answer, the URL is

@@ -254,11 +254,12 @@ class _Dispatcher:
         matched = match_route(path)
         route = matched[0] if matched else None
         params = matched[1] if matched else {}
+        refused = False
         with self.service.metrics.in_progress():
             try:
                 response = await self._answer(raw, route, params)
-            except _Refused as refused:
-                response = refused.response
+            except _Refused as refusal:
+                response, refused = refusal.response, True
         seconds = time.perf_counter() - started
         template = route.template if route else "unmatched"
         self.service.metrics.observe(raw.method, template, response.status, seconds)
@@ -267,7 +268,7 @@ class _Dispatcher:
         log.info("%s %s %d %.1fms%s", raw.method, template, response.status, seconds * 1000, suffix)
         if raw.transport is None or raw.transport.is_closing():
             log.info("%s %s: the client went away before its answer%s", raw.method, template, suffix)
-        return self._http_response(raw, response)
+        return self._http_response(raw, response, close=refused)
 
     async def _answer(self, raw: web.BaseRequest, route: Route | None, params: dict[str, str]) -> Response:
         if route is None:
@@ -338,13 +339,13 @@ class _Dispatcher:
             ) from None
         return b"".join(parts)
 
-    def _http_response(self, raw: web.BaseRequest, response: Response) -> web.Response:
+    def _http_response(self, raw: web.BaseRequest, response: Response, close: bool) -> web.Response:
         payload = response.payload
         body = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
         headers = {"Content-Type": response.content_type, "Cache-Control": "no-store", **response.headers}
         answer = web.Response(status=response.status, body=body, headers=headers)
-        # A body still unread (refused, or a route that takes none) is never drained: close instead.
-        if self.stopping or (raw.body_exists and not raw.content.is_eof()):
+        # A body refused, or still unread (a route that takes none), is never drained: close instead.
+        if close or self.stopping or (raw.body_exists and not raw.content.is_eof()):
             answer.force_close()
         return answer
 

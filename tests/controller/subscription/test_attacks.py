@@ -466,6 +466,31 @@ def subdomain_conflict_found_by_the_write(start: ServerStarter, tmp_path: Path) 
     _nothing_left_of(served, OTHER_TENANT)
 
 
+def overload(start: ServerStarter, tmp_path: Path) -> None:
+    served = start("--max-concurrent", "1", "--max-queued", "0")
+    tenants = [f"0000000{n:x}-1111-4222-8333-444455556666" for n in range(12)]
+    results: dict[str, tuple[int, str]] = {}
+
+    def subscribe(tenant: str) -> None:
+        body = json.dumps(saas_payload(tenant, f"busy-{tenant[7]}")).encode()
+        status, headers, _ = served.request("PUT", f"/provision/tenants/{tenant}", body, json_headers(served))
+        results[tenant] = (status, headers.get("Retry-After", ""))
+
+    threads = [threading.Thread(target=subscribe, args=(tenant,)) for tenant in tenants]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+
+    statuses = sorted(status for status, _ in results.values())
+    assert set(statuses) == {202, 503}, statuses
+    for tenant, (status, retry_after) in results.items():
+        if status == 503:
+            assert int(retry_after) >= 1
+            _nothing_left_of(served, tenant)  # refused before any handler: nothing written
+    assert served.healthy()  # the probes never wait for a worker
+
+
 def client_disconnect(start: ServerStarter, tmp_path: Path) -> None:
     served = start()
     body = json.dumps(saas_payload(TENANT, "gone")).encode()
@@ -493,6 +518,7 @@ ATTACKS: dict[str, Callable[[ServerStarter, Path], None]] = {
     "oversized GUID": oversized_guid,
     "subdomain conflict": subdomain_conflict,
     "subdomain conflict found by the write": subdomain_conflict_found_by_the_write,
+    "overload": overload,
     "client disconnect": client_disconnect,
 }
 
