@@ -91,6 +91,18 @@ SAAS_BAD_BODIES: dict[str, tuple[bytes | dict[str, Any], str]] = {
         saas_payload(TENANT, "acme", subscriptionGUID="a/b"),
         "subscriptionGUID: letters, digits, '-', '_' or '.' (at most 63, starting and ending alphanumeric) are expected",
     ),
+    "global account not a label value": (
+        saas_payload(TENANT, "acme", globalAccountGUID="g" * 64),
+        "globalAccountGUID: letters, digits, '-', '_' or '.' (at most 63, starting and ending alphanumeric) are expected",
+    ),
+    "app name too long": (
+        saas_payload(TENANT, "acme", subscriptionAppName="a" * 256),
+        "subscriptionAppName: at most 255 characters are expected",
+    ),
+    "tenant id beyond the schema's maxLength": (
+        saas_payload(TENANT, "acme", subscribedTenantId="t" * 64),
+        "subscribedTenantId: letters, digits, '-', '_' or '.' (at most 63, starting and ending alphanumeric) are expected",
+    ),
     "path and body differ": (
         saas_payload("9f8e7d6c-0000-4000-8000-000000000000", "acme"),
         "subscribedTenantId: '9f8e7d6c-0000-4000-8000-000000000000' differs from the tenant id in the path",
@@ -181,6 +193,7 @@ def test_readyz_is_503_until_the_records_can_be_read(
     assert running.client.send("GET", "/healthz").status == 200
     answer = running.client.send("GET", "/readyz")
     assert (answer.status, answer.json) == (503, {"error": "the tenant records are not available yet"})
+    assert int(answer.headers["Retry-After"]) >= 1
 
 
 def test_metrics(running: Running, tokens: TokenFactory) -> None:
