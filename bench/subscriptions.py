@@ -430,9 +430,8 @@ def install_profile() -> Timings:
     calls the real method and only adds up how long it took (--profile only)."""
     from btp_gitops.controller.gitstore import SourceRepo  # noqa: PLC0415
     from btp_gitops.controller.records import SourceIndex  # noqa: PLC0415
-    from btp_gitops.controller.subscription import git_ledger  # noqa: PLC0415
+    from btp_gitops.controller.subscription import git_ledger, server  # noqa: PLC0415
     from btp_gitops.controller.subscription.auth import TokenVerifier  # noqa: PLC0415
-    from btp_gitops.controller.subscription.server import _RequestHandler  # noqa: PLC0415
 
     timings = Timings()
 
@@ -455,7 +454,7 @@ def install_profile() -> Timings:
         timings.batch_sizes.append(len(args[1]))
         return "writer: whole batch cycle (lock held: fetch, reset, apply, commit, push)"
 
-    wrap(_RequestHandler, "_dispatch", lambda a: "request: whole request, read to answer written")
+    wrap(server, "handle", lambda a: "request: whole handler, in its worker thread")
     wrap(TokenVerifier, "verify", lambda a: "request: verify the bearer token")
     wrap(KubeClient, "_send", lambda a: f"request: kube-apiserver {a[1]}")
     wrap(SourceRepo, "read", lambda a: "request: ledger lookup (waits for the writer's lock)")

@@ -75,6 +75,12 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return int(text)
+
+
 def _add_common_options(parser: argparse.ArgumentParser) -> None:
     cluster = parser.add_argument_group("cluster")
     cluster.add_argument("--kubeconfig", help="default: in-cluster credentials, else $KUBECONFIG")
@@ -153,6 +159,28 @@ def add_subscription_server_command(commands: Any) -> None:
     parser.add_argument(
         "--jwks-ca-file", type=Path, help="CA bundle for the token issuers' token_keys (default: system CAs)"
     )
+    limits = parser.add_argument_group("limits (per connection and request)")
+    limits.add_argument("--max-body-bytes", type=positive_int, default=1 << 20, metavar="BYTES")
+    limits.add_argument(
+        "--body-timeout", type=positive_seconds, default=30.0, metavar="SECONDS", help="a slower body: 408"
+    )
+    limits.add_argument(
+        "--idle-timeout",
+        type=positive_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="close a connection without a complete request for this long (a new one too)",
+    )
+    limits.add_argument(
+        "--max-concurrent", type=positive_int, default=128, metavar="N", help="requests handled at once"
+    )
+    limits.add_argument(
+        "--max-queued",
+        type=int,
+        default=512,
+        metavar="N",
+        help="requests waiting for a handler; more: 503 with Retry-After",
+    )
     parser.add_argument(
         "--application-namespace",
         action="append",
@@ -190,7 +218,7 @@ class StopSignal:
 
 # The top-level modules of the `controller` extra (pip install 'btp-gitops[controller]'); the
 # generator's own dependencies are always installed.
-EXTRA_MODULES = frozenset({"jwt", "kubernetes", "prometheus_client", "urllib3"})
+EXTRA_MODULES = frozenset({"aiohttp", "jwt", "kubernetes", "prometheus_client", "urllib3"})
 
 
 @contextmanager

@@ -184,6 +184,11 @@ class SubscriptionServerProcess:
             namespaces=tuple(args.application_namespace),
             callback_timeout=dt.timedelta(milliseconds=args.callback_timeout_ms),
             jwks_ca_file=str(args.jwks_ca_file) if args.jwks_ca_file else None,
+            max_body_bytes=args.max_body_bytes,
+            body_timeout=args.body_timeout,
+            keepalive_timeout=args.idle_timeout,
+            max_concurrent=args.max_concurrent,
+            max_queued=max(0, args.max_queued),
         )
         return cls(KubeClient(load_api_client(args.kubeconfig, args.context)), settings, repo)
 

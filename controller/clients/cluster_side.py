@@ -122,6 +122,10 @@ class ClusterSide:
         }
         self._kube.apply(SECRET, secret)
 
+    def remove_subscription_context(self, app: AppTarget, secret_name: str) -> None:
+        """Undo `store_subscription_context` for a tenant that was not recorded after all."""
+        self._kube.delete(SECRET, secret_name, app.namespace)
+
     def open_callback(self, callback: PendingCallback) -> KubeObject | None:
         """Write the pending callback; the one it replaces, if any, for `withdraw_callback`."""
         previous = self._kube.get(CONFIG_MAP, callback.name, callback.app.namespace)

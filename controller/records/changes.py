@@ -132,15 +132,21 @@ def _check_subscription(subscription: Subscription, app: ApplicationRecord) -> N
         )
 
 
+class SubdomainTaken(PermanentError):
+    """The subdomain is another tenant's (or the provider's) of the same application: a conflict."""
+
+    reason = "SubdomainTaken"
+
+
 def _check_subdomain_free(subscription: Subscription, app: ApplicationRecord, index: SourceIndex) -> None:
     """A subdomain is one host per domain, so one tenant of the application: a second would make
     the render refuse the whole application, every other tenant with it."""
     wanted = subscription.sub_domain
     if subscription.tenant_id != app.provider_tenant_id and wanted == app.provider_sub_domain:
-        raise PermanentError(f"subdomain {wanted} is CAPApplication {app.namespace}/{app.name}'s provider's")
+        raise SubdomainTaken(f"subdomain {wanted} is CAPApplication {app.namespace}/{app.name}'s provider's")
     for other in index.tenants_of(app.namespace, app.name):
         if other.sub_domain == wanted and other.tenant_id != subscription.tenant_id:
-            raise PermanentError(f"subdomain {wanted} is taken by CAPTenant {other.namespace}/{other.name}")
+            raise SubdomainTaken(f"subdomain {wanted} is taken by CAPTenant {other.namespace}/{other.name}")
 
 
 def _apply_subscription(body: dict[str, Any], subscription: Subscription) -> None:

@@ -1,6 +1,6 @@
 """`btp-gitops subscription-server`: the SaaS registry / subscription manager callbacks of CAP applications.
 
-server        HTTP surface: settings, routing table, threaded HTTP/1.1 server, /healthz /readyz /metrics
+server        HTTP surface: settings, routing table, aiohttp server and its limits, /healthz /readyz /metrics
 handlers      per route: authenticate, find the application, write, answer (order of checks documented)
 auth          XSUAA bearer tokens (jku, JWKS cache, signature, expiry, audience, scopes), client certificates
 payloads      typed request bodies, 400 messages naming the field

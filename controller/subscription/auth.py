@@ -9,8 +9,13 @@ Bearer tokens, in this order (each failure is an `AuthenticationFailed` with the
    fetched, so a token cannot make the server call an arbitrary host.
 3. The signing key: the JWKS at `jku`, cached per URL for `jwks_ttl` seconds; a `kid` the cached set
    lacks refetches at most once per `jwks_refetch_interval` (unknown kid: 401). Fetch failures are
-   `TemporaryError`s (503): the server cannot check the token now, the caller did nothing wrong.
-4. Signature, `exp` (required), `nbf`/`iat` when present, with `leeway` seconds of clock skew (401).
+   `TemporaryError`s (503 with `Retry-After`): the server cannot check the token now, the caller
+   did nothing wrong. They are remembered (`jwks_failure_ttl`), fetches of URLs no binding names
+   are rate-limited, and the key sets of the URLs the bindings name are kept apart from the
+   others, so no choice of `jku` makes the server fetch much or forget the keys that matter
+   (`JwksCache`).
+4. Signature, `exp` (required), `nbf`/`iat` when present, with `leeway` seconds of clock skew (401);
+   `iss` an https URL on a host within the UAA domain (401).
 5. Audience (401): XSUAA puts the audience in `aud` as `<client or xsappname>[.<scope>]`; the part
    before the first `.` of each entry counts. A token without `aud` is read as XSUAA does: the
    prefixes of its namespaced scopes. `cid` / `client_id` count too. One of them must equal the
@@ -43,6 +48,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +61,8 @@ from btp_gitops.controller.errors import AuthenticationFailed, TemporaryError
 
 ALGORITHM = "RS256"
 MAX_JWKS_BYTES = 1 << 20
-MAX_CACHED_URLS = 256
+LOCK_STRIPES = 64
+MAX_REMEMBERED_FAILURES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +72,7 @@ class TokenExpectation:
     uaadomain: str
     xsappname: str
     clientid: str
+    key_urls: frozenset[str] = frozenset()  # token key URLs the bindings name (`trusted_key_url`)
 
     @property
     def scopes(self) -> tuple[str, str]:
@@ -112,58 +120,146 @@ def token_key_url(header: Mapping[str, Any]) -> urllib.parse.SplitResult:
     return url
 
 
+def trusted_key_url(uaa_url: str) -> str:
+    """`<url>/token_keys` of a binding's UAA `url`, normalised as `normal_key_url` does ("" if none)."""
+    if not uaa_url.startswith("https://"):
+        return ""
+    try:
+        return normal_key_url(urllib.parse.urlsplit(uaa_url.rstrip("/") + "/token_keys"))
+    except ValueError:
+        return ""
+
+
+def normal_key_url(url: urllib.parse.SplitResult) -> str:
+    """One spelling per URL (host lowercase, no trailing dot or slash): a cache key callers cannot vary."""
+    host = (url.hostname or "").rstrip(".")
+    port = f":{url.port}" if url.port is not None else ""
+    return f"https://{host}{port}{url.path.rstrip('/')}"
+
+
 def host_within(host: str, domain: str) -> bool:
     host, domain = host.lower().rstrip("."), domain.lower().strip(".")
     return bool(domain) and (host == domain or host.endswith("." + domain))
 
 
+@dataclass(slots=True)
+class _KeySet:
+    fetched_at: float
+    keys: dict[str, jwt.PyJWK]
+
+
 class JwksCache:
-    """Signing keys per token key URL, fetched over HTTPS and kept for `ttl` seconds."""
+    """Signing keys per token key URL, fetched over HTTPS and kept for `ttl` seconds.
+
+    Callers choose the `jku` of a token before its signature can be checked, so what they name must
+    not cost much nor push out what matters:
+    - the URLs a binding names (`trusted=True`: `<XSUAA url>/token_keys`) are kept apart, never
+      evicted by others;
+    - any other URL (its host already checked against the application's UAA domain) lives in a
+      bounded LRU of `max_other_urls`, and fetches of such URLs draw from a token bucket
+      (`fetch_rate` per second, `fetch_burst` at once): past it, 503 with `Retry-After`;
+    - a failed fetch is remembered for `failure_ttl` seconds (bounded too): the same URL is
+      answered 503 from memory instead of being fetched again.
+    """
 
     def __init__(
         self,
         ssl_context: ssl.SSLContext,
+        *,
         ttl: float = 600.0,
         fetch_timeout: float = 10.0,
         refetch_interval: float = 30.0,
+        failure_ttl: float = 60.0,
+        fetch_rate: float = 1.0,
+        fetch_burst: int = 10,
+        max_other_urls: int = 64,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ssl = ssl_context
         self._ttl = ttl
         self._timeout = fetch_timeout
         self._refetch_interval = refetch_interval
+        self._failure_ttl = failure_ttl
+        self._fetch_rate = fetch_rate
+        self._fetch_burst = float(fetch_burst)
+        self._max_other_urls = max_other_urls
         self._clock = clock
-        self._lock = threading.Lock()
-        self._url_locks: dict[str, threading.Lock] = {}
-        self._entries: dict[str, tuple[float, dict[str, jwt.PyJWK]]] = {}
+        self._lock = threading.Lock()  # guards the maps and the bucket, never held while fetching
+        # One lock per stripe, not per URL: attacker-chosen URLs cannot grow a map of locks.
+        self._stripes = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
+        self._trusted: dict[str, _KeySet] = {}
+        self._others: OrderedDict[str, _KeySet] = OrderedDict()
+        self._failures: OrderedDict[str, float] = OrderedDict()  # URL -> until
+        self._tokens = self._fetch_burst
+        self._tokens_at = clock()
+        self.fetches = 0  # fetches attempted, for tests and metrics
 
-    def key(self, url: str, kid: str | None) -> jwt.PyJWK:
+    def key(self, url: str, kid: str | None, trusted: bool = False) -> jwt.PyJWK:
         """The key `kid` of the set at `url`; 401 when the set has no such key."""
-        with self._url_lock(url):
-            fetched_at, keys = self._entries.get(url, (float("-inf"), {}))
-            age = self._clock() - fetched_at
-            stale = age > self._ttl
-            missing = _pick(keys, kid) is None
-            if stale or (missing and age > self._refetch_interval):
-                keys = self._fetch(url)
-                self._entries[url] = (self._clock(), keys)
-        found = _pick(keys, kid)
+        with self._stripes[hash(url) % LOCK_STRIPES]:
+            cached = self._cached(url, trusted)
+            now = self._clock()
+            age = now - cached.fetched_at if cached else float("inf")
+            missing = cached is None or _pick(cached.keys, kid) is None
+            if cached is None or age > self._ttl or (missing and age > self._refetch_interval):
+                keys = self._fetch_checked(url, trusted)
+                cached = _KeySet(self._clock(), keys)
+                self._store(url, cached, trusted)
+        found = _pick(cached.keys, kid)
         if found is None:
             raise AuthenticationFailed("the bearer token is signed by a key its issuer does not publish")
         return found
 
-    def _url_lock(self, url: str) -> threading.Lock:
+    def _cached(self, url: str, trusted: bool) -> _KeySet | None:
         with self._lock:
-            if url not in self._url_locks and len(self._url_locks) >= MAX_CACHED_URLS:
-                self._forget_oldest()
-            return self._url_locks.setdefault(url, threading.Lock())
+            if trusted:
+                return self._trusted.get(url)
+            found = self._others.get(url)
+            if found is not None:
+                self._others.move_to_end(url)
+            return found
 
-    def _forget_oldest(self) -> None:
-        """Keep memory bounded whatever jku hosts (within UAA domains) callers name."""
-        oldest = sorted(self._url_locks, key=lambda u: self._entries.get(u, (float("-inf"), {}))[0])
-        for url in oldest[: len(oldest) // 2]:
-            self._url_locks.pop(url, None)
-            self._entries.pop(url, None)
+    def _store(self, url: str, keys: _KeySet, trusted: bool) -> None:
+        with self._lock:
+            if trusted:
+                self._trusted[url] = keys
+                return
+            self._others[url] = keys
+            self._others.move_to_end(url)
+            while len(self._others) > self._max_other_urls:
+                self._others.popitem(last=False)
+
+    def _fetch_checked(self, url: str, trusted: bool) -> dict[str, jwt.PyJWK]:
+        """A fetch, unless the URL failed recently or (untrusted) the fetch budget is spent."""
+        with self._lock:
+            now = self._clock()
+            until = self._failures.get(url)
+            if until is not None and now < until:
+                raise TemporaryError(
+                    f"the token keys at {url} could not be fetched lately", delay=until - now
+                )
+            self._failures.pop(url, None)
+            if not trusted:
+                self._tokens = min(
+                    self._fetch_burst, self._tokens + (now - self._tokens_at) * self._fetch_rate
+                )
+                self._tokens_at = now
+                if self._tokens < 1:
+                    wait = (
+                        (1 - self._tokens) / self._fetch_rate if self._fetch_rate > 0 else self._failure_ttl
+                    )
+                    raise TemporaryError("too many token key fetches; try again later", delay=wait)
+                self._tokens -= 1
+            self.fetches += 1
+        try:
+            return self._fetch(url)
+        except TemporaryError:
+            with self._lock:
+                self._failures[url] = self._clock() + self._failure_ttl
+                self._failures.move_to_end(url)
+                while len(self._failures) > MAX_REMEMBERED_FAILURES:
+                    self._failures.popitem(last=False)
+            raise
 
     def _fetch(self, url: str) -> dict[str, jwt.PyJWK]:
         request = urllib.request.Request(url, headers={"Accept": "application/json"})
@@ -215,8 +311,13 @@ class TokenVerifier:
         if not host_within(url.hostname or "", expected.uaadomain):
             raise AuthenticationFailed("the token key URL (jku) is outside the UAA domain of the application")
         kid = header.get("kid")
-        key = self._jwks.key(url.geturl(), kid if isinstance(kid, str) else None)
+        key_url = normal_key_url(url)
+        key = self._jwks.key(key_url, kid if isinstance(kid, str) else None, key_url in expected.key_urls)
         claims = self._decode(token, key)
+        if not issuer_matches(claims, expected.uaadomain):
+            raise AuthenticationFailed(
+                "the bearer token's issuer (iss) is outside the UAA domain of the application"
+            )
         if not audience_matches(claims, expected):
             raise AuthenticationFailed("the bearer token is not meant for this application (audience)")
         if not set(scopes_of(claims)) & set(expected.scopes):
@@ -243,6 +344,19 @@ class TokenVerifier:
             raise AuthenticationFailed("the bearer token has no expiry (exp)") from error
         except jwt.InvalidTokenError as error:
             raise AuthenticationFailed("the bearer token is invalid") from error
+
+
+def issuer_matches(claims: Mapping[str, Any], uaadomain: str) -> bool:
+    """XSUAA's `iss` is `https://<subdomain>.authentication.<uaadomain>/oauth/token`: an https URL on
+    a host within the binding's `uaadomain`."""
+    iss = claims.get("iss")
+    if not isinstance(iss, str):
+        return False
+    try:
+        url = urllib.parse.urlsplit(iss)
+    except ValueError:
+        return False
+    return url.scheme == "https" and url.username is None and host_within(url.hostname or "", uaadomain)
 
 
 def scopes_of(claims: Mapping[str, Any]) -> list[str]:

@@ -139,6 +139,12 @@ class GitTenantLedger:
             return f"{app.name}{PROVIDER_SUFFIX}"
         return consumer_tenant_name(app.name, tenant_id)
 
+    def subdomain_holder(self, app: AppTarget, sub_domain: str, tenant_id: str) -> str | None:
+        for other in self._published().index.tenants_of(app.namespace, app.name):
+            if other.sub_domain == sub_domain and other.tenant_id != tenant_id:
+                return other.name
+        return None
+
     def _read_fresh_on_miss(self, reader: Callable[[Path], T | None]) -> T | None:
         found = self._repo.read(reader, refresh=False)
         return found if found is not None else self._repo.read(reader, refresh=True)

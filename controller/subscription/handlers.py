@@ -3,7 +3,9 @@
 Order of checks for every callback (each step answers with its own status):
 
 1. the credentials' form, without I/O: bearer token with a well-formed header and `jku` (SaaS
-   registry) or a readable forwarded client certificate (subscription manager) -> 401;
+   registry) or a readable forwarded client certificate (subscription manager) -> 401; the
+   server (`server._Dispatcher`) checks this before it reads any body, then the body's
+   `Content-Type` (415), size (413) and arrival time (408);
 2. the body and parameters -> 400, naming the field;
 3. the application (`sha1(providerSubaccountId + appName)`) or, for a subscription-manager DELETE,
    the tenant by subscription GUID. When there is none, the caller is checked against every
@@ -12,9 +14,12 @@ Order of checks for every callback (each step answers with its own status):
    misrouted SaaS registry still gets an honest 404;
 4. the credentials against that application's binding Secrets -> 401 / 403 (503 when the Secrets
    cannot be read now);
-5. the work: cluster objects first (idempotent), then the tenant record, which the ledger returns
-   from only once it is pushed. 202 after that, never before; 503 with a JSON error when the
-   record could not be written (the pending callback opened for it is withdrawn).
+5. a subdomain another tenant of the application holds (as far as the records seen show) -> 409;
+6. the work: cluster objects first (idempotent), then the tenant record, which the ledger returns
+   from only once it is pushed. 202 after that, never before; 503 with a JSON error and
+   `Retry-After` when the record could not be written (the pending callback opened for it is
+   withdrawn). When the write finds the subdomain taken on the newest records (another replica
+   got there first): 409, the callback withdrawn and a new tenant's subscription context deleted.
 
 A SaaS registry PUT answers 202 `{"message", "tenant", "subscriptionUrl"}` (`applicationUrl` for
 the subscription manager): the SaaS registry ignores the body of an asynchronous answer, the URL is
@@ -27,7 +32,6 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from email.message import Message
 from typing import Any
 
 from btp_gitops.controller.clients.cluster_side import ClusterSide, Operation, PendingCallback
@@ -39,6 +43,7 @@ from btp_gitops.controller.clients.credentials import (
 from btp_gitops.controller.clients.saas_client import check_callback_path
 from btp_gitops.controller.clients.targets import AppTarget
 from btp_gitops.controller.errors import AuthenticationFailed, ControllerError, PermanentError
+from btp_gitops.controller.records import SubdomainTaken
 from btp_gitops.controller.subscription.auth import (
     TokenExpectation,
     TokenVerifier,
@@ -46,6 +51,7 @@ from btp_gitops.controller.subscription.auth import (
     check_client_certificate,
     forwarded_client_certificate,
     token_key_url,
+    trusted_key_url,
     unverified_header,
 )
 from btp_gitops.controller.subscription.ledger import (
@@ -89,7 +95,7 @@ class Request:
     method: str
     path: str
     query: Mapping[str, list[str]]
-    headers: Message
+    headers: Mapping[str, str]  # case-insensitive (the server's multidict)
     body: bytes = field(repr=False)
 
 
@@ -157,10 +163,12 @@ class SubscriptionService:
                 return manager.callback_timeout_ms
             xsuaa = self.credentials.xsuaa(app)
             registry = self.credentials.saas_registry(app)
+            key_urls = {trusted_key_url(xsuaa.url), trusted_key_url(registry.url)} - {""}
             expected = TokenExpectation(
                 uaadomain=registry.uaadomain or xsuaa.uaadomain,
                 xsappname=xsuaa.xsappname,
                 clientid=registry.clientid,
+                key_urls=frozenset(key_urls),
             )
             self.verifier.verify(bearer_token(request.headers.get("Authorization")), expected)
             return registry.callback_timeout_ms
@@ -201,6 +209,12 @@ class SubscriptionService:
             self._withdraw(callback, previous)
         return recorded
 
+    def remove_context(self, app: AppTarget, secret_name: str) -> None:
+        try:
+            self.cluster.remove_subscription_context(app, secret_name)
+        except ControllerError as error:
+            log.warning("could not remove subscription context %s/%s: %s", app.namespace, secret_name, error)
+
     def _withdraw(self, callback: PendingCallback | None, previous: Any) -> None:
         if callback is None:
             return
@@ -236,19 +250,20 @@ def url_field(kind: SubscriptionKind) -> str:
 # --- preliminary credential checks (no I/O) --------------------------------------------------------
 
 
-def precheck_bearer(request: Request) -> None:
-    token_key_url(unverified_header(bearer_token(request.headers.get("Authorization"))))
+def precheck_bearer(headers: Mapping[str, str]) -> None:
+    token_key_url(unverified_header(bearer_token(headers.get("Authorization"))))
 
 
-def precheck_certificate(request: Request) -> None:
-    forwarded_client_certificate(request.headers.get(CLIENT_CERT_HEADER))
+def precheck_certificate(headers: Mapping[str, str]) -> None:
+    forwarded_client_certificate(headers.get(CLIENT_CERT_HEADER))
 
 
-def precheck(kind: SubscriptionKind, request: Request) -> None:
+def precheck(kind: SubscriptionKind, headers: Mapping[str, str]) -> None:
+    """The credentials' form (401), before the server reads a body: no I/O."""
     if kind is SubscriptionKind.SMS:
-        precheck_certificate(request)
+        precheck_certificate(headers)
     else:
-        precheck_bearer(request)
+        precheck_bearer(headers)
 
 
 # --- subscribe ---------------------------------------------------------------------------------------
@@ -262,6 +277,8 @@ def check_subscribable(app: AppTarget, payload: SubscriptionPayload) -> None:
         )
     if payload.tenant_id == app.provider_tenant_id and payload.sub_domain != app.provider_sub_domain:
         raise NotSubscribable("the provider tenant subscribes with a subdomain other than the application's")
+    if payload.tenant_id != app.provider_tenant_id and payload.sub_domain == app.provider_sub_domain:
+        raise NotSubscribable(f"subdomain {payload.sub_domain} is the provider tenant's")
 
 
 def subscribe(service: SubscriptionService, request: Request, payload: SubscriptionPayload) -> Response:
@@ -269,6 +286,11 @@ def subscribe(service: SubscriptionService, request: Request, payload: Subscript
     timeout_ms = service.authenticate(payload.kind, request, app)
     check_subscribable(app, payload)
     path = callback_path(request)
+    holder = service.ledger.subdomain_holder(app, payload.sub_domain, payload.tenant_id)
+    if holder is not None:
+        raise NotSubscribable(
+            f"subdomain {payload.sub_domain} is taken by CAPTenant {app.namespace}/{holder}"
+        )
     existing = service.ledger.find_tenant(app, payload.tenant_id)
     tenant_name = existing.name if existing else service.ledger.new_tenant_name(app, payload.tenant_id)
     secret_name = (
@@ -304,18 +326,25 @@ def subscribe(service: SubscriptionService, request: Request, payload: Subscript
         service.ledger.record_subscription(entry)
         return True
 
-    service.open_then_record(callback, record)
+    try:
+        service.open_then_record(callback, record)
+    except SubdomainTaken as error:
+        # Another replica recorded the subdomain since our look: a conflict, and nothing of this
+        # request may stay (the callback is withdrawn already; a new tenant's context goes too).
+        if existing is None:
+            service.remove_context(app, secret_name)
+        raise NotSubscribable(error.message) from error
     message = UPDATED if existing else CREATED
     return Response(202, {"message": message, "tenant": tenant_name, url_field(payload.kind): url})
 
 
 def saas_subscribe(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
-    precheck_bearer(request)
+    precheck_bearer(request.headers)
     return subscribe(service, request, parse_saas_payload(request.body, params["tenantId"]))
 
 
 def sms_subscribe(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
-    precheck_certificate(request)
+    precheck_certificate(request.headers)
     return subscribe(service, request, parse_sms_payload(request.body, params["tenantId"]))
 
 
@@ -354,7 +383,7 @@ def unsubscribe(
 
 
 def saas_unsubscribe(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
-    precheck_bearer(request)
+    precheck_bearer(request.headers)
     payload = parse_saas_payload(request.body, params["tenantId"])
     app = service.application(payload.kind, request, payload.identifier_hash)
     timeout_ms = service.authenticate(payload.kind, request, app)
@@ -372,7 +401,7 @@ def saas_unsubscribe(service: SubscriptionService, request: Request, params: Map
 
 
 def sms_unsubscribe(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
-    precheck_certificate(request)
+    precheck_certificate(request.headers)
     wanted = parse_sms_unsubscription(params["tenantId"], dict(request.query))
     tenant = service.tenant_by_subscription(request, wanted.subscription_guid, wanted.tenant_id)
     timeout_ms = service.authenticate(SubscriptionKind.SMS, request, tenant.app)
@@ -385,7 +414,7 @@ def sms_unsubscribe(service: SubscriptionService, request: Request, params: Mapp
 def dependencies(
     service: SubscriptionService, request: Request, params: Mapping[str, str], kind: SubscriptionKind
 ) -> Response:
-    precheck(kind, request)
+    precheck(kind, request.headers)
     account, name = params["providerSubaccountId"], params["appName"]
     if not account.strip() or not name.strip():
         raise InvalidPayload("path", "providerSubaccountId and appName must not be empty")
@@ -416,7 +445,9 @@ def readyz(service: SubscriptionService, request: Request, params: Mapping[str, 
         log.warning("readiness: the tenant records are not available: %s", error.reason)
         ready = False
     if not ready:
-        return Response(503, {"error": "the tenant records are not available yet"})
+        return Response(
+            503, {"error": "the tenant records are not available yet"}, headers={"Retry-After": "5"}
+        )
     return Response(200, {"status": "ready"})
 
 

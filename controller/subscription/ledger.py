@@ -71,6 +71,11 @@ class TenantLedger(Protocol):
         """The record name a subscribe of an unknown tenant creates."""
         ...
 
+    def subdomain_holder(self, app: AppTarget, sub_domain: str, tenant_id: str) -> str | None:
+        """The name of the record of another tenant of `app` with this subdomain, if the records
+        seen so far have one (the write checks again, on the newest records)."""
+        ...
+
     def record_subscription(self, entry: SubscriptionEntry) -> None: ...
 
     def record_unsubscription(self, app: AppTarget, tenant_id: str) -> bool:

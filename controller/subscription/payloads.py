@@ -11,13 +11,19 @@ Subscription manager (`/sms/provision/tenants/{tenantId}`): PUT carries
 `subscriptionGUID` query parameter.
 
 Every problem is an `InvalidPayload` whose message names the field (`subscriber.app_tid: required
-field is missing`), answered with 400. Values are checked as far as they flow into names, labels and
-host names (tenant id: a label value; subdomain: a DNS label). The raw body is kept as received: it
-is the subscription context CAP's mtxs gets, stored in a Secret and nowhere else (`repr=False`).
+field is missing`), answered with 400, before anything is written. Values are checked as far as
+they flow into names, labels, annotations and host names: the tenant id and the subdomain against
+the CAPTenant schema's `spec.tenantId` / `spec.subDomain` (`schemas/`, pattern and maxLength: a
+label value, a DNS label), the subscription GUID as a label value, the global account id (an
+annotation of the record) as a label value too (a GUID is 36 characters; an unbounded value once
+made the record exceed Kubernetes' annotation limit), the provider subaccount id and app name (only
+hashed) up to `MAX_NAME_LENGTH`. The raw body is kept as received: it is the subscription context
+CAP's mtxs gets, stored in a Secret and nowhere else (`repr=False`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -26,10 +32,16 @@ from typing import Any
 
 from btp_gitops.controller.errors import PermanentError
 from btp_gitops.generator.domains.cap import sha1_hex
+from btp_gitops.generator.io import bundled
+
+CAP_TENANT_SCHEMA = "captenant.sme.sap.com.v1alpha1.json"
+MAX_NAME_LENGTH = 255  # providerSubaccountId, subscriptionAppName: hashed, never stored
 
 # A label value (the tenant id labels the pending-callback ConfigMap), at most 63 characters.
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_LABEL_VALUE_PROBLEM = (
+    "letters, digits, '-', '_' or '.' (at most 63, starting and ending alphanumeric) are expected"
+)
 _DNS_NAME = re.compile(
     r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$"
 )
@@ -97,17 +109,35 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     return document
 
 
+@dataclass(frozen=True, slots=True)
+class _SpecLimit:
+    pattern: re.Pattern[str]
+    max_length: int
+
+
+@functools.cache
+def tenant_spec_limit(field_name: str) -> _SpecLimit:
+    """`spec.<field_name>`'s pattern and maxLength in the shipped CAPTenant schema."""
+    schema = json.loads((bundled.schema_dir() / CAP_TENANT_SCHEMA).read_text(encoding="utf-8"))
+    spec = schema["properties"]["spec"]["properties"][field_name]
+    return _SpecLimit(re.compile(spec["pattern"]), int(spec["maxLength"]))
+
+
+def _within_spec(value: str, field_name: str) -> bool:
+    limit = tenant_spec_limit(field_name)
+    return len(value) <= limit.max_length and limit.pattern.fullmatch(value) is not None
+
+
 def check_tenant_id(value: str, where: str = "tenantId") -> str:
-    return _label_value(value, where)
+    if not _within_spec(value, "tenantId"):
+        raise InvalidPayload(where, _LABEL_VALUE_PROBLEM)
+    return value
 
 
 def _label_value(value: str, where: str) -> str:
     """Tenant ids and subscription GUIDs become label values: letters, digits, '-', '_', '.', at most 63."""
     if not _LABEL_VALUE.match(value):
-        raise InvalidPayload(
-            where,
-            "letters, digits, '-', '_' or '.' (at most 63, starting and ending alphanumeric) are expected",
-        )
+        raise InvalidPayload(where, _LABEL_VALUE_PROBLEM)
     return value
 
 
@@ -119,9 +149,11 @@ def parse_saas_payload(body: bytes, path_tenant_id: str) -> SubscriptionPayload:
         tenant_id=check_tenant_id(_required_text(document, "subscribedTenantId"), "subscribedTenantId"),
         subscription_guid=_label_value(_required_text(document, "subscriptionGUID"), "subscriptionGUID"),
         sub_domain=_sub_domain(_required_text(document, "subscribedSubdomain"), "subscribedSubdomain"),
-        global_account_id=_required_text(document, "globalAccountGUID"),
-        provider_subaccount_id=_required_text(document, "providerSubaccountId"),
-        app_name=_required_text(document, "subscriptionAppName"),
+        global_account_id=_label_value(_required_text(document, "globalAccountGUID"), "globalAccountGUID"),
+        provider_subaccount_id=_bounded(
+            _required_text(document, "providerSubaccountId"), "providerSubaccountId"
+        ),
+        app_name=_bounded(_required_text(document, "subscriptionAppName"), "subscriptionAppName"),
         subscription_domain=_subscription_domain(document, "subscriptionParams"),
         raw=body.decode("utf-8"),
     )
@@ -145,9 +177,14 @@ def parse_sms_payload(body: bytes, path_tenant_id: str) -> SubscriptionPayload:
         sub_domain=_sub_domain(
             _required_text(subscriber, "subaccountSubdomain", "subscriber."), "subscriber.subaccountSubdomain"
         ),
-        global_account_id=_required_text(subscriber, "globalAccountId", "subscriber."),
-        provider_subaccount_id=_required_text(root, "providerSubaccountId", "rootApplication."),
-        app_name=_required_text(root, "appName", "rootApplication."),
+        global_account_id=_label_value(
+            _required_text(subscriber, "globalAccountId", "subscriber."), "subscriber.globalAccountId"
+        ),
+        provider_subaccount_id=_bounded(
+            _required_text(root, "providerSubaccountId", "rootApplication."),
+            "rootApplication.providerSubaccountId",
+        ),
+        app_name=_bounded(_required_text(root, "appName", "rootApplication."), "rootApplication.appName"),
         subscription_domain=domain,
         raw=body.decode("utf-8"),
     )
@@ -189,8 +226,14 @@ def _required_object(document: dict[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
+def _bounded(value: str, where: str) -> str:
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidPayload(where, f"at most {MAX_NAME_LENGTH} characters are expected")
+    return value
+
+
 def _sub_domain(value: str, where: str) -> str:
-    if not _DNS_LABEL.match(value):
+    if not _within_spec(value, "subDomain"):
         raise InvalidPayload(where, "a DNS label (lowercase letters, digits and '-', at most 63) is expected")
     return value
 

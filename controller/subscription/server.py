@@ -1,11 +1,26 @@
-"""The subscription server's HTTP surface: settings, the routing table, and the threaded HTTP/1.1 server.
+"""The subscription server's HTTP surface: settings, the routing table, and the aiohttp server.
 
-Why the standard library's `ThreadingHTTPServer`: every callback ends in a blocking wait (Kubernetes
-writes, then the Git push of its record, seconds under load), which threads express directly; a
-thread per connection serves the 50 concurrent callers the SaaS registry may send, and the stdlib
-adds no dependency. Keep-alive is on (HTTP/1.1, every answer has a Content-Length); idle or slow
-connections are closed after `socket_timeout`; with TLS the handshake runs in the connection's
-thread, so one slow client never blocks `accept`.
+Why aiohttp (its low-level `web.Server`, no router or middleware of its own): it is already in
+every installation of the controller extra (the Kubernetes client depends on it), so serving HTTP
+adds no package; its HTTP/1.1 parser (llhttp) and connection handling are production grade and
+give the limits this internet-facing server needs: header line, field and count limits before any
+handler runs, an idle timeout that starts when the connection opens (a client that never sends a
+complete request head is closed), a listen backlog of our choosing, TLS on the event loop (a slow
+handshake holds no thread), and a graceful stop that closes idle keep-alive connections at once.
+What a framework would add (routing, middleware) is the small table below.
+
+The handlers stay synchronous: every callback ends in blocking Kubernetes writes and a wait for
+the Git push of its record (seconds under load). They run in a bounded thread pool
+(`max_concurrent`), so the event loop only parses, reads bodies and writes answers; requests
+waiting for a thread are capped too (`max_queued`), beyond which the answer is 503 with
+`Retry-After`. Probes never wait behind them: /healthz and /metrics answer on the loop, /readyz on
+a thread of its own.
+
+Per request, before any handler: the route (404), the method (405 with `Allow`), the caller's
+credentials in form only, without I/O (401), `Content-Type` of a body (415), `Content-Length`
+against `max_body_bytes` (413, nothing read), then the body, read as it arrives (chunked too) and
+never beyond `max_body_bytes` (413) or `body_timeout` (408). Every answer that leaves a body unread
+closes the connection, so nothing unread is ever drained.
 
 Routes (anything else on a known path: 405 with `Allow`; unknown paths: 404):
 
@@ -15,27 +30,33 @@ Routes (anything else on a known path: 405 with `Allow`; unknown paths: 404):
     GET         /sms/dependencies/{providerSubaccountId}/{appName}/     subscription manager
     GET         /healthz  /readyz  /metrics
 
-Every answer is JSON (`{"error": "..."}` for failures) except `/metrics`. Each request logs one
-line: method, route template, status, duration and the tenant id or app name from the path (ids,
-not secrets); never headers or bodies.
+Every answer is JSON (`{"error": "..."}` for failures) except `/metrics` and the parser's own 400
+for a request that is not HTTP. Each request logs one line: method, route template, status,
+duration and the tenant id or app name from the path (ids, not secrets); never headers or bodies.
+A client that went away before its answer logs one line too.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import datetime as dt
+import functools
 import json
 import logging
 import re
 import socket
 import ssl
+import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from btp_gitops.controller.clients.cluster_side import ClusterSide
 from btp_gitops.controller.clients.credentials import CredentialReader
@@ -53,12 +74,16 @@ from btp_gitops.controller.subscription.handlers import (
 )
 from btp_gitops.controller.subscription.ledger import TenantLedger
 from btp_gitops.controller.subscription.metrics import SubscriptionMetrics
-from btp_gitops.controller.subscription.payloads import InvalidPayload
+from btp_gitops.controller.subscription.payloads import InvalidPayload, SubscriptionKind
 from btp_gitops.generator.core import BtpGitopsError
 
 log = logging.getLogger("btp_gitops.subscription")
 
 Handler = Callable[[SubscriptionService, Request, Mapping[str, str]], Response]
+
+# How long a client should wait before retrying an answer the server could not give now.
+OVERLOADED_RETRY_AFTER = 1
+JSON_TYPES = ("application/json",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +96,19 @@ class SubscriptionServerSettings:
     callback_timeout: dt.timedelta = dt.timedelta(minutes=15)  # unless the binding's appUrls set one
     jwks_ttl: float = 600.0
     jwks_refetch_interval: float = 30.0  # at most one refetch per URL this often for unknown kids
+    jwks_failure_ttl: float = 60.0  # a failed token key fetch is answered from memory this long
+    jwks_fetch_rate: float = 1.0  # fetches of token key URLs no binding names, per second (burst 10)
     jwks_ca_file: str | None = None  # CA bundle for the issuers' token_keys (default: system CAs)
     jwks_timeout: float = 10.0
     leeway: float = 30.0  # clock skew accepted on exp / nbf / iat
     max_body_bytes: int = 1 << 20
-    socket_timeout: float = 60.0
+    body_timeout: float = 30.0  # the whole body must arrive within this (slow bodies: 408)
+    keepalive_timeout: float = 15.0  # idle connections, new ones without a request head too
+    backlog: int = 2048  # connections the kernel queues before `accept`
+    max_concurrent: int = 128  # requests handled at once (threads)
+    max_queued: int = 512  # requests waiting for a thread; beyond: 503 with Retry-After
+    max_header_line: int = 8190  # request line and each header field, bytes
+    max_headers: int = 100
     shutdown_grace: float = 10.0  # how long `stop` waits for requests in flight
 
     def __post_init__(self) -> None:
@@ -87,6 +120,8 @@ class SubscriptionServerSettings:
 class Route:
     template: str
     handlers: Mapping[str, Handler]
+    kind: SubscriptionKind | None = None  # whose credentials (None: a probe, no credentials)
+    body: bool = False  # the handlers read a JSON body
     bearer: bool = False  # answers 401/403 with a Bearer challenge
 
     @property
@@ -95,25 +130,36 @@ class Route:
         return re.compile(f"^{body}/?$")
 
 
+SAAS, SMS = SubscriptionKind.SAAS, SubscriptionKind.SMS
 ROUTES: tuple[Route, ...] = (
     Route(
         "/provision/tenants/{tenantId}",
         {"PUT": handlers.saas_subscribe, "DELETE": handlers.saas_unsubscribe},
+        kind=SAAS,
+        body=True,
         bearer=True,
     ),
     Route(
         "/sms/provision/tenants/{tenantId}",
         {"PUT": handlers.sms_subscribe, "DELETE": handlers.sms_unsubscribe},
+        kind=SMS,
+        body=True,
     ),
     Route(
-        "/dependencies/{providerSubaccountId}/{appName}/", {"GET": handlers.saas_dependencies}, bearer=True
+        "/dependencies/{providerSubaccountId}/{appName}/",
+        {"GET": handlers.saas_dependencies},
+        kind=SAAS,
+        bearer=True,
     ),
-    Route("/sms/dependencies/{providerSubaccountId}/{appName}/", {"GET": handlers.sms_dependencies}),
+    Route(
+        "/sms/dependencies/{providerSubaccountId}/{appName}/", {"GET": handlers.sms_dependencies}, kind=SMS
+    ),
     Route("/healthz", {"GET": handlers.healthz}),
     Route("/readyz", {"GET": handlers.readyz}),
     Route("/metrics", {"GET": handlers.metrics}),
 )
 _COMPILED = tuple((route, route.pattern) for route in ROUTES)
+_ON_THE_LOOP = frozenset({"/healthz", "/metrics"})  # no I/O: answered without a thread
 
 
 def match_route(path: str) -> tuple[Route, dict[str, str]] | None:
@@ -124,15 +170,23 @@ def match_route(path: str) -> tuple[Route, dict[str, str]] | None:
     return None
 
 
-class _BodyError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
+class _Refused(Exception):
+    """An answer decided before any handler ran (body limits, content type, overload)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status)
+        self.response = response
 
 
 def error_response(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
     return Response(status, {"error": message}, headers=dict(headers or {}))
+
+
+def unavailable(reason: str, message: str, retry_after: float) -> Response:
+    """Every 503 says when to try again (RFC 9110 `Retry-After`, whole seconds)."""
+    return Response(
+        503, {"error": message, "reason": reason}, headers={"Retry-After": str(max(1, int(retry_after)))}
+    )
 
 
 def response_for_error(error: Exception, route: Route | None) -> Response:
@@ -151,207 +205,171 @@ def response_for_error(error: Exception, route: Route | None) -> Response:
         return error_response(409, error.message)
     if isinstance(error, TemporaryError):
         log.warning("request not completed (%s): %s", error.reason, error.message)
-        return Response(
-            503,
-            {"error": "the request could not be completed now; try again later", "reason": error.reason},
-            headers={"Retry-After": str(max(1, int(error.delay)))},
+        return unavailable(
+            error.reason, "the request could not be completed now; try again later", error.delay
         )
     if isinstance(error, BtpGitopsError):  # ours, a GitError of the tenant records included
         log.warning("request failed (%s): %s", error.reason, error.message)
-        return Response(503, {"error": "the request could not be completed", "reason": error.reason})
+        return unavailable(error.reason, "the request could not be completed", OVERLOADED_RETRY_AFTER)
     log.error("unexpected error handling a request", exc_info=error)
     return error_response(500, "internal error")
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
-    """One connection; every method goes through `_dispatch` (routing decides what is allowed)."""
-
-    protocol_version = "HTTP/1.1"
-    server_version = "btp-gitops-subscription-server"
-    sys_version = ""
-    disable_nagle_algorithm = True
-    server: _HttpServer
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("do_"):
-            return self._dispatch
-        raise AttributeError(name)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("http: " + format, *args)
-
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """Our own line per request is logged by `_dispatch`."""
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Protocol errors of the base class (bad request line, headers too long) as JSON too."""
-        self.close_connection = True
-        self._write(error_response(code, message or self.responses.get(code, ("error",))[0]), with_body=True)
-
-    def _dispatch(self) -> None:
-        started = time.perf_counter()
-        service = self.server.service
-        with service.metrics.in_progress(), self.server.busy():
-            route, params, response = self._handle(service)
-            self._write(response, with_body=self.command != "HEAD")
-        seconds = time.perf_counter() - started
-        template = route.template if route else "unmatched"
-        service.metrics.observe(self.command, template, response.status, seconds)
-        ids = " ".join(f"{k}={v}" for k, v in params.items() if k != "providerSubaccountId")
-        log.info(
-            "%s %s %d %.1fms%s",
-            self.command,
-            template,
-            response.status,
-            seconds * 1000,
-            f" {ids}" if ids else "",
-        )
-
-    def _handle(self, service: SubscriptionService) -> tuple[Route | None, dict[str, str], Response]:
-        url = urllib.parse.urlsplit(self.path)
-        matched = match_route(url.path)
-        try:
-            body = self._read_body()
-        except _BodyError as error:
-            self.close_connection = True
-            return (matched[0] if matched else None), {}, error_response(error.status, error.message)
-        if matched is None:
-            return None, {}, error_response(404, "no such route")
-        route, params = matched
-        handler = route.handlers.get(self.command)
-        if handler is None:
-            allowed = ", ".join(route.handlers)
-            message = f"method {self.command} is not allowed on {route.template}"
-            return route, params, error_response(405, message, {"Allow": allowed})
-        request = Request(self.command, url.path, urllib.parse.parse_qs(url.query), self.headers, body)
-        try:
-            return route, params, handler(service, request, params)
-        except Exception as error:
-            return route, params, response_for_error(error, route)
-
-    def _read_body(self) -> bytes:
-        limit = self.server.settings.max_body_bytes
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            return self._read_chunked(limit)
-        length_header = self.headers.get("Content-Length")
-        if length_header is None:
-            return b""
-        try:
-            length = int(length_header)
-        except ValueError:
-            raise _BodyError(400, "Content-Length is not a number") from None
-        if length < 0:
-            raise _BodyError(400, "Content-Length is negative")
-        if length > limit:
-            raise _BodyError(413, f"the body exceeds {limit} bytes")
-        body = self.rfile.read(length)
-        if len(body) != length:
-            raise _BodyError(400, "the body is shorter than its Content-Length")
-        return body
-
-    def _read_chunked(self, limit: int) -> bytes:
-        parts: list[bytes] = []
-        size_read = 0
-        while True:
-            line = self.rfile.readline(1026)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise _BodyError(400, "malformed chunked body") from None
-            if size == 0:
-                while self.rfile.readline(1026) not in (b"\r\n", b"\n", b""):
-                    pass  # trailers, ignored
-                return b"".join(parts)
-            size_read += size
-            if size_read > limit:
-                raise _BodyError(413, f"the body exceeds {limit} bytes")
-            parts.append(self.rfile.read(size))
-            self.rfile.readline(3)
-
-    def _write(self, response: Response, with_body: bool) -> None:
-        payload = response.payload
-        body = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
-        if self.server.stopping:
-            self.close_connection = True
-        self.send_response(response.status)
-        self.send_header("Content-Type", response.content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        for key, value in response.headers.items():
-            self.send_header(key, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if with_body:
-            self.wfile.write(body)
+def handle(
+    service: SubscriptionService, route: Route, request: Request, params: Mapping[str, str]
+) -> Response:
+    """One request's handler, in a worker thread: its answer, errors included."""
+    handler = route.handlers[request.method]
+    try:
+        return handler(service, request, params)
+    except Exception as error:
+        return response_for_error(error, route)
 
 
-class _HttpServer(ThreadingHTTPServer):
-    """Threads per connection, TLS in the connection's thread, and a record of open connections so
-    `stop` can end idle keep-alive connections instead of waiting for their timeout."""
+def is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media in JSON_TYPES or (media.startswith("application/") and media.endswith("+json"))
 
-    daemon_threads = True
-    request_queue_size = 128
 
-    def __init__(
-        self, settings: SubscriptionServerSettings, service: SubscriptionService, tls: ssl.SSLContext | None
-    ) -> None:
+class _Dispatcher:
+    """The one aiohttp handler: routing, the checks before any handler, the body, the thread pool."""
+
+    def __init__(self, settings: SubscriptionServerSettings, service: SubscriptionService) -> None:
         self.settings = settings
         self.service = service
-        self.tls = tls
+        self.workers = concurrent.futures.ThreadPoolExecutor(
+            settings.max_concurrent, thread_name_prefix="subscription-request"
+        )
+        self.probes = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="subscription-probe")
+        self.admitted = 0  # requests holding or waiting for a worker thread (event loop only)
         self.stopping = False
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-        self._in_flight = 0
-        self._idle = threading.Condition()
-        super().__init__((settings.host, settings.port), _RequestHandler)
 
-    @contextmanager
-    def busy(self) -> Iterator[None]:
-        with self._idle:
-            self._in_flight += 1
-        try:
-            yield
-        finally:
-            with self._idle:
-                self._in_flight -= 1
-                self._idle.notify_all()
-
-    def wait_idle(self, timeout: float) -> bool:
-        with self._idle:
-            return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        connection: socket.socket = request
-        connection.settimeout(self.settings.socket_timeout)
-        if self.tls is not None:
+    async def __call__(self, raw: web.BaseRequest) -> web.StreamResponse:
+        started = time.perf_counter()
+        path = raw.rel_url.raw_path
+        matched = match_route(path)
+        route = matched[0] if matched else None
+        params = matched[1] if matched else {}
+        refused = False
+        with self.service.metrics.in_progress():
             try:
-                connection = self.tls.wrap_socket(connection, server_side=True)
-            except (ssl.SSLError, OSError) as error:
-                log.debug("TLS handshake with %s failed: %s", client_address[0], type(error).__name__)
-                return
-        with self._connections_lock:
-            self._connections.add(connection)
+                response = await self._answer(raw, route, params)
+            except _Refused as refusal:
+                response, refused = refusal.response, True
+        seconds = time.perf_counter() - started
+        template = route.template if route else "unmatched"
+        self.service.metrics.observe(raw.method, template, response.status, seconds)
+        ids = " ".join(f"{k}={v}" for k, v in params.items() if k != "providerSubaccountId")
+        suffix = f" {ids}" if ids else ""
+        log.info("%s %s %d %.1fms%s", raw.method, template, response.status, seconds * 1000, suffix)
+        if raw.transport is None or raw.transport.is_closing():
+            log.info("%s %s: the client went away before its answer%s", raw.method, template, suffix)
+        return self._http_response(raw, response, close=refused)
+
+    async def _answer(self, raw: web.BaseRequest, route: Route | None, params: dict[str, str]) -> Response:
+        if route is None:
+            return error_response(404, "no such route")
+        if raw.method not in route.handlers:
+            allowed = ", ".join(route.handlers)
+            message = f"method {raw.method} is not allowed on {route.template}"
+            return error_response(405, message, {"Allow": allowed})
+        if route.template in _ON_THE_LOOP:
+            return handle(self.service, route, self._request(raw, b""), params)
+        if route.kind is None:
+            request = self._request(raw, b"")
+            future = asyncio.get_running_loop().run_in_executor(
+                self.probes, handle, self.service, route, request, params
+            )
+            return await future
         try:
-            _RequestHandler(connection, client_address, self)
+            # The credentials' form before anything else, a body least of all (no I/O here).
+            handlers.precheck(route.kind, raw.headers)
+        except AuthenticationFailed as error:
+            return response_for_error(error, route)
+        body = await self._body(raw) if route.body and raw.method != "GET" else b""
+        return await self._in_worker(route, self._request(raw, body), params)
+
+    def _request(self, raw: web.BaseRequest, body: bytes) -> Request:
+        query = urllib.parse.parse_qs(raw.rel_url.raw_query_string)
+        return Request(raw.method, raw.rel_url.path, query, raw.headers, body)
+
+    async def _in_worker(self, route: Route, request: Request, params: Mapping[str, str]) -> Response:
+        limit = self.settings.max_concurrent + self.settings.max_queued
+        if self.admitted >= limit or self.stopping:
+            log.warning("refusing a request: %d requests are in progress or waiting", self.admitted)
+            return unavailable("Overloaded", "the server is busy; try again later", OVERLOADED_RETRY_AFTER)
+        self.admitted += 1
+        try:
+            call = functools.partial(handle, self.service, route, request, params)
+            return await asyncio.get_running_loop().run_in_executor(self.workers, call)
         finally:
-            with self._connections_lock:
-                self._connections.discard(connection)
-            if connection is not request:
-                _close_quietly(connection)
+            self.admitted -= 1
 
-    def close_idle_connections(self) -> None:
-        with self._connections_lock:
-            open_connections = list(self._connections)
-        for connection in open_connections:
-            with suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+    async def _body(self, raw: web.BaseRequest) -> bytes:
+        """The body within the limits, or `_Refused`; the body's media type is checked first."""
+        if not raw.body_exists:
+            return b""
+        content_type = raw.headers.get("Content-Type", "")
+        if not is_json(content_type):
+            raise _Refused(error_response(415, "the body must be JSON (Content-Type: application/json)"))
+        limit = self.settings.max_body_bytes
+        if raw.content_length is not None and raw.content_length > limit:
+            raise _Refused(error_response(413, f"the body exceeds {limit} bytes"))
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.settings.body_timeout):
+                while chunk := await raw.content.readany():
+                    size += len(chunk)
+                    if size > limit:
+                        raise _Refused(error_response(413, f"the body exceeds {limit} bytes"))
+                    parts.append(chunk)
+        except TimeoutError:
+            message = f"the body did not arrive within {self.settings.body_timeout:.0f}s"
+            raise _Refused(error_response(408, message)) from None
+        except HttpProcessingError:
+            raise _Refused(error_response(400, "the body is malformed")) from None
+        except ConnectionError:
+            raise _Refused(
+                error_response(400, "the connection closed before the body was complete")
+            ) from None
+        return b"".join(parts)
+
+    def _http_response(self, raw: web.BaseRequest, response: Response, close: bool) -> web.Response:
+        payload = response.payload
+        body = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
+        headers = {"Content-Type": response.content_type, "Cache-Control": "no-store", **response.headers}
+        answer = web.Response(status=response.status, body=body, headers=headers)
+        # A body refused, or still unread (a route that takes none), is never drained: close instead.
+        if close or self.stopping or (raw.body_exists and not raw.content.is_eof()):
+            answer.force_close()
+        return answer
 
 
-def _close_quietly(connection: socket.socket) -> None:
-    with suppress(OSError):
-        connection.shutdown(socket.SHUT_RDWR)
-    connection.close()
+class _ProtocolLog(logging.Logger):
+    """aiohttp's logger for requests its parser refused: one warning line, never a traceback (the
+    parser's messages quote what the client sent, which may hold anything: only the kind is kept)."""
+
+    def __init__(self) -> None:
+        super().__init__("btp_gitops.subscription.http")
+        self.parent = log  # its records go where the server's go (JSON lines)
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True, **kwargs: Any) -> None:
+        self._refused(logging.WARNING, exc_info)
+
+    def error(self, msg: object, *args: object, **kwargs: Any) -> None:
+        self._refused(logging.WARNING, kwargs.get("exc_info", True))
+
+    def debug(self, msg: object, *args: object, **kwargs: Any) -> None:
+        if kwargs.get("exc_info"):  # non-HTTP traffic (TLS to the HTTP port): common, so at debug
+            self._refused(logging.DEBUG, kwargs["exc_info"])
+        else:
+            super().debug(msg, *args, **kwargs)
+
+    def _refused(self, level: int, exc_info: Any) -> None:
+        error = exc_info if isinstance(exc_info, BaseException) else sys.exc_info()[1]
+        kind = type(error).__name__ if error is not None else "unknown"
+        self.log(level, "refused a request the HTTP parser could not read (%s)", kind)
 
 
 def tls_context(settings: SubscriptionServerSettings) -> ssl.SSLContext | None:
@@ -377,52 +395,110 @@ def jwks_ssl_context(settings: SubscriptionServerSettings) -> ssl.SSLContext:
         ) from error
 
 
+def _listening_socket(settings: SubscriptionServerSettings) -> socket.socket:
+    """Bound here, not when serving starts: the port is known (and a taken one reported) at once."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((settings.host, settings.port))
+        sock.listen(settings.backlog)
+    except OSError as error:
+        sock.close()
+        raise ConfigurationError(
+            f"cannot listen on {settings.host}:{settings.port}: {error.strerror}"
+        ) from error
+    sock.setblocking(False)
+    return sock
+
+
 class SubscriptionServer:
     """The running server: `start` serves in a background thread, `serve_forever` in the caller's."""
 
     def __init__(self, settings: SubscriptionServerSettings, service: SubscriptionService) -> None:
         self.settings = settings
         self.service = service
-        try:
-            self._httpd = _HttpServer(settings, service, tls_context(settings))
-        except OSError as error:
-            raise ConfigurationError(
-                f"cannot listen on {settings.host}:{settings.port}: {error.strerror}"
-            ) from error
+        self._tls = tls_context(settings)
+        self._socket = _listening_socket(settings)
+        self._port = int(self._socket.getsockname()[1])
+        self._dispatcher = _Dispatcher(settings, service)
+        self._loop = asyncio.new_event_loop()
+        self._stop_requested = asyncio.Event()
         self._thread: threading.Thread | None = None
-        self._serving = threading.Event()
+        self._lock = threading.Lock()
+        self._serving = False
         self._stopped = False
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._port
 
     @property
     def scheme(self) -> str:
-        return "https" if self._httpd.tls else "http"
+        return "https" if self._tls else "http"
 
     def start(self) -> None:
-        self._serving.set()  # before the thread runs: a `stop` right away must still end its loop
-        self._thread = threading.Thread(target=self.serve_forever, name="subscription-server", daemon=True)
+        with self._lock:
+            if self._stopped or self._serving:
+                return
+            self._serving = True
+        self._thread = threading.Thread(target=self._run, name="subscription-server", daemon=True)
         self._thread.start()
 
     def serve_forever(self) -> None:
+        with self._lock:
+            if self._stopped or self._serving:
+                return
+            self._serving = True
+        self._run()
+
+    def _run(self) -> None:
+        try:
+            self._loop.run_until_complete(self._serve())
+        finally:
+            self._loop.close()
+
+    async def _serve(self) -> None:
+        server = web.Server(
+            self._dispatcher,
+            access_log=None,  # `_Dispatcher` logs each request itself, as JSON through our logging
+            logger=_ProtocolLog(),
+            keepalive_timeout=self.settings.keepalive_timeout,
+            max_line_size=self.settings.max_header_line,
+            max_field_size=self.settings.max_header_line,
+            max_headers=self.settings.max_headers,
+            lingering_time=0,  # never drain what a client sends after its answer
+        )
+        runner = web.ServerRunner(server, shutdown_timeout=self.settings.shutdown_grace)
+        await runner.setup()
+        site = web.SockSite(runner, self._socket, ssl_context=self._tls, backlog=self.settings.backlog)
+        await site.start()
         log.info("subscription server listening on %s://%s:%d", self.scheme, self.settings.host, self.port)
-        self._serving.set()
-        self._httpd.serve_forever(poll_interval=0.2)
+        try:
+            await self._stop_requested.wait()
+        finally:
+            self._dispatcher.stopping = True
+            in_flight = self._dispatcher.admitted
+            await runner.cleanup()  # stops accepting, closes idle connections, waits for the rest
+            if in_flight:
+                log.info("stopped with %d requests that were in flight", in_flight)
+            self._dispatcher.workers.shutdown(wait=False, cancel_futures=True)
+            self._dispatcher.probes.shutdown(wait=False, cancel_futures=True)
 
     def stop(self) -> None:
         """Stop accepting, let requests in flight finish (up to `shutdown_grace`), close the rest."""
-        if self._stopped:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            serving = self._serving
+        if not serving:
+            self._socket.close()
+            self._loop.close()
+            self._dispatcher.workers.shutdown(wait=False)
+            self._dispatcher.probes.shutdown(wait=False)
             return
-        self._stopped = True
-        self._httpd.stopping = True
-        if self._serving.is_set():  # `shutdown` waits for a serve loop, which must have begun
-            self._httpd.shutdown()
-        if not self._httpd.wait_idle(self.settings.shutdown_grace):
-            log.warning("stopping with requests still in flight after %.0fs", self.settings.shutdown_grace)
-        self._httpd.close_idle_connections()
-        self._httpd.server_close()
+        self._loop.call_soon_threadsafe(self._stop_requested.set)
         if self._thread is not None:
             self._thread.join()
 
@@ -448,6 +524,8 @@ def build_subscription_server(
         ttl=settings.jwks_ttl,
         fetch_timeout=settings.jwks_timeout,
         refetch_interval=settings.jwks_refetch_interval,
+        failure_ttl=settings.jwks_failure_ttl,
+        fetch_rate=settings.jwks_fetch_rate,
     )
     service = SubscriptionService(
         ledger=ledger,

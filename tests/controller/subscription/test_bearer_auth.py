@@ -23,7 +23,6 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from btp_gitops.controller.errors import TemporaryError
 from btp_gitops.controller.kube import CONFIG_MAP
 from btp_gitops.controller.subscription.auth import (
-    MAX_CACHED_URLS,
     JwksCache,
     TokenExpectation,
     audience_matches,
@@ -38,7 +37,7 @@ from tests.controller.subscription.conftest import (
     bearer,
     saas_payload,
 )
-from tests.controller.subscription.peers import Issuer, TokenFactory, rsa_key
+from tests.controller.subscription.peers import Issuer, Pki, TokenFactory, rsa_key
 
 pytestmark = pytest.mark.kube
 
@@ -271,14 +270,51 @@ def test_host_within(host: str, within: bool) -> None:
     assert host_within(host, "") is False
 
 
-def test_the_key_cache_stays_bounded_whatever_urls_callers_name() -> None:
+def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        closed_port = probe.getsockname()[1]
-    cache = JwksCache(ssl.create_default_context(), fetch_timeout=1)
+        return int(probe.getsockname()[1])
 
-    for n in range(MAX_CACHED_URLS + 20):
+
+def test_a_failed_key_fetch_is_remembered() -> None:
+    cache = JwksCache(ssl.create_default_context(), fetch_timeout=1, failure_ttl=60)
+    url = f"https://127.0.0.1:{closed_port()}/token_keys"
+
+    with pytest.raises(TemporaryError, match="cannot fetch"):
+        cache.key(url, "k")
+    with pytest.raises(TemporaryError, match="could not be fetched lately") as again:
+        cache.key(url, "k")
+
+    assert cache.fetches == 1
+    assert 0 < again.value.delay <= 60
+
+
+def test_fetches_of_urls_no_binding_names_are_rate_limited() -> None:
+    cache = JwksCache(ssl.create_default_context(), fetch_timeout=1, fetch_rate=0.01, fetch_burst=3)
+    port = closed_port()
+
+    for n in range(3):
+        with pytest.raises(TemporaryError, match="cannot fetch"):
+            cache.key(f"https://127.0.0.1:{port}/{n}/token_keys", "k")
+    with pytest.raises(TemporaryError, match="too many token key fetches") as limited:
+        cache.key(f"https://127.0.0.1:{port}/3/token_keys", "k")
+
+    assert cache.fetches == 3
+    assert limited.value.delay > 1
+
+
+def test_the_bindings_key_set_survives_any_number_of_other_urls(issuer: Issuer, pki: Pki) -> None:
+    cache = JwksCache(
+        ssl.create_default_context(cafile=str(pki.ca_file)), fetch_timeout=1, fetch_rate=1e6, max_other_urls=8
+    )
+    cache.key(issuer.jku, "key-1", trusted=True)
+    fetched = issuer.fetches
+    port = closed_port()
+
+    for n in range(300):
         with pytest.raises(TemporaryError):
-            cache.key(f"https://127.0.0.1:{closed_port}/{n}/token_keys", "k")
+            cache.key(f"https://127.0.0.1:{port}/{n}/token_keys", "k")
 
-    assert len(cache._url_locks) <= MAX_CACHED_URLS
+    assert cache.key(issuer.jku, "key-1", trusted=True) is not None
+    assert issuer.fetches == fetched
+    assert len(cache._others) <= 8

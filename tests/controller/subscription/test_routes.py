@@ -91,6 +91,18 @@ SAAS_BAD_BODIES: dict[str, tuple[bytes | dict[str, Any], str]] = {
         saas_payload(TENANT, "acme", subscriptionGUID="a/b"),
         "subscriptionGUID: letters, digits, '-', '_' or '.' (at most 63, starting and ending alphanumeric) are expected",
     ),
+    "global account not a label value": (
+        saas_payload(TENANT, "acme", globalAccountGUID="g" * 64),
+        "globalAccountGUID: letters, digits, '-', '_' or '.' (at most 63, starting and ending alphanumeric) are expected",
+    ),
+    "app name too long": (
+        saas_payload(TENANT, "acme", subscriptionAppName="a" * 256),
+        "subscriptionAppName: at most 255 characters are expected",
+    ),
+    "tenant id beyond the schema's maxLength": (
+        saas_payload(TENANT, "acme", subscribedTenantId="t" * 64),
+        "subscribedTenantId: letters, digits, '-', '_' or '.' (at most 63, starting and ending alphanumeric) are expected",
+    ),
     "path and body differ": (
         saas_payload("9f8e7d6c-0000-4000-8000-000000000000", "acme"),
         "subscribedTenantId: '9f8e7d6c-0000-4000-8000-000000000000' differs from the tenant id in the path",
@@ -181,6 +193,7 @@ def test_readyz_is_503_until_the_records_can_be_read(
     assert running.client.send("GET", "/healthz").status == 200
     answer = running.client.send("GET", "/readyz")
     assert (answer.status, answer.json) == (503, {"error": "the tenant records are not available yet"})
+    assert int(answer.headers["Retry-After"]) >= 1
 
 
 def test_metrics(running: Running, tokens: TokenFactory) -> None:
@@ -233,7 +246,11 @@ def test_a_chunked_body_is_read(running: Running, tokens: TokenFactory) -> None:
     try:
         chunks: Iterator[bytes] = iter([body[:10], body[10:50], body[50:]])
         connection.request(
-            "PUT", f"/provision/tenants/{TENANT}", body=chunks, headers=bearer(tokens()), encode_chunked=True
+            "PUT",
+            f"/provision/tenants/{TENANT}",
+            body=chunks,
+            headers={**bearer(tokens()), "Content-Type": "application/json"},
+            encode_chunked=True,
         )
         response = connection.getresponse()
         status = response.status
@@ -262,19 +279,20 @@ def raw_exchange(port: int, data: bytes) -> bytes:
     return b"".join(chunks)
 
 
-def test_protocol_garbage_gets_a_json_error(running: Running) -> None:
+def test_protocol_garbage_is_refused_and_closed(running: Running, caplog: pytest.LogCaptureFixture) -> None:
     tls_hello = raw_exchange(running.server.port, b"\x16\x03\x01 nonsense\r\n\r\n")
     many_headers = b"".join(b"X-%d: y\r\n" % n for n in range(150))
     too_many = raw_exchange(running.server.port, b"GET /healthz HTTP/1.1\r\n" + many_headers + b"\r\n")
     bad_length = raw_exchange(
         running.server.port, b"PUT /provision/tenants/x HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n"
     )
+    long_line = raw_exchange(running.server.port, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n")
 
-    assert tls_hello.startswith(b'{"error":"Bad HTTP/0.9 request type')  # an HTTP/0.9 answer has no head
-    assert too_many.startswith(b"HTTP/1.1 431 ")
-    assert too_many.endswith(b'{"error":"Too many headers"}')
-    assert bad_length.startswith(b"HTTP/1.1 400 ")
-    assert bad_length.endswith(b'{"error":"Content-Length is not a number"}')
+    for answer in (tls_hello, too_many, bad_length, long_line):  # each read to its end: closed
+        assert answer.split(b"\r\n", 1)[0].split(b" ")[1] in (b"400", b"414", b"431"), answer
+    refused = [r for r in caplog.records if r.name == "btp_gitops.subscription.http"]
+    assert refused
+    assert all(r.exc_info is None and "could not read" in r.getMessage() for r in refused)
     assert running.client.send("GET", "/healthz").status == 200
 
 
@@ -302,7 +320,7 @@ def test_tls(server_factory: ServerFactory, pki: Pki, tmp_path: Path) -> None:
 
 
 def test_stop_does_not_wait_for_idle_keep_alive_connections(server_factory: ServerFactory) -> None:
-    running = server_factory(socket_timeout=120.0)
+    running = server_factory(keepalive_timeout=120.0)
     connection = http.client.HTTPConnection("127.0.0.1", running.server.port, timeout=30)
     try:
         assert running.client.send("GET", "/healthz", connection=connection).status == 200
