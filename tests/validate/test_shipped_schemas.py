@@ -68,6 +68,7 @@ def _tree(directory: Path) -> dict[str, bytes]:
 # --- the shipped files ----------------------------------------------------------------------------
 
 
+@pytest.mark.crds
 def test_the_shipped_schemas_are_generated_from_the_pinned_crds(tmp_path: Path) -> None:
     third_party_crd_files()  # names the fetch command when the pinned CRDs are missing
     result = _generate("--out", tmp_path / "generated")
@@ -76,6 +77,7 @@ def test_the_shipped_schemas_are_generated_from_the_pinned_crds(tmp_path: Path) 
     assert _generate("--check").returncode == EXIT_OK
 
 
+@pytest.mark.crds
 def test_check_names_changed_missing_and_stale_files(tmp_path: Path) -> None:
     third_party_crd_files()
     copy = tmp_path / "copy"
@@ -114,6 +116,7 @@ def test_the_installed_package_finds_the_shipped_directory() -> None:
     assert not SHIPPED.is_symlink(), "a real directory of the package, not a link to the checkout"
 
 
+@pytest.mark.crds
 def test_shipped_documents_stand_for_the_pinned_crds() -> None:
     """Each file's versions are the served versions of its CRD, with the compacted schema."""
     pinned = {
@@ -402,6 +405,7 @@ def test_render_validate_uses_the_shipped_schemas(tmp_path: Path, run_cli: RunCl
 # --- --crds adds and overrides --------------------------------------------------------------------
 
 
+@pytest.mark.crds
 def test_crds_adds_a_kind_the_shipped_schemas_do_not_know(tmp_path: Path, run_cli: RunCli) -> None:
     _write(
         tmp_path / "podmonitor.yaml",
