@@ -123,7 +123,9 @@ def test_shipped_documents_stand_for_the_pinned_crds() -> None:
         (crd["spec"]["group"], crd["spec"]["names"]["kind"]): crd
         for crd in load_crds(third_party_crd_files())
     }
-    for path in sorted(SHIPPED.glob("*.json")):
+    files = sorted(SHIPPED.glob("*.json"))
+    assert files, f"no schemas in {SHIPPED}"
+    for path in files:
         shipped = crd_from_shipped(yaml.safe_load(path.read_text()))
         crd = pinned[(shipped["spec"]["group"], shipped["spec"]["names"]["kind"])]
         assert shipped["spec"]["scope"] == crd["spec"]["scope"], path.name
