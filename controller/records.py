@@ -66,7 +66,7 @@ from btp_gitops.generator.domains.cap.tenants.names import SUBSCRIPTION_GUID
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.io.sources import YAML_SUFFIXES, load_sources
 
-# CAP Operator's annotation for the subscribing global account (reference: Conventions).
+# CAP Operator's annotation for the subscribing global account, on the CAPTenant.
 GLOBAL_ACCOUNT_ANNOTATION = f"{PREFIX}global-account-id"
 TENANTS_DIRECTORY = "tenants"
 MAX_TENANT_NAME = 63
