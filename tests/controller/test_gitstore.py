@@ -280,10 +280,10 @@ class AppendAfterARace:
 
 @pytest.mark.slow
 def test_a_competing_writer_loses_nothing_and_nothing_is_applied_twice(remote: Path, tmp_path: Path) -> None:
-    """Ten clients submit ten changes each while another writer pushes to the same branch in the
+    """Ten clients submit five changes each while another writer pushes to the same branch in the
     middle of every batch: each batch's first push is rejected and the batch applied again on the
     other writer's commit. Nothing of either writer is lost, and nothing is applied twice."""
-    clients, per_client = 10, 10
+    clients, per_client = 10, 5
     source = SourceRepo(settings_for(remote, tmp_path / "work", backoff_initial=0.01, max_attempts=5))
     source.start()
     try:
