@@ -18,9 +18,11 @@ if [ "$#" -eq 0 ]; then
   # Floor tier: every direct dependency at its declared floor (constraints-floor.txt). The unit
   # tier, then the real-API-server tests of what the unit tier does not reach: the Kubernetes
   # client (kubernetes, urllib3), bearer tokens and client certificates (PyJWT, cryptography) and
-  # the metrics endpoint (prometheus-client), and the subscription server's HTTP stack (aiohttp).
-  # Left out: the tests of the built wheel, which install it into venvs of their own with
-  # constraints.txt, so they would only repeat the first run.
+  # the metrics endpoint (prometheus-client), the subscription server's HTTP stack (aiohttp), and
+  # the version-cleanup queries against a real Prometheus (marked tools for the binary, not for a
+  # dependency of ours). Left out: the tests of the built wheel, which install it into venvs of their
+  # own with constraints.txt, so they would only repeat the first run; and the image, built with
+  # constraints.txt too.
   bash scripts/setup-floor.sh
   .venv-floor/bin/python -m pytest -p no:cacheprovider -m "not kube and not tools" \
     --ignore=tests/product --ignore=tests/packaging/test_installed_extras.py \
@@ -30,5 +32,7 @@ if [ "$#" -eq 0 ]; then
     tests/controller/subscription/test_bearer_auth.py \
     tests/controller/subscription/test_certificate_auth.py \
     tests/controller/subscription/test_routes.py \
-    tests/controller/subscription/test_attacks.py
+    tests/controller/subscription/test_attacks.py \
+    tests/controller/version_cleanup/test_rules.py \
+    tests/controller/version_cleanup/test_prometheus_client.py
 fi

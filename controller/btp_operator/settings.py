@@ -1,5 +1,5 @@
 """What the BtpOperator reconcilers are told: names, where the module resources are, and BTP
-Manager's timeouts (reference/btp-manager.md "Timeouts"), in seconds."""
+Manager's default timeouts, in seconds."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The BtpOperator's status as BTP Manager reported it: a state and one `Ready` condition (pure).
 
-States and reasons are those of BTP Manager's table (seed 000, reference/btp-manager.md) that
+States and reasons are those of BTP Manager's BtpOperator status
+(https://github.com/kyma-project/btp-manager/tree/main/docs) that
 still apply when the module is rendered into Git and applied by Argo CD or Flux:
 
     Ready       ReconcileSucceeded                      the operator Deployment is Available

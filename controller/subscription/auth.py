@@ -1,5 +1,6 @@
 """Who may call the subscription server: XSUAA bearer tokens (SaaS registry) and client certificates
-(subscription manager), checked as CAP Operator checks them (reference: Subscription server).
+(subscription manager), checked as CAP Operator's subscription server checks them
+(https://sap.github.io/cap-operator/docs/concepts/operator-components/subscription-server/).
 
 Bearer tokens, in this order (each failure is an `AuthenticationFailed` with the HTTP status):
 

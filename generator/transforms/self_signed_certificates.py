@@ -1,8 +1,8 @@
 """Webhook TLS that btp-gitops generates itself, as BTP Manager did: for `post-render` only.
 
 The output of `post-render` goes to the cluster, not to Git, so a CA and a serving certificate may
-be generated there (reference/gitops-ecosystem.md); `render` refuses this mode. What is generated
-follows BTP Manager (reference/btp-manager.md, "Certificates and webhooks"):
+be generated there (a private key must never be committed); `render` refuses this mode. What is
+generated follows BTP Manager's webhook certificates (https://github.com/kyma-project/btp-manager/tree/main/docs):
 
     CA        RSA 4096, 87600h, BasicConstraints CA (path length 0), KeyUsage digitalSignature +
               keyCertSign; Secret `ca-server-cert` with `ca.crt` / `ca.key`

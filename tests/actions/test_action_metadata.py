@@ -50,6 +50,7 @@ def test_every_input_used_is_declared_and_every_input_is_used() -> None:
     used = {
         name for text in texts(action["runs"]) + texts(action["outputs"]) for name in INPUT_REF.findall(text)
     }
+    assert declared, "the action declares no inputs"
     assert used <= declared, sorted(used - declared)
     assert declared <= used, f"inputs no step reads: {sorted(declared - used)}"
 
@@ -58,11 +59,13 @@ def test_step_outputs_refer_to_earlier_steps_that_write_them() -> None:
     action = metadata()
     steps = action["runs"]["steps"]
     written: dict[str, set[str]] = {}
+    referred: set[str] = set()  # the steps whose outputs something reads: the loops below ran
     for step in steps:
         for text in texts({k: v for k, v in step.items() if k != "id"}):
             for step_id, name in STEP_OUTPUT_REF.findall(text):
                 assert step_id in written, f"{step.get('id')}: steps.{step_id} is not an earlier step"
                 assert name in written[step_id], f"{step.get('id')}: steps.{step_id} has no output {name}"
+                referred.add(step_id)
         if "id" in step:
             written[step["id"]] = step_outputs(step)
     for text in texts(action["outputs"]):
@@ -70,12 +73,16 @@ def test_step_outputs_refer_to_earlier_steps_that_write_them() -> None:
             assert name in written.get(step_id, set()), (
                 f"action output refers to steps.{step_id}.outputs.{name}"
             )
+            referred.add(step_id)
+    assert referred == {"install", "diff", "render", "pull-request"}
 
 
 def test_run_steps_are_bash_scripts_kept_beside_the_action() -> None:
-    for step in metadata()["runs"]["steps"]:
-        if "run" not in step:
-            continue  # a third-party action: tests/actions/test_pinned_actions.py checks its pin
+    steps = metadata()["runs"]["steps"]
+    # The others are third-party actions: tests/actions/test_pinned_actions.py checks their pins.
+    run_steps = [step for step in steps if "run" in step]
+    assert [step.get("id") for step in run_steps] == ["install", "diff", "render", "push"]
+    for step in run_steps:
         assert step["shell"] == "bash"
         script = ACTION_DIR / f"{step['id']}.sh"
         assert script.read_text().startswith("#!/usr/bin/env bash\n"), script

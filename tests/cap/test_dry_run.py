@@ -22,7 +22,7 @@ from tests.support.crds import load_crds, our_crd_files, third_party_crd_files
 from tests.support.dry_run import refusals, render, rendered_objects
 from tests.support.kubeapi import KubeAPI, install_crds
 
-pytestmark = pytest.mark.kube
+pytestmark = [pytest.mark.kube, pytest.mark.crds]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from btp_gitops.generator.core.errors import InvalidSpec, Problem
+from btp_gitops.generator.core.errors import InvalidSpec, Problem, SchemaViolation
 from tests.cap.conftest import render_result, write_documents
 
 Docs = dict[str, dict[str, Any]]
@@ -858,8 +858,8 @@ def test_schema_violations_come_before_the_rules(tmp_path: Path) -> None:
     docs = multi_tenant()
     docs["version"]["spec"]["workloads"][1]["deploymentDefinition"]["env"] = [{"name": "PORT", "value": 4000}]
     source = write_documents(tmp_path / "source", "sources.yaml", list(docs.values()))
-    with pytest.raises(Exception) as raised:
+    with pytest.raises(SchemaViolation) as raised:
         render_result(source)
-    assert [(p.object_ref, p.field_path, p.message) for p in raised.value.problems] == [  # type: ignore[attr-defined]
+    assert [(p.object_ref, p.field_path, p.message) for p in raised.value.problems] == [
         (CAV, "spec.workloads[1].deploymentDefinition.env[0].value", "must be of type string, got integer")
     ]

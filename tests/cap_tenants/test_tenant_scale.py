@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import git
+import pytest
 
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.schemas import load_schema_registry
@@ -42,6 +43,7 @@ def render_and_commit(source: Path, repo: Path) -> RenderResult:
     return render_into_repo(request, EmbeddedHelm(), load_schema_registry())
 
 
+@pytest.mark.slow
 def test_one_new_tenant_changes_only_its_own_files(shop_source: Path, tmp_path: Path) -> None:
     write_tenants(shop_source, [situation(index) for index in range(TENANTS)])
     repo_dir = tmp_path / "repo"

@@ -126,6 +126,7 @@ def test_api_server_accepts_the_secrets_and_the_injected_webhooks(
     assert crd.spec.conversion.webhook.client_config.ca_bundle == ca_bundle
 
 
+@pytest.mark.crds
 def test_gardener_objects_pass_gardeners_own_crd_schemas(kube_api: KubeAPI, kube_namespace: str) -> None:
     plan = CertificatePlan(prefix="sap-btp-operator", namespace=kube_namespace)
     rendered = issue_webhook_certificates_with_gardener(manifests(stream(kube_namespace)), plan)

@@ -1,4 +1,4 @@
-"""The reuse and regeneration table of self-signed mode, one row per case (reference/btp-manager.md).
+"""The reuse and regeneration table of self-signed mode (BTP Manager's rules), one row per case.
 
 CA missing, invalid or expiring within 168h -> both regenerated; serving certificate not signed by
 the CA -> both; serving certificate missing or invalid -> only it, signed by the existing CA;

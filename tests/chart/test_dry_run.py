@@ -23,7 +23,7 @@ from kubernetes import client as k8s
 from tests.chart.helm import HELMS, VARIANTS, template
 from tests.support.dry_run import RenderedObject, ServedResources, dry_run_apply
 
-pytestmark = [pytest.mark.kube, pytest.mark.tools]
+pytestmark = [pytest.mark.kube, pytest.mark.tools, pytest.mark.crds]
 
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",

@@ -31,7 +31,7 @@ from tests.chart.helm import ALL_ON, template
 from tests.conftest import ROOT
 from tests.support.dry_run import RenderedObject, ServedResources, create_namespace, object_path, request
 
-pytestmark = [pytest.mark.kube, pytest.mark.tools]
+pytestmark = [pytest.mark.kube, pytest.mark.tools, pytest.mark.crds]
 
 MODULE_RESOURCES = ROOT / "module-resources"
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}

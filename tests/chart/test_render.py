@@ -451,7 +451,9 @@ def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
 def test_services_select_their_pods_by_port_name(variant: str) -> None:
     objects = render(variant)
     deployments = [obj for obj in objects if obj["kind"] == "Deployment"]
-    for service in (obj for obj in objects if obj["kind"] == "Service"):
+    services = [obj for obj in objects if obj["kind"] == "Service"]
+    assert services, f"the {variant} variant renders no Service"
+    for service in services:
         selected = [
             deployment
             for deployment in deployments

@@ -2,8 +2,8 @@
 controller's clone beside it, and other writers pushing to the same branch from clones of their own.
 
 Covers: a change pushed and visible in a fresh clone; no empty commits; batching of concurrent
-submissions; a competing writer pushing in a loop (nothing lost, nothing applied twice, every
-future's commit on the remote); a failing change failing only itself; rejected pushes exhausted
+submissions; a competing writer pushing in the middle of every batch, in turns (nothing lost,
+nothing applied twice, every future's commit on the remote); a failing change failing only itself; rejected pushes exhausted
 (a pre-receive hook declines) and the writer recovering; restarting on the same workdir; reads at
 the remote's newest commit; credentials masked in errors and logs; an empty remote; and the load
 the subscription server puts on it (1,000 changes from 50 clients). Nothing is faked.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import random
 import stat
 import subprocess
 import threading
@@ -205,76 +204,116 @@ def test_concurrent_submissions_share_commits_and_each_lands_once(remote: Path, 
     assert message.rstrip().endswith(COMMITTED_BY_TRAILER)
 
 
-class CompetingWriter:
-    """Another writer with a clone of its own, pushing a commit to main every few dozen milliseconds
-    (a busier writer than any person or CI job; one pushing back to back with no pause at all would
-    win every race against a writer that, like the controller, must re-apply its changes)."""
+class TurnTakingWriter:
+    """Another writer with a clone of its own that pushes exactly `pushes` commits to main, each in
+    a turn the controller hands it between fetching the remote and pushing to it.
 
-    def __init__(self, remote: Path, workdir: Path, pause: tuple[float, float] = (0.02, 0.06)) -> None:
+    The two take turns through a barrier: the controller's change, applied on the tree it has just
+    fetched, waits until the other writer's commit is on the remote, so every turn makes the
+    controller's next push a non-fast-forward, however slow or loaded the machine is. (A writer
+    pushing after random pauses of a few dozen milliseconds raced the controller only when the
+    timing lined up, and under load lost every race or won them all.)"""
+
+    def __init__(self, remote: Path, workdir: Path, pushes: int) -> None:
         self.clone = fresh_clone(remote, workdir)
-        self._pause = pause
+        self.pushes = pushes
         self.pushed: list[str] = []
-        self._stop = threading.Event()
+        self._turn = threading.Barrier(2, timeout=120)  # bounds a broken hand-over, not the speed
+        self._raced: set[str] = set()
+        self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._loop, name="competing-writer")
 
-    def __enter__(self) -> CompetingWriter:
+    def __enter__(self) -> TurnTakingWriter:
         self._thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._stop.set()
+        self._turn.abort()  # a test that failed early leaves the writer waiting for a turn
         self._thread.join()
+        if self._error is not None:
+            raise AssertionError("the competing writer failed") from self._error
+
+    def race(self, key: str) -> None:
+        """Hand the other writer a turn and wait until its push is through: once per key (a change
+        is applied again after the rejected push, and that attempt must get through), and only
+        while turns remain. Called from the controller's one writer thread."""
+        if key in self._raced or len(self._raced) == self.pushes:
+            return
+        self._raced.add(key)
+        self._turn.wait()  # its turn begins
+        self._turn.wait()  # its commit is on the remote
 
     def _loop(self) -> None:
-        number = 0
-        while not self._stop.is_set():
-            run_git(self.clone, "fetch", "--quiet", "origin")
-            run_git(self.clone, "reset", "--quiet", "--hard", "origin/main")
-            line = f"other-{number}"
-            with (self.clone / "competitor.txt").open("a") as file:
-                file.write(line + "\n")
-            run_git(self.clone, "add", "competitor.txt")
-            run_git(self.clone, "commit", "--quiet", "--message", line)
-            status, _, _ = git.Git(self.clone).execute(
-                ["git", "push", "--quiet", "origin", "HEAD:refs/heads/main"],
-                env=IDENTITY,
-                with_extended_output=True,
-                with_exceptions=False,
-            )
-            if int(status) == 0:
-                self.pushed.append(line)
-                number += 1
-            self._stop.wait(random.uniform(*self._pause))
+        try:
+            for number in range(self.pushes):
+                self._turn.wait()
+                self._push(f"other-{number}")
+                self._turn.wait()
+        except threading.BrokenBarrierError:
+            pass  # aborted on exit: the assertions on `pushed` tell whether turns were missed
+        except BaseException as error:
+            self._error = error
+            self._turn.abort()
+
+    def _push(self, line: str) -> None:
+        run_git(self.clone, "fetch", "--quiet", "origin")
+        run_git(self.clone, "reset", "--quiet", "--hard", "origin/main")
+        with (self.clone / "competitor.txt").open("a") as file:
+            file.write(line + "\n")
+        run_git(self.clone, "add", "competitor.txt")
+        run_git(self.clone, "commit", "--quiet", "--message", line)
+        # Its turn is between the controller's fetch and push, so nothing can get in first.
+        run_git(self.clone, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+        self.pushed.append(line)
 
 
+@dataclass(frozen=True)
+class AppendAfterARace:
+    """Appends its line, the first time after the other writer has pushed to the fetched branch."""
+
+    inner: AppendLine
+    writer: TurnTakingWriter
+
+    def __call__(self, tree: Path) -> str | None:
+        self.writer.race(self.inner.line)
+        return self.inner(tree)
+
+
+@pytest.mark.slow
 def test_a_competing_writer_loses_nothing_and_nothing_is_applied_twice(remote: Path, tmp_path: Path) -> None:
-    source = SourceRepo(settings_for(remote, tmp_path / "work", backoff_initial=0.01, max_attempts=50))
+    """Ten clients submit five changes each while another writer pushes to the same branch in the
+    middle of every batch: each batch's first push is rejected and the batch applied again on the
+    other writer's commit. Nothing of either writer is lost, and nothing is applied twice."""
+    clients, per_client = 10, 5
+    source = SourceRepo(settings_for(remote, tmp_path / "work", backoff_initial=0.01, max_attempts=5))
     source.start()
-
-    def client(number: int) -> list[CommitOutcome]:
-        return [
-            source.apply(
-                AppendLine("ledger.txt", f"change-{number}-{n}"), f"Change {number}-{n}", timeout=120
-            )
-            for n in range(10)
-        ]
-
     try:
-        with (
-            CompetingWriter(remote, tmp_path / "other") as competitor,
-            concurrent.futures.ThreadPoolExecutor(max_workers=10) as pool,
-        ):
-            outcomes = [o for batch in pool.map(client, range(10)) for o in batch]
+        with TurnTakingWriter(remote, tmp_path / "other", pushes=clients * per_client) as competitor:
+
+            def client(number: int) -> list[CommitOutcome]:
+                return [
+                    source.apply(
+                        AppendAfterARace(AppendLine("ledger.txt", f"change-{number}-{n}"), competitor),
+                        f"Change {number}-{n}",
+                        timeout=120,
+                    )
+                    for n in range(per_client)
+                ]
+
+            with concurrent.futures.ThreadPoolExecutor(max_workers=clients) as pool:
+                outcomes = [o for batch in pool.map(client, range(clients)) for o in batch]
     finally:
         source.stop()
 
+    # Every change raced once, in its batch's first attempt: one rejection, then through.
+    assert [o.attempts for o in outcomes] == [2] * len(outcomes)
     head = remote_head(remote)
     assert all(o.commit is not None and is_ancestor(remote, o.commit, head) for o in outcomes)
     clone = fresh_clone(remote, tmp_path / "check")
     ledger = (clone / "ledger.txt").read_text().splitlines()
-    assert sorted(ledger) == sorted(f"change-{c}-{n}" for c in range(10) for n in range(10))
-    assert competitor.pushed, "the competing writer never got a push through"
-    assert sorted((clone / "competitor.txt").read_text().splitlines()) == sorted(competitor.pushed)
+    assert sorted(ledger) == sorted(f"change-{c}-{n}" for c in range(clients) for n in range(per_client))
+    assert competitor.pushed == [f"other-{n}" for n in range(clients * per_client)]
+    assert (clone / "competitor.txt").read_text().splitlines() == competitor.pushed
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.tiers import require_marker
 
 BUILD_SCRIPT = ROOT / "scripts" / "build-image.sh"
 BUILD_TIMEOUT = 2400  # a cold build takes about 3 minutes on 2 cores; the script bounds itself too
@@ -39,6 +40,7 @@ RUN_TIMEOUT = 300
 
 def as_root() -> list[str]:
     """The prefix that runs a command as root: nothing when we are root, else `sudo -n`."""
+    require_marker("tools", "mmdebstrap, umoci and root (scripts/build-image.sh)")
     if os.geteuid() == 0:
         return []
     if (
@@ -71,6 +73,7 @@ class BuiltImage:
 
 
 def build_image(out: Path, *, cache: bool = True) -> BuiltImage:
+    require_marker("tools", "mmdebstrap, umoci and root (scripts/build-image.sh)")
     args = ["bash", str(BUILD_SCRIPT), "--out", str(out)]
     if not cache:
         args.append("--no-cache")

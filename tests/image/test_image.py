@@ -22,7 +22,7 @@ import btp_gitops
 from tests.conftest import CLI, EXAMPLES, ROOT, read_tree
 from tests.image.conftest import BuiltImage, Bundle
 
-pytestmark = pytest.mark.image
+pytestmark = [pytest.mark.image, pytest.mark.tools]
 
 LABELS = (
     "org.opencontainers.image.source",

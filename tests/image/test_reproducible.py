@@ -15,7 +15,7 @@ import pytest
 
 from tests.image.conftest import BuiltImage, build_image
 
-pytestmark = [pytest.mark.image, pytest.mark.slow]
+pytestmark = [pytest.mark.image, pytest.mark.tools, pytest.mark.slow]
 
 
 def sha256(path: Path) -> str:

@@ -45,7 +45,7 @@ from tests.support.dry_run import (
 )
 from tests.support.kubeapi import KubeAPI, install_crds
 
-pytestmark = pytest.mark.kube
+pytestmark = [pytest.mark.kube, pytest.mark.crds]
 
 # --------------------------------------------------------------------------
 # sources

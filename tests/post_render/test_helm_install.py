@@ -22,7 +22,7 @@ from tests.post_render.test_post_render_cli import SECRET_VALUES, secret_manifes
 from tests.support.crds import load_crds, third_party_crd_files
 from tests.support.kubeapi import KubeAPI, install_crds
 
-pytestmark = [pytest.mark.kube, pytest.mark.tools]
+pytestmark = [pytest.mark.kube, pytest.mark.tools, pytest.mark.crds]
 
 RELEASE = "sap-btp-operator"
 

@@ -55,10 +55,16 @@ def assert_module_transforms(output: list[dict[str, Any]]) -> None:
             assert obj["metadata"]["namespace"] == "kyma-system", obj["metadata"]["name"]
     deployment = next(o for o in output if o["kind"] == "Deployment")
     assert deployment["spec"]["template"]["metadata"]["labels"]["kyma-project.io/module"] == "btp-operator"
-    for webhooks in (o for o in output if o["kind"].endswith("WebhookConfiguration")):
+    configurations = [o for o in output if o["kind"].endswith("WebhookConfiguration")]
+    assert sorted(o["kind"] for o in configurations) == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    for webhooks in configurations:
         assert webhooks["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
             "kyma-system/sap-btp-operator-webhook-cert"
         )
+        assert webhooks["webhooks"], webhooks["metadata"]["name"]
         assert all("caBundle" not in w["clientConfig"] for w in webhooks["webhooks"])
     certificate = next(o for o in output if o["kind"] == "Certificate" and not o["spec"].get("isCA"))
     assert certificate["spec"]["secretName"] == "webhook-server-cert"

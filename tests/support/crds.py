@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from tests.support.cache import cache_dir
+from tests.support.tiers import require_marker
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRDS_CACHE = cache_dir() / "crds"
@@ -51,6 +52,7 @@ def third_party_crd_files(*families: str) -> list[Path]:
     Raises ``ValueError`` for an unknown family and ``CrdsNotFetchedError``, naming the
     command that fetches them, when a family is not in the cache.
     """
+    require_marker("crds", "the pinned third-party CRDs (scripts/fetch-crds.sh)")
     unknown = sorted(set(families) - set(CRD_FAMILIES))
     if unknown:
         raise ValueError(f"unknown CRD families {unknown}; known: {', '.join(CRD_FAMILIES)}")
@@ -64,6 +66,13 @@ def third_party_crd_files(*families: str) -> list[Path]:
             f"(or `{script}` to fetch every family)."
         )
     return [path for family in wanted for path in _family_files(family)]
+
+
+def pinned_crds_dir(*families: str) -> Path:
+    """``$CACHE/crds/current``, the directory `validate --crds` reads, once ``families`` (every
+    family when none is named) are fetched; raises like :func:`third_party_crd_files`."""
+    third_party_crd_files(*families)
+    return CURRENT_CRDS
 
 
 def our_crd_files() -> list[Path]:

@@ -17,10 +17,13 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
+
+from tests.support.tiers import require_marker
 
 Encoding = serialization.Encoding
 Format = serialization.PrivateFormat
@@ -72,11 +75,12 @@ def openssh() -> str:
     return ed25519_key().private_bytes(Encoding.PEM, Format.OpenSSH, NO_PASSWORD).decode()
 
 
-def ssh_keygen_openssh() -> str | None:
-    """An OpenSSH key as `ssh-keygen` writes it, or None without ssh-keygen."""
+def ssh_keygen_openssh() -> str:
+    """An OpenSSH key as `ssh-keygen` writes it; the test fails, naming the package, without it."""
+    require_marker("tools", "ssh-keygen (the openssh-client package)")
     binary = shutil.which("ssh-keygen")
     if binary is None:
-        return None
+        pytest.fail("ssh-keygen is not installed: install the openssh-client package", pytrace=False)
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "id"
         subprocess.run(

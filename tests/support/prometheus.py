@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.tiers import require_marker
 from tests.support.waiting import free_port
 
 SETUP_HINT = "install it with `bash scripts/setup.sh --with-tools` (CI does)"
@@ -116,6 +117,7 @@ def openmetrics_text(series: Iterable[Series]) -> str:
 
 
 def _binary(name: str) -> str:
+    require_marker("tools", f"{name} (Debian's prometheus package, scripts/setup.sh --with-tools)")
     found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
     if found is None:
         pytest.fail(f"{name} is not installed: {SETUP_HINT}", pytrace=False)

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from tests.support.cache import cache_dir
+from tests.support.tiers import require_marker
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_DIR = cache_dir() / "tools"
@@ -18,6 +19,8 @@ TOOLS_BIN = TOOLS_DIR / "bin"
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-tools.sh"
 
 TOOL_NAMES = frozenset({"kube-apiserver", "etcd", "helm3", "helm4", "kustomize", "sops", "actionlint"})
+# The API server's own binaries belong to the `kube` tier; every other tool to `tools`.
+KUBE_TOOLS = frozenset({"kube-apiserver", "etcd"})
 
 
 class ToolNotBuiltError(FileNotFoundError):
@@ -37,6 +40,7 @@ def tool_path(name: str) -> Path:
     if name not in TOOL_NAMES:
         known = ", ".join(sorted(TOOL_NAMES))
         raise ValueError(f"unknown tool {name!r}; known tools: {known}")
+    require_marker("kube" if name in KUBE_TOOLS else "tools", f"{name} (scripts/build-tools.sh)")
     link = TOOLS_BIN / name
     try:
         binary = link.resolve(strict=True)

@@ -92,10 +92,9 @@ def test_every_encoding_is_found(make: Callable[[], str], what: str) -> None:
     assert private_key_in(f"prefix text: {make()} :suffix") == what
 
 
+@pytest.mark.tools
 def test_openssh_as_ssh_keygen_writes_it_is_found() -> None:
     text = keys.ssh_keygen_openssh()
-    if text is None:
-        pytest.skip("ssh-keygen is not installed")
     assert private_key_in(text) == "PEM OPENSSH PRIVATE KEY"
     assert private_key_in(keys.b64(text)) == "base64 of a PEM OPENSSH PRIVATE KEY"
 

@@ -29,6 +29,7 @@ from btp_gitops.generator.core.yamlio import (
     load_source_documents,
     split_documents,
 )
+from tests.support.yaml_errors import PARSER, matches
 
 # --------------------------------------------------------------------------------------------------
 # dump_object: key order and indentation
@@ -329,12 +330,17 @@ def test_load_source_documents_allows_a_key_overriding_a_merge_key() -> None:
     ]
 
 
-@pytest.mark.parametrize("text", ["? [a, b]\n: 1\n", "a: 1\n---\n{[x]: 1}\n"])
-def test_load_source_documents_reports_unhashable_keys(text: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("? [a, b]\n: 1\n", "f.yaml: document 1: invalid YAML: line 1, column 3: "),
+        ("a: 1\n---\n{[x]: 1}\n", "f.yaml: document 2: invalid YAML: line 3, column 2: "),
+    ],
+)
+def test_load_source_documents_reports_unhashable_keys(text: str, where: str) -> None:
     with pytest.raises(SourceSyntaxProblem) as caught:
         list(load_source_documents(text, "f.yaml"))
-    assert caught.value.problem.file == "f.yaml"
-    assert "unhashable" in caught.value.problem.message
+    assert matches(caught.value.problem.render(), where + PARSER), caught.value.problem.render()
 
 
 @pytest.mark.parametrize(
@@ -342,30 +348,30 @@ def test_load_source_documents_reports_unhashable_keys(text: str) -> None:
     [
         (
             "a: 1\nb: :\n",
-            "f.yaml: document 1: invalid YAML: line 2, column 4: mapping values are not allowed in this context",
+            "f.yaml: document 1: invalid YAML: line 2, column 4: " + PARSER,
         ),
         (
             "a: 1\n---\nb: 1\n---\nc: [1\nd: 2\n",
-            "f.yaml: document 3: invalid YAML: line 6, column 2: did not find expected ',' or ']'",
+            "f.yaml: document 3: invalid YAML: line 6, column 2: " + PARSER,
         ),
         (
             "a: 1\n---\n]\n",
-            "f.yaml: document 2: invalid YAML: line 3, column 1: did not find expected node content",
+            "f.yaml: document 2: invalid YAML: line 3, column 1: " + PARSER,
         ),
         (
             "a: 1\n---\nb: *nope\n",
-            "f.yaml: document 2: invalid YAML: line 3, column 4: found undefined alias",
+            "f.yaml: document 2: invalid YAML: line 3, column 4: " + PARSER,
         ),
         (
             "a: 1\n---\nb: @x\n",
-            "f.yaml: document 2: invalid YAML: line 3, column 4: found character that cannot start any token",
+            "f.yaml: document 2: invalid YAML: line 3, column 4: " + PARSER,
         ),
     ],
 )
 def test_load_source_documents_syntax_errors_carry_document_and_line(text: str, rendered: str) -> None:
     with pytest.raises(SourceSyntaxProblem) as caught:
         list(load_source_documents(text, "f.yaml"))
-    assert caught.value.problem.render() == rendered
+    assert matches(caught.value.problem.render(), rendered), caught.value.problem.render()
 
 
 def test_load_source_documents_yields_good_documents_before_a_broken_one() -> None:

@@ -89,6 +89,7 @@ def test_valid_render_is_written_as_without_validate(tmp_path: Path, run_cli: Ru
     assert read_tree(tmp_path / "validated") == read_tree(tmp_path / "plain")
 
 
+@pytest.mark.crds
 def test_invalid_render_leaves_the_previous_output_untouched(
     tmp_path: Path, run_cli: RunCli, broken_chart: Path
 ) -> None:
@@ -151,6 +152,7 @@ def test_missing_schemas_fail_a_validated_render_unless_ignored(
     ]
 
 
+@pytest.mark.crds
 def test_render_to_stdout_validates_before_writing_anything(
     tmp_path: Path, run_cli: RunCli, broken_chart: Path
 ) -> None:

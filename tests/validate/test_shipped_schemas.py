@@ -68,6 +68,7 @@ def _tree(directory: Path) -> dict[str, bytes]:
 # --- the shipped files ----------------------------------------------------------------------------
 
 
+@pytest.mark.crds
 def test_the_shipped_schemas_are_generated_from_the_pinned_crds(tmp_path: Path) -> None:
     third_party_crd_files()  # names the fetch command when the pinned CRDs are missing
     result = _generate("--out", tmp_path / "generated")
@@ -76,6 +77,7 @@ def test_the_shipped_schemas_are_generated_from_the_pinned_crds(tmp_path: Path) 
     assert _generate("--check").returncode == EXIT_OK
 
 
+@pytest.mark.crds
 def test_check_names_changed_missing_and_stale_files(tmp_path: Path) -> None:
     third_party_crd_files()
     copy = tmp_path / "copy"
@@ -114,13 +116,16 @@ def test_the_installed_package_finds_the_shipped_directory() -> None:
     assert not SHIPPED.is_symlink(), "a real directory of the package, not a link to the checkout"
 
 
+@pytest.mark.crds
 def test_shipped_documents_stand_for_the_pinned_crds() -> None:
     """Each file's versions are the served versions of its CRD, with the compacted schema."""
     pinned = {
         (crd["spec"]["group"], crd["spec"]["names"]["kind"]): crd
         for crd in load_crds(third_party_crd_files())
     }
-    for path in sorted(SHIPPED.glob("*.json")):
+    files = sorted(SHIPPED.glob("*.json"))
+    assert files, f"no schemas in {SHIPPED}"
+    for path in files:
         shipped = crd_from_shipped(yaml.safe_load(path.read_text()))
         crd = pinned[(shipped["spec"]["group"], shipped["spec"]["names"]["kind"])]
         assert shipped["spec"]["scope"] == crd["spec"]["scope"], path.name
@@ -402,6 +407,7 @@ def test_render_validate_uses_the_shipped_schemas(tmp_path: Path, run_cli: RunCl
 # --- --crds adds and overrides --------------------------------------------------------------------
 
 
+@pytest.mark.crds
 def test_crds_adds_a_kind_the_shipped_schemas_do_not_know(tmp_path: Path, run_cli: RunCli) -> None:
     _write(
         tmp_path / "podmonitor.yaml",

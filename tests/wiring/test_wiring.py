@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client as k8s
 
 from tests.conftest import EXAMPLES, ROOT, RunCli, read_tree, tree_as_yaml
-from tests.support.crds import CURRENT_CRDS, load_crds, third_party_crd_files
+from tests.support.crds import load_crds, pinned_crds_dir, third_party_crd_files
 from tests.support.dry_run import RenderedObject, ServedResources, create_namespace, dry_run_apply, refusals
 from tests.support.kubeapi import KubeAPI, install_crds
 
@@ -134,10 +134,11 @@ def test_wiring_options_that_cannot_work_are_usage_errors(
 
 
 @pytest.mark.parametrize("target", ["argocd", "flux"])
+@pytest.mark.crds
 def test_the_wiring_is_valid_for_the_pinned_crds(tmp_path: Path, run_cli: RunCli, target: str) -> None:
     cluster = render(run_cli, tmp_path, "--target", target, *EMIT, sources=FLUX_SOURCES)
 
-    result = run_cli("validate", cluster / ".wiring", "--crds", CURRENT_CRDS, cwd=ROOT)
+    result = run_cli("validate", cluster / ".wiring", "--crds", pinned_crds_dir("argo-cd", "flux"), cwd=ROOT)
 
     assert result.returncode == 0, result.stderr
     objects = len(list((cluster / ".wiring").glob("*-*.yaml")))
@@ -145,12 +146,13 @@ def test_the_wiring_is_valid_for_the_pinned_crds(tmp_path: Path, run_cli: RunCli
     assert result.stdout.startswith(f"{objects} object{'s' if objects > 1 else ''} valid")
 
 
+@pytest.mark.crds
 def test_validation_refuses_a_broken_wiring_object(tmp_path: Path, run_cli: RunCli) -> None:
     cluster = render(run_cli, tmp_path, "--target", "flux", *EMIT)
     stage = cluster / ".wiring" / "kustomization-btp-operator-10-resources.yaml"
     stage.write_text(stage.read_text().replace("prune: true", "prune: 'yes'"))
 
-    result = run_cli("validate", cluster / ".wiring", "--crds", CURRENT_CRDS, cwd=ROOT)
+    result = run_cli("validate", cluster / ".wiring", "--crds", pinned_crds_dir("argo-cd", "flux"), cwd=ROOT)
 
     assert result.returncode == 3
     assert "kustomization-btp-operator-10-resources.yaml" in result.stderr
@@ -169,6 +171,7 @@ def api(kube_api: KubeAPI) -> Iterator[k8s.ApiClient]:
 
 @pytest.mark.kube
 @pytest.mark.parametrize("target", ["argocd", "flux"])
+@pytest.mark.crds
 def test_the_api_server_accepts_the_wiring(
     api: k8s.ApiClient, tmp_path: Path, run_cli: RunCli, target: str
 ) -> None:
@@ -180,6 +183,7 @@ def test_the_api_server_accepts_the_wiring(
 
 
 @pytest.mark.kube
+@pytest.mark.crds
 def test_the_api_server_refuses_a_broken_application_set(
     api: k8s.ApiClient, tmp_path: Path, run_cli: RunCli
 ) -> None:

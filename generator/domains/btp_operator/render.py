@@ -1,11 +1,11 @@
 """The SAP BTP service operator module, rendered as BTP Manager would install it.
 
-BTP Manager (reference/btp-manager.md) installed the operator chart into `kyma-system` for the
-BtpOperator `kyma-system/btpoperator`, labelled every object as a module object, filled the
-operator ConfigMap from the `sap-btp-manager` Secret, copied the credentials into the operator's
-Secret and generated the webhook certificates. Rendering for Git keeps all of that except what
-cannot live in Git: credentials become an ExternalSecret and certificates come from cert-manager
-(or Gardener), with the CA injected in-cluster.
+BTP Manager (https://github.com/kyma-project/btp-manager/tree/main/docs) installed the operator
+chart into `kyma-system` for the BtpOperator `kyma-system/btpoperator`, labelled every object as a
+module object, filled the operator ConfigMap from the `sap-btp-manager` Secret, copied the
+credentials into the operator's Secret and generated the webhook certificates. Rendering for Git
+keeps all of that except what cannot live in Git: credentials become an ExternalSecret and
+certificates come from cert-manager (or Gardener), with the CA injected in-cluster.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which DNS records a domain needs, per DNS mode (reference: Domains, certificates, DNS).
+"""Which DNS records a domain needs, per DNS mode (as CAP Operator's https://sap.github.io/cap-operator/docs/usage/domain-management/).
 
     None       no record
     Wildcard   `*.<domain>` -> dnsTarget

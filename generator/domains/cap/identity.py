@@ -1,6 +1,6 @@
 """Names, labels and identity hashes of everything a CAP application renders.
 
-CAP Operator's names and `sme.sap.com/` keys are kept (reference/cap-operator.md, Conventions).
+CAP Operator's names and `sme.sap.com/` label and annotation keys are kept, so its tools still read them.
 Where the operator used generateName or live state, a name is derived from the source instead, so
 the same input always gives the same names:
 

@@ -1,7 +1,8 @@
 """Typed views of CAPApplication, CAPApplicationVersion, Domain and ClusterDomain.
 
 The documents have passed their schemas in schemas/ before they get here, so the views only read
-fields and apply CAP Operator's defaults (reference/cap-operator.md); rules spanning fields or
+fields and apply CAP Operator's defaults (https://sap.github.io/cap-operator/docs/usage/resources/);
+rules spanning fields or
 documents live in `validation`. Kubernetes types the CRDs pass through (probes, resources,
 volumes, ...) stay plain mappings and are copied into the rendered objects as they are.
 """
@@ -132,7 +133,8 @@ class Application:
 
     @property
     def services_only(self) -> bool:
-        """No provider tenant: tenant-independent Service workloads only (reference: services-only)."""
+        """No provider tenant: tenant-independent Service workloads only (CAP Operator's services-only
+        applications: no tenants, no tenant operations)."""
         return self.provider is None
 
     @property
@@ -201,7 +203,8 @@ class Port:
         )
 
 
-# Ports a workload gets when it declares none (reference: Service defaults; seeds: port defaults).
+# Ports a workload gets when it declares none, as CAP Operator gives them: a CAP workload serves
+# `srv-api` on 4004, a Router listens on 5000.
 DEFAULT_PORTS = {
     DeploymentType.CAP: (Port("server-svc-port", 4004, router_destination_name="srv-api"),),
     DeploymentType.ROUTER: (Port("router-svc-port", 5000),),

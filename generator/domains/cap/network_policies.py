@@ -1,4 +1,4 @@
-"""NetworkPolicies of a version (reference: NetworkPolicies; the ingress policy is ours, documented).
+"""NetworkPolicies of a version: CAP Operator's two, and an ingress policy of ours (the third below).
 
 `<cav>`            pods of the version accept traffic from pods of the same version
 `<cav>-<wl>`       a workload's ports with `networkPolicy: Cluster` accept traffic from any pod

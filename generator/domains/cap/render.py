@@ -1,6 +1,6 @@
 """CAP applications: CAPApplication, CAPApplicationVersion, Domain, ClusterDomain -> apps.
 
-What CAP Operator reconciled in the cluster is rendered once per render (reference/cap-operator.md):
+What CAP Operator reconciled in the cluster is rendered once per render (https://sap.github.io/cap-operator/docs/usage/resources/):
 
 1. Read every CAP object of the sources, the deprecated `spec.domains` as the domains they stand
    for (catalog), and check every rule, reporting all broken ones at once (validation).

@@ -1,7 +1,7 @@
 """Render-time rules of a CAPApplicationVersion: CAP Operator's webhook rules, checked offline.
 
 Each rule returns the problems it finds, located at the field to fix; `version_problems` runs them
-all so one render reports everything (reference/cap-operator.md, Validation).
+all so one render reports everything, where the webhook stops at the first.
 """
 
 from __future__ import annotations

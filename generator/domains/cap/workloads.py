@@ -1,5 +1,6 @@
 """Deployment workloads of a version: Deployment, Service, Router destinations, DestinationRule,
-PodDisruptionBudget, HorizontalPodAutoscaler and ServiceMonitor (reference: Per CAPApplicationVersion).
+PodDisruptionBudget, HorizontalPodAutoscaler and ServiceMonitor, as CAP Operator creates them for
+a CAPApplicationVersion (https://sap.github.io/cap-operator/docs/usage/resources/capapplicationversion/).
 
 A workload with an autoscaler gets no `replicas`: the HorizontalPodAutoscaler owns the count, and a
 value in Git would make the GitOps tool fight it on every sync.

@@ -2,7 +2,7 @@
 
 The documents have passed their schemas in schemas/ before they get here, so the views only apply
 defaults and resolve paths; rules that span fields or documents live in catalog and resolution.
-Names, labels and defaults are Lifecycle Manager's (reference/lifecycle-manager.md).
+Names, labels and defaults are Lifecycle Manager's (https://github.com/kyma-project/lifecycle-manager/tree/main/docs).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Kyma modules: a Kyma CR and the module catalog -> one app per module, and why.
 
-Lifecycle Manager (reference/lifecycle-manager.md) watched each Kyma CR, resolved its modules
+Lifecycle Manager (https://github.com/kyma-project/lifecycle-manager/tree/main/docs) watched each Kyma
+CR, resolved its modules
 against the catalog of ModuleTemplates and ModuleReleaseMetas and installed each module through
 a Manifest. Rendering for Git does the same once per render, for the one Kyma of the cluster:
 

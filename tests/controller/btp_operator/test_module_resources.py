@@ -22,6 +22,7 @@ from btp_gitops.controller.kube import KubeClient
 from btp_gitops.generator.core.objects import ObjectKey
 from tests.controller.btp_operator.cluster import MODULE_RESOURCES, ModuleCluster
 from tests.support.crds import load_crds, third_party_crd_files
+from tests.support.dry_run import request
 from tests.support.kubeapi import install_crds
 
 CONFIG_MAP = """---
@@ -169,11 +170,24 @@ def test_broken_artifacts_are_configuration_errors(
 
 
 @pytest.mark.kube
+@pytest.mark.crds
 def test_every_kind_is_served_under_the_resource_name_used(cluster: ModuleCluster, kube: KubeClient) -> None:
-    """With the module's CRDs and those of the render-added kinds installed, every kind lists."""
+    """With the module's CRDs and those of the render-added kinds installed, the API server's
+    discovery serves every kind under the resource name and scope used, and every kind lists."""
     install_crds(
         cluster.api, load_crds(third_party_crd_files("cert-manager", "external-secrets", "gardener-cert"))
     )
     module = load_module_resources(MODULE_RESOURCES)
-    for resource in (*module.kinds, *RENDER_ADDED_KINDS):
-        assert isinstance(kube.list(resource, label_selector=MODULE_SELECTOR), list), resource
+    resources = (*module.kinds, *RENDER_ADDED_KINDS)
+    served: dict[tuple[str, str], tuple[str, bool]] = {}
+    for api_version in sorted({r.api_version for r in resources}):
+        reply = request(cluster.api, "GET", "/api/v1" if api_version == "v1" else f"/apis/{api_version}")
+        assert reply.status == 200, reply.message()
+        for entry in reply.body["resources"]:
+            served[api_version, entry["name"]] = (entry["kind"], entry["namespaced"])
+
+    assert {(r.api_version, r.plural): served.get((r.api_version, r.plural)) for r in resources} == {
+        (r.api_version, r.plural): (r.kind, r.namespaced) for r in resources
+    }
+    for resource in resources:
+        kube.list(resource, label_selector=MODULE_SELECTOR)  # the controller's own request; raises if refused

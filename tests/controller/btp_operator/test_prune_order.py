@@ -46,7 +46,7 @@ from tests.support.crds import load_crds, third_party_crd_files
 from tests.support.dry_run import RenderedObject, ServedResources, render, rendered_objects, request
 from tests.support.kubeapi import install_crds
 
-pytestmark = pytest.mark.kube
+pytestmark = [pytest.mark.kube, pytest.mark.crds]
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 RUNTIME = RuntimeSettings(

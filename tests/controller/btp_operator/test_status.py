@@ -22,7 +22,7 @@ def _with_status(verdict: status.Verdict, when: dt.datetime, generation: int = 1
     return obj
 
 
-def test_each_reason_has_the_state_of_the_seed_table() -> None:
+def test_each_reason_has_the_state_of_btp_managers_table() -> None:
     table = {
         status.reconcile_succeeded(): ("Ready", "True", "Normal"),
         status.waiting_for_deployment("kyma-system", "op", exists=True): ("Processing", "False", "Normal"),

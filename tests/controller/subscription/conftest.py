@@ -15,7 +15,9 @@ import datetime as dt
 import http.client
 import json
 import logging
+import random
 import secrets
+import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -273,6 +275,49 @@ def run_git(directory: Path, *args: str) -> str:
             },
         )
     )
+
+
+class BusyWriter:
+    """A third writer with a clone of its own, pushing a commit to main every 0.2 to 0.4 s (the pace
+    of a busy CI job) until stopped; its commits, in order, are in `pushed`. Its first push goes out
+    at once, so it has pushed by the time any answer comes back. Its pace decides only how often it
+    meets the replicas, not whether the test passes (tests/controller/test_gitstore.py races a
+    writer against every batch, in turns)."""
+
+    def __init__(self, remote: Path, workdir: Path) -> None:
+        self.clone = workdir
+        run_git(workdir.parent, "clone", "--quiet", str(remote), str(workdir))
+        self.pushed: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="busy-writer")
+
+    def __enter__(self) -> BusyWriter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        number = 0
+        while not self._stop.is_set():
+            run_git(self.clone, "fetch", "--quiet", "origin")
+            run_git(self.clone, "reset", "--quiet", "--hard", "origin/main")
+            line = f"other-{number}"
+            with (self.clone / "competitor.txt").open("a") as file:
+                file.write(line + "\n")
+            run_git(self.clone, "add", "competitor.txt")
+            run_git(self.clone, "commit", "--quiet", "--message", line)
+            status, _, _ = git.Git(self.clone).execute(
+                ["git", "push", "--quiet", "origin", "HEAD:refs/heads/main"],
+                with_extended_output=True,
+                with_exceptions=False,
+            )
+            if int(status) == 0:
+                self.pushed.append(line)
+                number += 1
+            self._stop.wait(random.uniform(0.2, 0.4))
 
 
 def application_documents(namespace: str) -> str:

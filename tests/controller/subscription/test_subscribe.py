@@ -34,6 +34,7 @@ from tests.controller.subscription.conftest import (
     PROVIDER_TENANT,
     SERVICES_ONLY_APP,
     SUBSCRIPTION_DOMAIN,
+    BusyWriter,
     Running,
     ServerFactory,
     SmsPki,
@@ -422,12 +423,11 @@ def test_two_replicas_and_a_competing_pusher_lose_and_duplicate_no_tenant(
 ) -> None:
     """Two subscription-server replicas (each its own clone of the same remote) answer 60
     concurrent subscriptions between them while a third writer pushes to the branch every 0.2 to
-    0.4 s (a busy CI job; tests/controller/test_gitstore.py races a far busier one against the
-    writer alone): every tenant is recorded exactly once, and so is every one of its commits."""
+    0.4 s (a busy CI job; tests/controller/test_gitstore.py races a writer against every batch of
+    the Git writer alone): every tenant is recorded exactly once, and so is every one of its commits."""
     from btp_gitops.controller.gitstore import RepoSettings, SourceRepo  # noqa: PLC0415 (only this test)
     from btp_gitops.controller.subscription.git_ledger import GitTenantLedger  # noqa: PLC0415
     from tests.controller.subscription.conftest import Sources  # noqa: PLC0415
-    from tests.controller.test_gitstore import CompetingWriter  # noqa: PLC0415
 
     remote = running.sources.remote
     second_repo = SourceRepo(RepoSettings(url=str(remote), workdir=tmp_path / "replica-2", batch_window=0.02))
@@ -449,7 +449,7 @@ def test_two_replicas_and_a_competing_pusher_lose_and_duplicate_no_tenant(
             return answer.status, answer.body
 
         with (
-            CompetingWriter(remote, tmp_path / "other", pause=(0.2, 0.4)) as competitor,
+            BusyWriter(remote, tmp_path / "other") as competitor,
             concurrent.futures.ThreadPoolExecutor(max_workers=30) as pool,
         ):
             statuses = list(pool.map(subscribe, enumerate(tenants)))

@@ -26,11 +26,13 @@ def prometheus(prometheus_with: PrometheusFactory) -> PrometheusServer:
     return prometheus_with([steady("up_gauge", {"job": "a", "namespace": "n"}, 3.0, span=600)])
 
 
+@pytest.mark.tools
 def test_vector_answer(prometheus: PrometheusServer) -> None:
     result = PrometheusClient(prometheus.url).query('up_gauge{job="a"}', EVALUATION_TIME)
     assert result == Vector((VectorSample({"__name__": "up_gauge", "job": "a", "namespace": "n"}, 3.0),))
 
 
+@pytest.mark.tools
 def test_the_evaluation_instant_is_sent(prometheus: PrometheusServer) -> None:
     client = PrometheusClient(prometheus.url)
     assert client.query("sum(up_gauge)", EVALUATION_TIME) == Vector((VectorSample({}, 3.0),))
@@ -39,6 +41,7 @@ def test_the_evaluation_instant_is_sent(prometheus: PrometheusServer) -> None:
     assert client.query("sum(up_gauge)") == Vector(())  # Prometheus's own now
 
 
+@pytest.mark.tools
 def test_scalar_matrix_and_string_answers(prometheus: PrometheusServer) -> None:
     client = PrometheusClient(prometheus.url)
     assert client.query("scalar(sum(up_gauge)) > bool 2", EVALUATION_TIME) == Scalar(1.0)
@@ -46,6 +49,7 @@ def test_scalar_matrix_and_string_answers(prometheus: PrometheusServer) -> None:
     assert client.query('"text"', EVALUATION_TIME) == OtherResult("string")
 
 
+@pytest.mark.tools
 def test_query_prometheus_refuses(prometheus: PrometheusServer) -> None:
     with pytest.raises(PrometheusUnavailable) as refused:
         PrometheusClient(prometheus.url).query("sum(", EVALUATION_TIME)
@@ -55,6 +59,7 @@ def test_query_prometheus_refuses(prometheus: PrometheusServer) -> None:
     assert isinstance(refused.value, TemporaryError)
 
 
+@pytest.mark.tools
 def test_wrong_path_is_unavailable(prometheus: PrometheusServer) -> None:
     with pytest.raises(
         PrometheusUnavailable, match=r"^query 'up_gauge': Prometheus at .*/nothing answered 404$"

@@ -120,6 +120,7 @@ def _commit_message(remote: Path) -> str:
 # --- dry-run and true ------------------------------------------------------------------------------
 
 
+@pytest.mark.tools
 def test_dry_run_reports_the_version_and_commits_nothing(
     kube: KubeClient,
     kube_namespace: str,
@@ -146,6 +147,7 @@ def test_dry_run_reports_the_version_and_commits_nothing(
     )
 
 
+@pytest.mark.tools
 def test_true_removes_the_version_by_a_commit_and_the_tree_still_renders(
     kube: KubeClient,
     kube_namespace: str,
@@ -196,6 +198,7 @@ def test_true_removes_the_version_by_a_commit_and_the_tree_still_renders(
     assert event["message"].endswith(f"; removed from the source repository in commit {commits[0][:12]}")
 
 
+@pytest.mark.tools
 def test_a_second_pass_changes_nothing(
     kube: KubeClient,
     kube_namespace: str,
@@ -226,6 +229,7 @@ def test_a_second_pass_changes_nothing(
 # --- versions that stay ----------------------------------------------------------------------------------
 
 
+@pytest.mark.tools
 def test_rules_not_met_keep_the_version(
     kube: KubeClient,
     kube_namespace: str,
@@ -338,6 +342,7 @@ def test_a_tenant_recorded_before_the_commit_keeps_the_version(
 # --- under the Manager -------------------------------------------------------------------------------------
 
 
+@pytest.mark.tools
 def test_the_manager_runs_the_cleanup(
     kube: KubeClient,
     kube_namespace: str,

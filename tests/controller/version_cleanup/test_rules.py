@@ -77,6 +77,7 @@ def test_metric_queries_are_the_references_promql() -> None:
 # --- Gauge -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.tools
 def test_gauge_at_its_threshold_is_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(prometheus, {"srv": {"metrics": [gauge("current_sessions", "5m", "4")]}})
     assert verdict.eligible
@@ -86,6 +87,7 @@ def test_gauge_at_its_threshold_is_eligible(prometheus: PrometheusServer) -> Non
 
 
 @pytest.mark.parametrize("threshold", ["3.999", "0"])
+@pytest.mark.tools
 def test_gauge_above_its_threshold_is_not_eligible(prometheus: PrometheusServer, threshold: str) -> None:
     verdict = _verdict(prometheus, {"srv": {"metrics": [gauge("current_sessions", "2h", threshold)]}})
     assert not verdict.eligible
@@ -94,6 +96,7 @@ def test_gauge_above_its_threshold_is_not_eligible(prometheus: PrometheusServer,
     assert [w.workload for w in verdict.workloads] == ["srv"]
 
 
+@pytest.mark.tools
 def test_gauge_that_is_nan_is_not_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(prometheus, {"approuter": {"metrics": [gauge("queue_depth", "5m", "1000")]}})
     assert not verdict.eligible
@@ -103,18 +106,21 @@ def test_gauge_that_is_nan_is_not_eligible(prometheus: PrometheusServer) -> None
 # --- Counter -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.tools
 def test_counter_rate_at_its_threshold_is_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(prometheus, {"srv": {"metrics": [counter("http_requests_total", "5m", "0.75")]}})
     assert verdict.eligible
     assert verdict.workloads[0].reason == "srv: Counter http_requests_total (rate over 5m): 0.75 <= 0.75"
 
 
+@pytest.mark.tools
 def test_counter_rate_slightly_above_its_threshold_is_not_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(prometheus, {"srv": {"metrics": [counter("http_requests_total", "5m", "0.7499")]}})
     assert not verdict.eligible
     assert verdict.reason == "srv: Counter http_requests_total (rate over 5m): 0.75 exceeds 0.7499"
 
 
+@pytest.mark.tools
 def test_counter_without_increase_meets_a_zero_threshold(prometheus: PrometheusServer) -> None:
     verdict = _verdict(prometheus, {"approuter": {"metrics": [counter("http_requests_total", "10m", "0")]}})
     assert verdict.eligible
@@ -124,6 +130,7 @@ def test_counter_without_increase_meets_a_zero_threshold(prometheus: PrometheusS
 # --- empty vectors, several rules, thresholds --------------------------------------------------------
 
 
+@pytest.mark.tools
 def test_metric_without_samples_is_an_empty_vector_and_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(
         prometheus,
@@ -139,6 +146,7 @@ def test_metric_without_samples_is_an_empty_vector_and_eligible(prometheus: Prom
     )
 
 
+@pytest.mark.tools
 def test_every_metric_of_a_workload_must_hold(prometheus: PrometheusServer) -> None:
     rules = {
         "srv": {
@@ -153,6 +161,7 @@ def test_every_metric_of_a_workload_must_hold(prometheus: PrometheusServer) -> N
     )
 
 
+@pytest.mark.tools
 def test_every_deployment_workload_must_be_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(
         prometheus,
@@ -165,6 +174,7 @@ def test_every_deployment_workload_must_be_eligible(prometheus: PrometheusServer
     assert [w.eligible for w in verdict.workloads] == [True, False]
 
 
+@pytest.mark.tools
 def test_threshold_that_is_not_a_number_is_not_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(prometheus, {"srv": {"metrics": [gauge("current_sessions", "5m", "lots")]}})
     assert not verdict.eligible
@@ -185,12 +195,14 @@ def test_version_without_rules_is_eligible_without_asking_prometheus(unreachable
 SESSIONS = 'scalar(sum(avg_over_time(current_sessions{job="shop-1-0-0-srv-svc",namespace="rules"}[5m])))'
 
 
+@pytest.mark.tools
 def test_expression_that_is_scalar_one_is_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(prometheus, {"srv": {"expression": f"{SESSIONS} <= bool 4"}})
     assert verdict.eligible
     assert verdict.workloads[0].reason == f"srv: expression {SESSIONS} <= bool 4: 1"
 
 
+@pytest.mark.tools
 def test_expression_that_is_scalar_zero_is_not_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(prometheus, {"srv": {"expression": f"{SESSIONS} <= bool 3.5"}})
     assert not verdict.eligible
@@ -205,6 +217,7 @@ def test_expression_that_is_scalar_zero_is_not_eligible(prometheus: PrometheusSe
         ('current_sessions{namespace="rules"}[5m]', "a matrix"),
     ],
 )
+@pytest.mark.tools
 def test_expression_that_is_not_a_scalar_is_not_eligible(
     prometheus: PrometheusServer, expression: str, got: str
 ) -> None:
@@ -213,6 +226,7 @@ def test_expression_that_is_not_a_scalar_is_not_eligible(
     assert verdict.reason == f"srv: expression {expression}: gave {got}, not a scalar"
 
 
+@pytest.mark.tools
 def test_metrics_and_expression_together_must_both_hold(prometheus: PrometheusServer) -> None:
     rules = {
         "srv": {"metrics": [gauge("current_sessions", "5m", "4")], "expression": f"{SESSIONS} <= bool 1"}
@@ -222,6 +236,7 @@ def test_metrics_and_expression_together_must_both_hold(prometheus: PrometheusSe
     assert [o.satisfied for o in verdict.workloads[0].outcomes] == [True, False]
 
 
+@pytest.mark.tools
 def test_expression_prometheus_refuses_is_not_eligible(prometheus: PrometheusServer) -> None:
     verdict = _verdict(prometheus, {"srv": {"expression": "sum(("}})
     assert not verdict.eligible
