@@ -8,11 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from btp_gitops.generator.core.errors import (
-    EXIT_CHANGES,
-    EXIT_OK,
-    UsageError,
-)
+from btp_gitops.generator.core.errors import UsageError
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.crd_files import default_crd_dir
 from btp_gitops.generator.pipeline.crds import check_crds, write_crds
@@ -33,7 +30,7 @@ def run_crds(args: argparse.Namespace) -> int:
             print("".join(f"  {name}\n" for name in drifting), end="")
         else:
             print(f"CRDs in {out} match the schemas")
-        return EXIT_CHANGES if drifting else EXIT_OK
+        return ExitCode.CHANGES if drifting else ExitCode.OK
     result = write_crds(args.schemas, out)
     changes = result.changes
     if args.output == "json":
@@ -45,12 +42,12 @@ def run_crds(args: argparse.Namespace) -> int:
             sort_keys=True,
         )
         print()
-        return EXIT_OK
+        return ExitCode.OK
     print(
         f"wrote {out}: {len(result.files)} CRDs; {len(changes.added)} added, "
         f"{len(changes.changed)} changed, {len(changes.removed)} removed"
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def add_crds_parser(commands: Any) -> None:

@@ -16,11 +16,8 @@ from btp_gitops.generator.cli.options import (
     target_options,
 )
 from btp_gitops.generator.cli.output import print_notes
-from btp_gitops.generator.core.errors import (
-    EXIT_CHANGES,
-    EXIT_OK,
-    UsageError,
-)
+from btp_gitops.generator.core.errors import UsageError
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.diff.report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.diff import DiffRequest, diff_cluster, diff_report
@@ -44,7 +41,7 @@ def run_diff(args: argparse.Namespace) -> int:
     for app in result.render.apps:
         print_notes(app.notes, sys.stderr)
     print_notes(result.render.notes, sys.stderr)
-    return EXIT_CHANGES if args.exit_code and not result.diff.empty else EXIT_OK
+    return ExitCode.CHANGES if args.exit_code and not result.diff.empty else ExitCode.OK
 
 
 def add_diff_parser(commands: Any) -> None:

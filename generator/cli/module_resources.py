@@ -13,9 +13,7 @@ from btp_gitops.generator.cli.options import (
     chart_engine,
 )
 from btp_gitops.generator.cli.output import print_notes
-from btp_gitops.generator.core.errors import (
-    EXIT_OK,
-)
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.pipeline.module_resources import generate_module_resources
 
@@ -45,14 +43,14 @@ def run_module_resources(args: argparse.Namespace) -> int:
             sort_keys=True,
         )
         print()
-        return EXIT_OK
+        return ExitCode.OK
     changes = result.changes
     print(
         f"wrote {args.out}: {len(result.files)} files; {len(changes.added)} added, "
         f"{len(changes.changed)} changed, {len(changes.removed)} removed"
     )
     print_notes(result.notes, sys.stdout)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def add_module_resources_parser(commands: Any) -> None:

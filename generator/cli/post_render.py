@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.cli.output import print_notes
-from btp_gitops.generator.core.errors import EXIT_OK, InputError, Problem, SourceSyntaxError, UsageError
+from btp_gitops.generator.core.errors import InputError, Problem, SourceSyntaxError, UsageError
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.io.cluster import ClusterReader
 from btp_gitops.generator.io.input_files import UnreadableInput, read_stream_text
@@ -119,7 +120,7 @@ def run_post_render(args: argparse.Namespace) -> int:
     sys.stdout.write(result.text)
     sys.stdout.flush()
     print_notes(result.notes, sys.stderr)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def add_post_render_parser(commands: Any) -> None:

@@ -22,10 +22,8 @@ from btp_gitops.generator.cli.options import (
     validate_options,
 )
 from btp_gitops.generator.cli.output import print_notes
-from btp_gitops.generator.core.errors import (
-    EXIT_OK,
-    UsageError,
-)
+from btp_gitops.generator.core.errors import UsageError
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.domains.kyma import report_table
 from btp_gitops.generator.io.progress import progress_for
 from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT
@@ -64,7 +62,7 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
     for app in result.apps:
         print_notes(app.notes, sys.stderr)
     print_notes(result.notes, sys.stderr)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -92,7 +90,7 @@ def run_render(args: argparse.Namespace) -> int:
     if args.output == "json":
         json.dump(result.report(), sys.stdout, indent=2, sort_keys=True)
         print()
-        return EXIT_OK
+        return ExitCode.OK
     objects = sum(len(app.manifests) for app in result.apps)
     changes = result.changes
     print(
@@ -109,7 +107,7 @@ def run_render(args: argparse.Namespace) -> int:
         print("\n".join(report_table(kyma)))
     if request.commit:
         print(f"committed {result.commit}" if result.commit else "nothing to commit")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def add_render_parser(commands: Any) -> None:

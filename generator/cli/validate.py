@@ -11,10 +11,7 @@ from btp_gitops.generator.cli.options import (
     add_validation_options,
     validate_options,
 )
-from btp_gitops.generator.core.errors import (
-    EXIT_INPUT,
-    EXIT_OK,
-)
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.pipeline.validate import validate_paths
 
 
@@ -23,7 +20,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.output == "json":
         json.dump(report.as_dict(), sys.stdout, indent=2, sort_keys=True)
         print()
-        return EXIT_OK if report.valid else EXIT_INPUT
+        return ExitCode.OK if report.valid else ExitCode.INPUT
     for problem in report.problems:
         print(problem.render(), file=sys.stderr)
     for warning in report.warnings:
@@ -34,7 +31,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if report.warnings:
         summary += f", {_counted(len(report.warnings), 'warning')}"
     print(f"{summary} (Kubernetes {report.kubernetes_version})")
-    return EXIT_OK if report.valid else EXIT_INPUT
+    return ExitCode.OK if report.valid else ExitCode.INPUT
 
 
 def _counted(count: int, noun: str) -> str:

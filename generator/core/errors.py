@@ -42,15 +42,6 @@ from typing import ClassVar
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.redact import redact
 
-# Short names for the codes the generator's commands return themselves (their values are the table's).
-EXIT_OK = ExitCode.OK
-EXIT_CHANGES = ExitCode.CHANGES
-EXIT_USAGE = ExitCode.USAGE
-EXIT_INPUT = ExitCode.INPUT
-EXIT_CHART = ExitCode.CHART
-EXIT_OUTPUT = ExitCode.OUTPUT
-EXIT_INTERNAL = ExitCode.INTERNAL
-
 
 @dataclass(frozen=True, slots=True)
 class Problem:

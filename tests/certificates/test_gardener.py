@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from btp_gitops.generator.core.errors import EXIT_INPUT
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.transforms.certificates import CertificatePlan
 from btp_gitops.generator.transforms.gardener_certificates import (
     INJECT_CA_FROM,
@@ -172,7 +172,7 @@ def test_issuer_ref_fields_of_the_other_manager_are_refused(
     where = "source/btpoperatorconfig.yaml: document 1 (BtpOperatorConfig kyma-system/btp-operator)"
     make_source(certificates={"mode": "gardener", "issuerRef": {"name": "corp", "kind": "ClusterIssuer"}})
     result = run_cli("render", "source", "--out", "repo", cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     assert result.stderr == (
         "error: the webhook certificate issuer cannot be rendered\n"
         f"  {where}: spec.certificates.issuerRef.kind: Gardener issuers are referenced by name and namespace; "
@@ -182,7 +182,7 @@ def test_issuer_ref_fields_of_the_other_manager_are_refused(
         name="cm", certificates={"mode": "cert-manager", "issuerRef": {"name": "corp", "namespace": "x"}}
     )
     result = run_cli("render", "cm", "--out", "repo", cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     assert result.stderr == (
         "error: the webhook certificate issuer cannot be rendered\n"
         f"  {where.replace('source/', 'cm/')}: spec.certificates.issuerRef.namespace: cert-manager issuers are "

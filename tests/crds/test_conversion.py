@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from btp_gitops.generator.core.errors import EXIT_INPUT, UnconvertibleSchema
+from btp_gitops.generator.core.errors import UnconvertibleSchema
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.crds.generate import (
     GeneratedCrd,
     SchemaFile,
@@ -100,7 +101,7 @@ def spec_of(spec_schema: Any) -> Any:
 def problems(*files: SchemaFile) -> list[str]:
     with pytest.raises(UnconvertibleSchema) as raised:
         build_crds([COMMON, *files])
-    assert raised.value.exit_code == EXIT_INPUT
+    assert raised.value.exit_code == ExitCode.INPUT
     return [problem.render() for problem in raised.value.problems]
 
 

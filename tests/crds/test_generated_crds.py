@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from btp_gitops import __version__
-from btp_gitops.generator.core.errors import EXIT_CHANGES, EXIT_INPUT, EXIT_OK
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.pipeline.crds import check_crds, generate_crd_files, write_crds
 from tests.conftest import ROOT, RunCli, read_tree
 from tests.support.tools import tool_path
@@ -65,14 +65,14 @@ def test_btp_operator_crd_snapshot(yaml_snapshot: object) -> None:
 
 def test_check_is_clean_on_the_checkout(run_cli: RunCli) -> None:
     result = run_cli("crds", "--check")
-    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
     assert result.stdout == f"CRDs in {CRDS} match the schemas\n"
 
 
 def test_write_then_check(tmp_path: Path, run_cli: RunCli) -> None:
     out = tmp_path / "crds"
     missing = run_cli("crds", "--out", out, "--check")
-    assert missing.returncode == EXIT_CHANGES
+    assert missing.returncode == ExitCode.CHANGES
     assert missing.stdout == (
         f"CRDs in {out} drift from the schemas (run `btp-gitops crds` to regenerate them):\n"
         + "".join(f"  {name}\n" for name in EXPECTED_FILES)
@@ -80,14 +80,14 @@ def test_write_then_check(tmp_path: Path, run_cli: RunCli) -> None:
     assert not out.exists(), "--check must not write"
 
     written = run_cli("crds", "--out", out)
-    assert written.returncode == EXIT_OK, written.stderr
+    assert written.returncode == ExitCode.OK, written.stderr
     count = len(EXPECTED_FILES)
     assert written.stdout == f"wrote {out}: {count} CRDs; {count} added, 0 changed, 0 removed\n"
     assert read_tree(out) == read_tree(CRDS)
 
     again = run_cli("crds", "--out", out)
     assert again.stdout == f"wrote {out}: {count} CRDs; 0 added, 0 changed, 0 removed\n"
-    assert run_cli("crds", "--out", out, "--check").returncode == EXIT_OK
+    assert run_cli("crds", "--out", out, "--check").returncode == ExitCode.OK
 
 
 def test_check_reports_changed_and_stale_files_and_write_repairs_them(
@@ -101,14 +101,14 @@ def test_check_reports_changed_and_stale_files_and_write_repairs_them(
     assert check_crds(SCHEMAS, out) == [EXPECTED_FILES[0], "widgets.example.com.yaml"]
 
     result = run_cli("crds", "--out", out, "--check", "--output", "json")
-    assert result.returncode == EXIT_CHANGES
+    assert result.returncode == ExitCode.CHANGES
     assert json.loads(result.stdout) == {
         "out": str(out),
         "drifting": [EXPECTED_FILES[0], "widgets.example.com.yaml"],
     }
 
     repaired = run_cli("crds", "--out", out, "--output", "json")
-    assert repaired.returncode == EXIT_OK, repaired.stderr
+    assert repaired.returncode == ExitCode.OK, repaired.stderr
     assert json.loads(repaired.stdout) == {
         "out": str(out),
         "files": EXPECTED_FILES,
@@ -125,7 +125,7 @@ def test_a_schema_change_shows_as_drift(tmp_path: Path, run_cli: RunCli) -> None
     document["properties"]["spec"]["properties"]["clusterId"]["maxLength"] = 64
     config.write_text(json.dumps(document))
     result = run_cli("crds", "--schemas", schemas, "--out", CRDS, "--check")
-    assert result.returncode == EXIT_CHANGES
+    assert result.returncode == ExitCode.CHANGES
     assert result.stdout.splitlines()[1:] == [f"  {EXPECTED_FILES[0]}"]
 
 
@@ -141,14 +141,14 @@ def test_unconvertible_schema_exits_with_input_error(tmp_path: Path, run_cli: Ru
     (schemas / "broken.json").write_text('{\n  "a" 1\n}\n')
     out = tmp_path / "crds"
     result = run_cli("crds", "--schemas", schemas, "--out", out)
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     assert (
         result.stderr
         == f"error: cannot read schemas (1 problem)\n  {schemas}/broken.json: invalid JSON: line 2, column 7: Expecting ':' delimiter\n"
     )
     (schemas / "broken.json").unlink()
     result = run_cli("crds", "--schemas", schemas, "--out", out)
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     assert result.stderr == (
         "error: schemas cannot be turned into CRDs (2 problems)\n"
         f"  {config}: #/properties/spec/properties/clusterId: no type: structural schemas need one (add `type`)\n"

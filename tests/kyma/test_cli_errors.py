@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_USAGE
+from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import RunCli, read_tree
 from tests.kyma.conftest import BETA_KYMA, edit_kyma
 
@@ -46,7 +46,7 @@ def test_every_unresolvable_module_is_reported_at_once(
     assert_refused(
         run_cli,
         rendered_repo,
-        code=EXIT_INPUT,
+        code=ExitCode.INPUT,
         stderr=(
             "error: cannot resolve the modules of Kyma kyma-system/default (3 problems)\n"
             f"  {KYMA}: spec.modules[0].channel: no templates were found: in channel beta for module greeter "
@@ -66,7 +66,7 @@ def test_entry_rules(kyma_source: Path, rendered_repo: Path, run_cli: RunCli) ->
     assert_refused(
         run_cli,
         rendered_repo,
-        code=EXIT_INPUT,
+        code=ExitCode.INPUT,
         stderr=(
             "error: invalid Kyma Kyma kyma-system/default (2 problems)\n"
             f"  {KYMA}: spec.channel: 'none' is not a release channel\n"
@@ -80,7 +80,7 @@ def test_one_kyma_per_cluster(kyma_source: Path, rendered_repo: Path, run_cli: R
     assert_refused(
         run_cli,
         rendered_repo,
-        code=EXIT_INPUT,
+        code=ExitCode.INPUT,
         stderr=(
             "error: invalid Kyma or module catalog (1 problem)\n"
             "  source/second.yaml: document 1 (Kyma kyma-system/beta-cluster): a cluster has one Kyma, and "
@@ -101,7 +101,7 @@ def test_a_catalog_directory_holds_catalog_objects_only(
         rendered_repo,
         "--catalog",
         "catalog",
-        code=EXIT_INPUT,
+        code=ExitCode.INPUT,
         stderr=(
             "error: invalid Kyma or module catalog (1 problem)\n"
             "  catalog/kyma.yaml: document 1 (Kyma kyma-system/beta-cluster): kind: a --catalog directory holds "
@@ -118,7 +118,7 @@ def test_catalog_objects_are_validated_with_the_sources(
     assert_refused(
         run_cli,
         rendered_repo,
-        code=EXIT_INPUT,
+        code=ExitCode.INPUT,
         stderr=(
             "error: invalid source documents (1 problem)\n"
             "  source/catalog/greeter.yaml: document 2 (ModuleTemplate kyma-system/greeter-fast): "
@@ -132,7 +132,7 @@ def test_missing_module_content(kyma_source: Path, rendered_repo: Path, run_cli:
     assert_refused(
         run_cli,
         rendered_repo,
-        code=EXIT_INPUT,
+        code=ExitCode.INPUT,
         stderr=(
             "error: cannot read the resources of module greeter (source/catalog/greeter.yaml: document 1 "
             "(ModuleTemplate kyma-system/greeter-regular): spec.rawManifest.path)\n"
@@ -147,7 +147,7 @@ def test_template_without_content(kyma_source: Path, rendered_repo: Path, run_cl
     assert_refused(
         run_cli,
         rendered_repo,
-        code=EXIT_INPUT,
+        code=ExitCode.INPUT,
         stderr=(
             "error: cannot render module greeter\n"
             "  source/catalog/greeter.yaml: document 1 (ModuleTemplate kyma-system/greeter-regular): spec: "
@@ -161,17 +161,17 @@ def test_template_without_content(kyma_source: Path, rendered_repo: Path, run_cl
     [
         (
             ("--at", "tomorrow"),
-            EXIT_USAGE,
+            ExitCode.USAGE,
             "error: --at 'tomorrow': not a timestamp like 2025-10-11T21:30:00Z\n",
         ),
         (
             ("--at", "2025-10-11T21:30:00"),
-            EXIT_USAGE,
+            ExitCode.USAGE,
             "error: --at '2025-10-11T21:30:00': give a UTC offset (Z or +hh:mm)\n",
         ),
         (
             ("--maintenance-policy", "missing.json"),
-            EXIT_INPUT,
+            ExitCode.INPUT,
             "error: cannot read the maintenance policy\n  missing.json: no such file or directory\n",
         ),
     ],
@@ -193,7 +193,7 @@ def test_an_invalid_policy_names_the_field(
         rendered_repo,
         "--maintenance-policy",
         "policy.json",
-        code=EXIT_INPUT,
+        code=ExitCode.INPUT,
         stderr=(
             "error: invalid maintenance policy (1 problem)\n"
             "  policy.json: default.begin: must carry a UTC offset (Z or +hh:mm)\n"

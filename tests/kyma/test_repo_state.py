@@ -17,7 +17,7 @@ from pathlib import Path
 
 import git
 
-from btp_gitops.generator.core.errors import EXIT_INPUT
+from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import RunCli, read_tree
 from tests.kyma.conftest import POLICY, Render, edit_kyma, modules_of
 
@@ -194,7 +194,7 @@ def test_a_broken_record_is_refused(tmp_path: Path, kyma_source: Path, run_cli: 
 
     result = run_cli("render", kyma_source, "--out", repo)
 
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     assert result.stderr.splitlines()[0] == "error: cannot read the record of the previous render"
     assert result.stderr.splitlines()[1].startswith(
         "  clusters/default/.kyma-modules.json: not a record btp-gitops wrote (JSONDecodeError("

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
+from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import CHART, CLI, EXAMPLES, RunCli, read_tree
 
-EXIT_USAGE, EXIT_INPUT, EXIT_CHART = 2, 3, 4
+ExitCode.USAGE, ExitCode.INPUT, ExitCode.CHART = 2, 3, 4
 CANARY = f"canary-{uuid.uuid4().hex[:12]}"
 BAD_NAMES = {
     "dot-dot": "..",
@@ -113,7 +114,7 @@ def test_cluster_flag_is_a_dns_label(tmp_path: Path, run_cli: RunCli, command: s
         "diff": ["diff", source, "--against", out],
     }
     result = run_cli(*args[command], "--cluster", value, cwd=tmp_path)
-    assert result.returncode == EXIT_USAGE, result.stderr
+    assert result.returncode == ExitCode.USAGE, result.stderr
     assert result.stderr.startswith(f"error: --cluster {repr(value)[:61]}"), result.stderr
     assert "is not a DNS-1123 label" in result.stderr
     assert "Traceback" not in result.stderr
@@ -156,7 +157,7 @@ def test_a_clean_kyma_source_renders(tmp_path: Path, run_cli: RunCli) -> None:
 def test_module_name_label_is_a_dns_label(tmp_path: Path, run_cli: RunCli, value: str) -> None:
     source = _kyma_source(tmp_path / "src", label=value)
     result = run_cli("render", source, "--out", tmp_path / "out", cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert (
         "src/kyma.yaml: document 2 (ModuleTemplate kyma-system/demo-1.0.0): "
         f"metadata.labels.{MODULE_LABEL}: {repr(value)[:61]}"
@@ -168,7 +169,7 @@ def test_module_name_label_is_a_dns_label(tmp_path: Path, run_cli: RunCli, value
 def test_module_name_field_is_a_dns_label(tmp_path: Path, run_cli: RunCli, value: str) -> None:
     source = _kyma_source(tmp_path / "src", module_name=value)
     result = run_cli("render", source, "--out", tmp_path / "out", cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert "(ModuleTemplate kyma-system/demo-1.0.0): spec.moduleName" in result.stderr
     assert not (tmp_path / "out").exists()
 
@@ -189,7 +190,7 @@ def test_the_record_cannot_name_an_app_outside_the_cluster(tmp_path: Path, run_c
     before = _files(tmp_path)
     for args in (("render", source, "--out", out), ("diff", source, "--against", out)):
         result = run_cli(*args, cwd=tmp_path)
-        assert result.returncode == EXIT_INPUT, result.stderr
+        assert result.returncode == ExitCode.INPUT, result.stderr
         assert (
             "  clusters/default/.kyma-modules.json: modules[0].app: '../../escape' is not a DNS-1123 "
             "subdomain"
@@ -215,7 +216,7 @@ def test_cap_names_become_app_directories_only_when_kubernetes_would_take_them(
     documents[index]["metadata"][field.split(".")[1]] = value
     _write_yaml(source / file, *documents)
     result = run_cli("render", source, "--out", tmp_path / "out", cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert f"src/{file}: document {index + 1} (" in result.stderr
     assert f"{field}: " in result.stderr
     assert repr(value) in result.stderr  # in our words, or the schema's where its pattern refuses it
@@ -232,7 +233,7 @@ def test_rendered_object_names_kubernetes_refuses_are_refused(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}},
     )
     result = run_cli("render", source, "--stdout", cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert f"metadata.name: {name!r}" in result.stderr
     assert result.stdout == ""
 
@@ -256,7 +257,7 @@ def test_post_render_refuses_helm4_filenames_outside_the_chart(run_cli: RunCli, 
     result = subprocess.run(
         [str(CLI), "post-render"], input=stream, capture_output=True, text=True, check=False, timeout=60
     )
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert (
         "<stdin>: document 1 (ConfigMap x): metadata.annotations.postrenderer.helm.sh/postrender-filename: "
         f"{filename!r}"
@@ -271,7 +272,7 @@ def test_module_resources_refuses_a_template_name_with_control_characters(
     shutil.copytree(CHART, chart)
     _write_yaml(chart / "templates" / "evil\x01.yaml", _configmap("evil"))
     result = run_cli("module-resources", "--chart", chart, "--out", tmp_path / "mr", cwd=tmp_path)
-    assert result.returncode == EXIT_CHART, result.stderr
+    assert result.returncode == ExitCode.CHART, result.stderr
     assert result.stderr.startswith("error: template 'sap-btp-operator/templates/evil\\x01.yaml' holds")
     assert not (tmp_path / "mr").exists()
 
@@ -478,7 +479,7 @@ def test_sources_read_only_inside_their_roots(
     out = tmp_path / "out"
     for command in (["render", *args, "--out", out], ["render", *args, "--stdout"]):
         result = run_cli(*command, cwd=tmp_path)
-        assert result.returncode == EXIT_INPUT, result.stderr
+        assert result.returncode == ExitCode.INPUT, result.stderr
         assert where in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
         _assert_no_canary(result, out)
@@ -493,7 +494,7 @@ def test_diff_reads_only_inside_its_roots(tmp_path: Path, run_cli: RunCli, outsi
     _kyma({"rawManifest": {"path": "../outside/manifests"}})(source, outside)
     (tmp_path / "repo").mkdir()
     result = run_cli("diff", source, "--against", tmp_path / "repo", cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert "outside/manifests: outside the source roots (see --allow-path)" in result.stderr
     _assert_no_canary(result)
     allowed = run_cli("diff", source, "--against", tmp_path / "repo", "--allow-path", outside, cwd=tmp_path)
@@ -506,7 +507,7 @@ def test_validate_refuses_links_leaving_its_paths(tmp_path: Path, run_cli: RunCl
     tree.mkdir()
     (tree / "evil.yaml").symlink_to(outside / "canary.yaml")
     result = run_cli("validate", tree, cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert "tree/evil.yaml: a symbolic link to " in result.stderr
     _assert_no_canary(result)
 
@@ -529,7 +530,7 @@ def test_a_file_source_is_a_root_by_itself(tmp_path: Path, run_cli: RunCli) -> N
     as_files = run_cli(
         "render", source / "btpoperator.yaml", source / "btpoperatorconfig.yaml", "--stdout", cwd=tmp_path
     )
-    assert as_files.returncode == EXIT_INPUT, as_files.stderr
+    assert as_files.returncode == ExitCode.INPUT, as_files.stderr
     assert "spec.chart.valuesFiles[0]: src/values.yml.txt: outside the source roots" in as_files.stderr
     as_directory = run_cli("render", source, "--stdout", cwd=tmp_path)
     assert as_directory.returncode == 0, as_directory.stderr
@@ -537,5 +538,5 @@ def test_a_file_source_is_a_root_by_itself(tmp_path: Path, run_cli: RunCli) -> N
 
 def test_allow_path_must_exist(tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli("render", EXAMPLES / "btp-operator", "--stdout", "--allow-path", tmp_path / "nowhere")
-    assert result.returncode == EXIT_USAGE
+    assert result.returncode == ExitCode.USAGE
     assert result.stderr == f"error: --allow-path {tmp_path / 'nowhere'}: no such file or directory\n"

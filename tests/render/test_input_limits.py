@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OUTPUT
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.yamlio import MAX_ALIAS_NODES
 from btp_gitops.generator.io.input_files import MAX_FILE_BYTES, UnreadableInput, read_stream_text
 from tests.conftest import CLI, EXAMPLES, RunCli
@@ -85,7 +85,7 @@ def test_billion_laughs_source_fails_fast(tmp_path: Path) -> None:
     source = tmp_path / "laughs.yaml"
     source.write_text(BILLION_LAUGHS_CONFIGMAP)
     result, cpu, rss = run_measured("render", source, "--out", tmp_path / "out")
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert f"laughs.yaml: document 1: invalid YAML: line 1, column 1: {ALIAS_MESSAGE}" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
@@ -95,7 +95,7 @@ def test_billion_laughs_source_fails_fast(tmp_path: Path) -> None:
 def test_billion_laughs_stream_fails_fast() -> None:
     stream = f"---\n# Source: chart/templates/cm.yaml\n{BILLION_LAUGHS_CONFIGMAP}"
     result, cpu, rss = run_measured("post-render", stdin=stream)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert result.stdout == ""
     assert result.stderr == (
         "error: the manifest stream is not valid post-renderer input\n"
@@ -114,7 +114,7 @@ def test_aliases_are_counted_over_the_whole_stream() -> None:
     count = MAX_ALIAS_NODES // per_document + 2
     stream = "".join(f"---\n{document.format(n=n)}" for n in range(count))
     result, _, _ = run_measured("post-render", stdin=stream)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert ALIAS_MESSAGE in result.stderr
     # the same documents one at a time are fine: aliases themselves are allowed
     single = run_measured("post-render", "--chart-version", "1.0.0", stdin=f"---\n{document.format(n=0)}")[0]
@@ -125,7 +125,7 @@ def test_cyclic_alias_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
     source = tmp_path / "cycle.yaml"
     source.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: &d {a: *d}\n")
     result = run_cli("render", source, "--out", tmp_path / "out")
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert (
         "cycle.yaml: document 1: invalid YAML: line 4, column 7: an alias refers to a node that contains it"
         in (result.stderr)
@@ -137,7 +137,7 @@ def test_billion_laughs_values_file_fails_fast(tmp_path: Path, make_source: Make
     (source / "values.yaml").write_text(BILLION_LAUGHS_VALUES)
     sources = [source / "btpoperator.yaml", source / "btpoperatorconfig.yaml"]  # not values.yaml
     result, cpu, rss = run_measured("render", *sources, "--allow-path", source, "--out", tmp_path / "out")
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert "error: invalid values file\n" in result.stderr
     assert f"values.yaml: invalid YAML: line 1, column 1: {ALIAS_MESSAGE}" in result.stderr
     _assert_fast_and_small(cpu, rss)
@@ -152,7 +152,7 @@ def test_billion_laughs_credentials_and_policy_and_validate(tmp_path: Path, run_
     )
     validated = run_cli("validate", bomb)
     for result in (credentials, policy, validated):
-        assert result.returncode == EXIT_INPUT, result.stderr
+        assert result.returncode == ExitCode.INPUT, result.stderr
         assert "Traceback" not in result.stderr
         assert ALIAS_MESSAGE in result.stderr
         assert "bomb.yaml: document 1" in result.stderr
@@ -161,7 +161,7 @@ def test_billion_laughs_credentials_and_policy_and_validate(tmp_path: Path, run_
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
 def test_a_device_as_source_is_refused(tmp_path: Path, run_cli: RunCli, device: str) -> None:
     result = run_cli("render", device, "--out", tmp_path / "out")
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert result.stderr == (
         "error: cannot read source documents (1 problem)\n"
         f"  {device}: not a regular file (a device, pipe or socket): only files are read\n"
@@ -187,7 +187,7 @@ def test_a_fifo_as_source_or_values_file_does_not_block(tmp_path: Path, make_sou
             timeout=30,
             check=False,
         )
-        assert result.returncode == EXIT_INPUT, result.stderr
+        assert result.returncode == ExitCode.INPUT, result.stderr
         assert "pipe.yaml: not a regular file (a device, pipe or socket)" in result.stderr
 
 
@@ -196,7 +196,7 @@ def test_a_file_over_the_limit_is_refused_unread(tmp_path: Path, run_cli: RunCli
     with huge.open("wb") as file:
         file.truncate(MAX_FILE_BYTES + 1)  # sparse: refused from its size, never read
     result = run_cli("render", huge, "--out", tmp_path / "out")
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert "huge.yaml: the file is too large (64.0 MiB, the limit is 64 MiB)" in result.stderr
 
 
@@ -210,7 +210,7 @@ def test_a_document_larger_than_kubernetes_takes_is_refused(tmp_path: Path, run_
         [str(CLI), "post-render"], input=f"---\n{document}", capture_output=True, text=True, check=False
     )
     for result in (rendered, streamed):
-        assert result.returncode == EXIT_INPUT, result.stderr
+        assert result.returncode == ExitCode.INPUT, result.stderr
         assert "the document is 3.0 MiB, larger than the 3 MiB Kubernetes accepts for one object" in (
             result.stderr
         )
@@ -247,7 +247,7 @@ def test_annotations_over_256_kib_are_refused(tmp_path: Path, run_cli: RunCli) -
     )
     message = "metadata.annotations: 256 KiB in total: Kubernetes allows at most 256 KiB of annotations"
     for result in (rendered, streamed):
-        assert result.returncode == EXIT_INPUT, result.stderr
+        assert result.returncode == ExitCode.INPUT, result.stderr
         assert message in result.stderr
     assert "annotated.yaml: document 1: metadata.annotations: 256 KiB" in rendered.stderr
     fine = subprocess.run(
@@ -267,7 +267,7 @@ def test_non_utf8_values_file_is_an_input_error(
     (source / "values.yaml").write_bytes(b"a: \xff\xfe\n")
     sources = [source / "btpoperator.yaml", source / "btpoperatorconfig.yaml"]
     result = run_cli("render", *sources, "--allow-path", source, "--out", tmp_path / "out")
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     shown = (source / "values.yaml").resolve()
     assert result.stderr == f"error: cannot read values file\n  {shown}: not UTF-8 text (byte 3)\n"
     assert "Traceback" not in result.stderr
@@ -290,7 +290,7 @@ def test_a_binary_file_in_the_output_is_no_crash(tmp_path: Path, run_cli: RunCli
     # A binary file someone else put there: named and kept, never a crash.
     (app / "blob.bin").write_bytes(bytes(range(256)))
     refused = run_cli("render", cap, "--out", out)
-    assert refused.returncode == EXIT_OUTPUT, refused.stderr
+    assert refused.returncode == ExitCode.OUTPUT, refused.stderr
     assert "blob.bin: not written by btp-gitops" in refused.stderr
     assert (app / "blob.bin").read_bytes() == bytes(range(256))
     for result in (diffed, refused):
@@ -302,7 +302,7 @@ def test_a_binary_file_in_module_resources_is_an_input_error(tmp_path: Path, run
     assert run_cli("module-resources", "--out", out).returncode == 0
     (out / "delete" / "to-delete.yml").write_bytes(b"\xff\xfe\x00")
     result = run_cli("module-resources", "--out", out)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert result.stderr == (
         "error: cannot read the previous module resources\n"
         "  delete/to-delete.yml: not UTF-8 text (a file of --out): fix or remove it\n"
@@ -325,7 +325,7 @@ def test_an_int_where_an_init_container_env_entry_should_be(tmp_path: Path, run_
         )
     )
     result = run_cli("render", cap, "--out", tmp_path / "out")
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert (
         "spec.workloads[0].deploymentDefinition.initContainers[0].env[0]: must be of type object, got integer"
     ) in result.stderr
@@ -345,7 +345,7 @@ def test_a_non_object_in_a_kept_kyma_app_is_named(tmp_path: Path, run_cli: RunCl
     body["metadata"].setdefault("labels", {})["operator.kyma-project.io/skip-reconciliation"] = "true"
     kyma.write_text(yaml.safe_dump(body))
     result = run_cli("render", source, "--out", repo)
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert result.stderr == (
         "error: cannot keep app kyma-greeter as it was rendered before\n"
         f"  clusters/default/kyma-greeter/{spoiled}: not a Kubernetes object: fix or remove the file\n"
@@ -367,7 +367,7 @@ def test_deep_nesting_is_refused_before_it_recurses(tmp_path: Path, run_cli: Run
         )
     else:
         result = run_cli(command, source, *(["--out", tmp_path / "out"] if command == "render" else []))
-    assert result.returncode == EXIT_INPUT, result.stderr
+    assert result.returncode == ExitCode.INPUT, result.stderr
     assert "invalid YAML: line 6, column 510: nested deeper than 128 levels (mappings and lists)" in (
         result.stderr.replace("line 7,", "line 6,")  # post-render counts the `---` line
     )

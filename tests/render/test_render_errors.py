@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from btp_gitops.generator.core.errors import EXIT_CHART, EXIT_INPUT, EXIT_OUTPUT, OutputNotWritable
+from btp_gitops.generator.core.errors import OutputNotWritable
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.repo import LocalFilesystem
 from btp_gitops.generator.io.schemas import load_schema_registry
@@ -64,7 +65,7 @@ def test_malformed_yaml(
     result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
     _assert_failure(
         result,
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "error: cannot read source documents (2 problems)\n"
         f"  source/broken.yaml: document 1: invalid YAML: line 3, column 1: {PARSER}\n"
         "  source/notes.yaml: document 1: invalid YAML: line 2, column 1: found duplicate key 'a'\n",
@@ -89,7 +90,7 @@ def test_unknown_fields_and_wrong_types_are_all_reported(
     where = f"source/btpoperatorconfig.yaml: {CONFIG_REF}"
     _assert_failure(
         result,
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "error: invalid source documents (6 problems)\n"
         f"  {where}: spec.certificates.mode: must be one of 'cert-manager', 'gardener', 'self-signed', got 'acme'\n"
         f"  {where}: spec.certificates.sise: unknown field\n"
@@ -110,7 +111,7 @@ def test_missing_chart(tmp_path: Path, run_cli: RunCli, make_source: MakeSource,
     result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
     _assert_failure(
         result,
-        EXIT_CHART,
+        ExitCode.CHART,
         "error: chart not found: source/charts/none has no Chart.yaml "
         f"(requested by source/btpoperatorconfig.yaml: {CONFIG_REF}: spec.chart.path)\n",
         rendered_repo,
@@ -129,7 +130,7 @@ def test_chart_template_that_fails_to_render(
     result = run_cli("render", "source", "--allow-path", chart, "--out", rendered_repo, cwd=tmp_path)
     _assert_failure(
         result,
-        EXIT_CHART,
+        ExitCode.CHART,
         f"error: chart broken-chart (requested by source/btpoperatorconfig.yaml: {CONFIG_REF}: spec.chart.path) "
         "failed to render: sap-btp-operator/templates/zz_broken.yaml:1:10\n"
         '  executing "sap-btp-operator/templates/zz_broken.yaml" at <.Values.nope.deeper>:\n'
@@ -147,7 +148,7 @@ def test_self_signed_certificates_are_refused_for_git(
     result = run_cli("render", "source", "--out", rendered_repo, cwd=tmp_path)
     _assert_failure(
         result,
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "error: self-signed certificates cannot be rendered into Git\n"
         f"  source/btpoperatorconfig.yaml: {CONFIG_REF}: spec.certificates.mode: 'self-signed' would put a CA "
         "private key into the repository; use 'cert-manager' or 'gardener' for render, and keep "
@@ -161,7 +162,7 @@ def test_unwritable_output_directory(tmp_path: Path, run_cli: RunCli, make_sourc
     make_source()
     (tmp_path / "not-a-dir").write_text("a file where the repo should be\n")
     result = run_cli("render", "source", "--out", "not-a-dir/repo", cwd=tmp_path)
-    assert result.returncode == EXIT_OUTPUT
+    assert result.returncode == ExitCode.OUTPUT
     assert result.stderr == "error: cannot write output directory not-a-dir/repo/clusters: Not a directory\n"
     assert (tmp_path / "not-a-dir").read_text() == "a file where the repo should be\n"
 

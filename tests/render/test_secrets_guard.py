@@ -28,11 +28,12 @@ from typing import Any
 import pytest
 import yaml
 
+from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import EXAMPLES, ROOT, RunCli
 from tests.support import keys
 
-EXIT_INPUT = 3
-EXIT_OUTPUT = 5
+ExitCode.INPUT = 3
+ExitCode.OUTPUT = 5
 SLICE = 32
 
 
@@ -248,7 +249,7 @@ def test_every_git_output_path_refuses_and_shows_nothing(case: Case, tmp_path: P
     }
 
     for mode, result in runs.items():
-        assert result.returncode == EXIT_OUTPUT, (mode, result.stderr)
+        assert result.returncode == ExitCode.OUTPUT, (mode, result.stderr)
         assert "Traceback" not in result.stderr, mode
         assert "refusing to write credentials into the rendered repo" in result.stderr, mode
         assert case.reported in result.stderr, (mode, result.stderr)
@@ -356,7 +357,7 @@ def test_a_schema_error_about_a_4kb_private_key_does_not_print_it(tmp_path: Path
     pem = keys.pem_rsa()
     planted = pem + "#" * (4096 - len(pem))
     result = schema_error(run_cli, tmp_path, planted)
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     (line,) = [line for line in result.stderr.splitlines() if "spec.version" in line]
     assert "does not match" in line
     assert "<redacted: PEM RSA PRIVATE KEY>" in line
@@ -367,7 +368,7 @@ def test_a_schema_error_about_a_4kb_private_key_does_not_print_it(tmp_path: Path
 
 def test_a_schema_error_about_a_4kb_value_shows_a_short_prefix(tmp_path: Path, run_cli: RunCli) -> None:
     result = schema_error(run_cli, tmp_path, "release-" + "x" * 4088)
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     (line,) = [line for line in result.stderr.splitlines() if "spec.version" in line]
     assert "spec.version: 'release-xxxxxxxxxxxxxxx... (4096 characters) does not match" in line
     assert "x" * 25 not in result.stderr
@@ -394,7 +395,7 @@ def test_module_resources_refuses_a_secret_value_or_a_key_and_keeps_placeholders
     (chart / "templates" / "key.yaml").write_text(yaml.safe_dump(config_map("k", binaryData={"id": der})))
     result = run_cli("module-resources", "--chart", chart, "--out", out, cwd=ROOT)
 
-    assert result.returncode == EXIT_OUTPUT, result.stderr
+    assert result.returncode == ExitCode.OUTPUT, result.stderr
     assert "(Secret v): data: Secret with data" in result.stderr
     assert (
         "(ConfigMap k): binaryData.id: contains base64 of a DER PKCS#8 private key (Ed25519)" in result.stderr

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OK, EXIT_OUTPUT
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io.repo import exchange_paths
 from tests.conftest import CLI, EXAMPLES, ROOT, RunCli
 
@@ -165,21 +165,21 @@ REFUSED: list[tuple[str, Attack, int, str]] = [
     (
         "clusters-is-a-link",
         _clusters_is_a_link,
-        EXIT_OUTPUT,
+        ExitCode.OUTPUT,
         "error: refusing to use repo/clusters: it is a symbolic link (to {world}/outside); btp-gitops "
         "reads and writes only real directories under the output directory\n",
     ),
     (
         "cluster-is-a-link",
         _cluster_is_a_link,
-        EXIT_OUTPUT,
+        ExitCode.OUTPUT,
         "error: refusing to use repo/clusters/c1: it is a symbolic link (to ../../outside); btp-gitops "
         "reads and writes only real directories under the output directory\n",
     ),
     (
         "link-inside",
         _link_inside,
-        EXIT_OUTPUT,
+        ExitCode.OUTPUT,
         "error: repo/clusters/c1 holds 1 file(s) btp-gitops did not write; a render replaces the whole "
         "directory and never deletes what is not its own: move them out of it and render again\n"
         "  repo/clusters/c1/btp-operator/passwd.yaml: a symbolic link or special file\n",
@@ -187,25 +187,25 @@ REFUSED: list[tuple[str, Attack, int, str]] = [
     (
         "app-dir-is-a-link",
         _app_dir_is_a_link,
-        EXIT_OUTPUT,
+        ExitCode.OUTPUT,
         "  repo/clusters/c1/btp-operator: a symbolic link or special file\n",
     ),
     (
         "person-added-a-file",
         _person_added_a_file,
-        EXIT_OUTPUT,
+        ExitCode.OUTPUT,
         "  repo/clusters/c1/btp-operator/extra.yaml: not written by btp-gitops (not in .btp-gitops-files)\n",
     ),
     (
         "person-added-and-listed-a-file",
         _person_added_and_listed_a_file,
-        EXIT_OUTPUT,
+        ExitCode.OUTPUT,
         "  repo/clusters/c1/btp-operator/patch.yaml: not written by btp-gitops (not in .btp-gitops-files)\n",
     ),
     (
         "person-added-a-readme",
         _person_added_a_readme,
-        EXIT_OUTPUT,
+        ExitCode.OUTPUT,
         "  repo/clusters/c1/README.md: not written by btp-gitops (not in .btp-gitops-files)\n",
     ),
 ]
@@ -234,12 +234,12 @@ def test_a_foreign_file_survives_and_the_render_works_once_it_is_moved(world: Pa
     extra = world / "repo" / "clusters" / CLUSTER / "btp-operator" / "extra.yaml"
     assert (
         run_cli("render", BTP, CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world).returncode
-        == EXIT_OUTPUT
+        == ExitCode.OUTPUT
     )
     assert extra.read_text() == "kind: ConfigMap\n"
     extra.rename(world / "repo" / "extra.yaml")
     result = run_cli("render", BTP, CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
-    assert result.returncode == EXIT_OK, result.stderr
+    assert result.returncode == ExitCode.OK, result.stderr
     assert "0 added, 0 changed, 0 removed" in result.stdout
     (world / "repo" / "extra.yaml").unlink()
 
@@ -261,7 +261,7 @@ def test_an_older_repo_without_manifest_is_migrated_and_strays_are_named(
     (cluster / "btp-operator" / "extra.yaml").write_text("kind: ConfigMap\n")
     (cluster / "notes.md").write_text("ours\n")
     refused = run_cli("render", BTP, CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
-    assert refused.returncode == EXIT_OUTPUT
+    assert refused.returncode == ExitCode.OUTPUT
     assert refused.stderr.splitlines()[1:] == [
         "  repo/clusters/c1/btp-operator/extra.yaml: not written by btp-gitops (not in .btp-gitops-files)",
         "  repo/clusters/c1/notes.md: not written by btp-gitops (not in .btp-gitops-files)",
@@ -269,7 +269,7 @@ def test_an_older_repo_without_manifest_is_migrated_and_strays_are_named(
     (cluster / "btp-operator" / "extra.yaml").unlink()
     (cluster / "notes.md").unlink()
     result = run_cli("render", BTP, CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
-    assert result.returncode == EXIT_OK, result.stderr
+    assert result.returncode == ExitCode.OK, result.stderr
     assert cluster_tree(world / "repo") == before
 
 
@@ -280,7 +280,7 @@ def test_an_empty_source_over_a_populated_cluster_is_refused(
     empty = tmp_path_factory.mktemp("empty-source")
     before = cluster_tree(world / "repo")
     result = run_cli("render", empty, "--out", "repo", "--cluster", CLUSTER, "--commit", cwd=world)
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     assert result.stderr.startswith(
         "error: refusing to render over repo/clusters/c1: it would remove 8 app(s) ("
     )
@@ -290,7 +290,7 @@ def test_an_empty_source_over_a_populated_cluster_is_refused(
     )
     assert cluster_tree(world / "repo") == before
     allowed = run_cli("render", empty, "--out", "repo", "--cluster", CLUSTER, "--allow-empty", cwd=world)
-    assert allowed.returncode == EXIT_OK, allowed.stderr
+    assert allowed.returncode == ExitCode.OK, allowed.stderr
     assert set(cluster_tree(world / "repo")) == {MANIFEST}
 
 
@@ -298,20 +298,20 @@ def test_dropping_apps_with_most_objects_is_refused_but_a_minority_is_not(
     world: Path, run_cli: RunCli
 ) -> None:
     most = run_cli("render", BTP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
-    assert most.returncode == EXIT_INPUT
+    assert most.returncode == ExitCode.INPUT
     assert "it would remove 7 app(s) (cap-clusterdomain.shops-external" in most.stderr
     assert "holding 64 of the 88 objects there" in most.stderr
     minority = run_cli("render", CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
-    assert minority.returncode == EXIT_OK, minority.stderr
+    assert minority.returncode == ExitCode.OK, minority.stderr
     assert "0 added, 0 changed, 25 removed" in minority.stdout
     assert not (world / "repo" / "clusters" / CLUSTER / "btp-operator").exists()
 
 
 def test_diff_and_validate_do_not_see_the_manifest(world: Path, run_cli: RunCli) -> None:
     diff = run_cli("diff", BTP, CAP, "--against", "repo", "--cluster", CLUSTER, "--exit-code", cwd=world)
-    assert diff.returncode == EXIT_OK, diff.stdout + diff.stderr
+    assert diff.returncode == ExitCode.OK, diff.stdout + diff.stderr
     valid = run_cli("validate", "repo/clusters/c1", "--ignore-missing-schemas", cwd=world)
-    assert valid.returncode == EXIT_OK, valid.stderr
+    assert valid.returncode == ExitCode.OK, valid.stderr
     assert "0 problems" not in valid.stdout and "valid" in valid.stdout
 
 
@@ -326,7 +326,7 @@ def test_leftovers_of_a_killed_run_are_cleaned_and_a_planted_link_is_not_followe
     outside = state_of(world / "outside")
     before = cluster_tree(world / "repo")
     result = run_cli("render", BTP, CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
-    assert result.returncode == EXIT_OK, result.stderr
+    assert result.returncode == ExitCode.OK, result.stderr
     assert leftovers(world / "repo") == []
     assert state_of(world / "outside") == outside
     assert cluster_tree(world / "repo") == before
@@ -337,13 +337,13 @@ def test_a_fallback_swap_cut_between_its_renames_is_restored_with_the_kyma_recor
 ) -> None:
     kyma = EXAMPLES / "kyma-modules"
     out = tmp_path / "repo"
-    assert run_cli("render", kyma, "--out", out, "--cluster", CLUSTER, cwd=ROOT).returncode == EXIT_OK
+    assert run_cli("render", kyma, "--out", out, "--cluster", CLUSTER, cwd=ROOT).returncode == ExitCode.OK
     before = cluster_tree(out)
     assert ".kyma-modules.json" in before
     # Where RENAME_EXCHANGE is missing, the old tree is renamed aside first; a kill then leaves this.
     (out / "clusters" / CLUSTER).rename(out / "clusters" / f".{CLUSTER}.old-k1ll3d")
     result = run_cli("render", kyma, "--out", out, "--cluster", CLUSTER, "--output", "json", cwd=ROOT)
-    assert result.returncode == EXIT_OK, result.stderr
+    assert result.returncode == ExitCode.OK, result.stderr
     assert json.loads(result.stdout)["changes"] == {"added": [], "changed": [], "removed": []}
     assert cluster_tree(out) == before
     assert leftovers(out) == []
@@ -359,7 +359,7 @@ def test_new_directories_get_the_umask(tmp_path: Path, umask: int) -> None:
         cwd=ROOT,
         preexec_fn=lambda: os.umask(umask),  # the child's umask, set before exec
     )
-    assert result.returncode == EXIT_OK, result.stderr
+    assert result.returncode == ExitCode.OK, result.stderr
     cluster = tmp_path / "repo" / "clusters" / CLUSTER
     for directory in (cluster.parent, cluster, cluster / "btp-operator"):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o777 & ~umask, directory
@@ -403,7 +403,7 @@ def render_command(source: Path, out: Path, *extra: str) -> list[str]:
 
 def render_ok(source: Path, out: Path) -> None:
     result = subprocess.run(render_command(source, out), capture_output=True, text=True, check=False)
-    assert result.returncode == EXIT_OK, result.stderr
+    assert result.returncode == ExitCode.OK, result.stderr
 
 
 KILL_SEED = 16
@@ -435,7 +435,7 @@ def test_sigkill_at_random_instants_leaves_the_old_tree_or_the_new_one(tmp_path:
     process = start_render(new_source, calibration)
     wait_for_staging(process, calibration)
     writing = time.monotonic()
-    assert process.wait() == EXIT_OK
+    assert process.wait() == ExitCode.OK
     ended = time.monotonic()
     full, write = ended - began, ended - writing
     new = cluster_tree(calibration)
@@ -490,7 +490,7 @@ def test_two_concurrent_renders_run_one_after_the_other(tmp_path: Path) -> None:
     reports = {}
     for name, process in processes.items():
         stdout, stderr = process.communicate(timeout=240)
-        assert process.returncode == EXIT_OK, stderr
+        assert process.returncode == ExitCode.OK, stderr
         reports[name] = json.loads(stdout)["changes"]
     final = cluster_tree(out)
     last = next(name for name, tree in trees.items() if tree == final)
@@ -518,7 +518,7 @@ def test_a_render_waits_for_the_lock_then_fails_clearly(world: Path, run_cli: Ru
         waited = time.monotonic() - started
     finally:
         os.close(fd)
-    assert result.returncode == EXIT_OUTPUT
+    assert result.returncode == ExitCode.OUTPUT
     assert result.stderr == (
         "error: another btp-gitops run is writing repo/clusters: gave up waiting for its lock after "
         "1.5 s (--lock-timeout)\n"
@@ -560,7 +560,7 @@ def test_commit_stages_only_the_cluster_directory(tmp_path: Path, run_cli: RunCl
     git("add", "README.md")
     (repo / "clusters" / "other" / "keep.yaml").write_text("kind: Secret\n")  # unstaged, elsewhere
     result = run_cli("render", BTP, "--out", repo, "--cluster", CLUSTER, "--commit", cwd=ROOT)
-    assert result.returncode == EXIT_OK, result.stderr
+    assert result.returncode == ExitCode.OK, result.stderr
     committed = git("show", "--name-only", "--format=", "HEAD").split()
     assert committed and all(path.startswith(f"clusters/{CLUSTER}/") for path in committed)
     assert f"clusters/{CLUSTER}/{MANIFEST}" in committed
@@ -588,5 +588,5 @@ def test_diff_reads_a_directory_only_between_two_renders(world: Path) -> None:
     finally:
         os.close(fd)
     stdout, stderr = diff.communicate(timeout=120)
-    assert diff.returncode == EXIT_OK, stdout + stderr
+    assert diff.returncode == ExitCode.OK, stdout + stderr
     assert time.monotonic() - started >= 1.0

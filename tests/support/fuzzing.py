@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from btp_gitops.generator.cli import main
-from btp_gitops.generator.core.errors import EXIT_INTERNAL
+from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import CLI
 
 CANARY_SECRET = "canary-9f3b71c2-do-not-leak"
@@ -60,7 +60,7 @@ def run_subprocess(args: list[str], stdin: bytes = b"") -> Run:
 def assert_clean_exit(run: Run) -> None:
     """No traceback, no internal error: every input ends in a result or a typed error."""
     assert "Traceback" not in run.stderr, run.stderr
-    assert run.code != EXIT_INTERNAL, run.stderr
+    assert run.code != ExitCode.INTERNAL, run.stderr
     assert run.code in EXPECTED_EXIT_CODES, (run.code, run.stderr)
 
 

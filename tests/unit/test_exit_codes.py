@@ -106,28 +106,6 @@ def test_exit_code_for(error: BaseException, code: ExitCode) -> None:
     assert exit_code_for(error) is code
 
 
-def test_the_docs_example_runs_as_shown(tmp_path: Path) -> None:
-    """The page's console block, run as a reader would: from a checkout, `btp-gitops` on PATH."""
-    console = re.search(r"```console\n(.*?)```", DOC.read_text(), re.S)
-    assert console
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
-    env = {**os.environ, "PATH": f"{CLI.parent}{os.pathsep}{os.environ['PATH']}"}
-    expected: list[tuple[str, list[str]]] = []
-    for line in console.group(1).splitlines():
-        if line.startswith("$ "):
-            expected.append((line[2:], []))
-        else:
-            expected[-1][1].append(line)
-    assert len(expected) == 2
-    for command, output in expected:
-        done = subprocess.run(
-            ["bash", "-c", command], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, check=False, timeout=120,
-        )  # fmt: skip
-        assert (done.returncode, done.stdout.splitlines()) == (0, output), command
-    assert not (tmp_path / "out" / "errors").exists()
-
-
 # A command contributed through the `btp_gitops.commands` entry-point group, the way the controller
 # joins the CLI: it raises what it is told, so the real `btp-gitops` process shows each code.
 PROBE = """

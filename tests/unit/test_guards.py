@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from btp_gitops.generator.core.errors import EXIT_OUTPUT, CredentialInOutput
+from btp_gitops.generator.core.errors import CredentialInOutput
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.transforms.guards import assert_no_credentials, credential_problems
 from tests.unit.helpers import manifests
 
@@ -40,7 +41,7 @@ def test_secret_with_data_is_refused(secret: str, field: str) -> None:
     with pytest.raises(CredentialInOutput) as caught:
         assert_no_credentials(found, {"secret-s.yaml": "apiVersion: v1\nkind: Secret\n"})
     error = caught.value
-    assert error.exit_code == EXIT_OUTPUT
+    assert error.exit_code == ExitCode.OUTPUT
     assert error.lines() == [
         MESSAGE,
         f"  chart/templates/secret.yaml (Secret kyma-system/s): {field}: Secret with data",

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from btp_gitops.generator.core.errors import EXIT_INPUT, SchemaViolation
+from btp_gitops.generator.core.errors import SchemaViolation
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.validation import SchemaRegistry, problems_in, validate_sources
 from btp_gitops.generator.io.schemas import default_schema_dir, load_schema_registry
@@ -308,7 +309,7 @@ def test_validate_sources_reports_every_problem_of_every_document_sorted(registr
     with pytest.raises(SchemaViolation) as caught:
         validate_sources(documents, registry)
     error = caught.value
-    assert error.exit_code == EXIT_INPUT
+    assert error.exit_code == ExitCode.INPUT
     assert error.message == "invalid source documents (7 problems)"
     assert [p.render() for p in error.problems] == [
         "a.yaml: document 1 (Secret s): apiVersion: unknown kind v1/Secret (btp-gitops does not read this kind)",

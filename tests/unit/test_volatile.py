@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from btp_gitops.generator.core.errors import EXIT_CHART, NondeterministicChart
+from btp_gitops.generator.core.errors import NondeterministicChart
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.transforms.volatile import PinnedValue, pin_volatile_values, pinned_value
 from tests.unit.helpers import bodies, documents, manifests
 
@@ -184,7 +185,7 @@ def test_structural_differences_raise_naming_template_and_field(first: str, seco
         f"chart mychart: {ORIGIN} (ConfigMap ns/cfg) changes shape between two renders at {where}; "
         "pin its random inputs with values"
     )
-    assert caught.value.exit_code == EXIT_CHART
+    assert caught.value.exit_code == ExitCode.CHART
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OK
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io.kube_schemas import supported_kubernetes_versions
 from tests.conftest import CHART, EXAMPLES, RunCli, read_tree
 from tests.support.crds import third_party_crd_files
@@ -84,7 +84,7 @@ def test_valid_render_is_written_as_without_validate(tmp_path: Path, run_cli: Ru
     source = _source(tmp_path, "source", CHART)
     plain = run_cli("render", source, "--out", tmp_path / "plain", "--cluster", "demo")
     validated = run_cli("render", source, "--out", tmp_path / "validated", "--cluster", "demo", "--validate")
-    assert (validated.returncode, validated.stderr) == (EXIT_OK, "")
+    assert (validated.returncode, validated.stderr) == (ExitCode.OK, "")
     assert validated.stdout == plain.stdout.replace(str(tmp_path / "plain"), str(tmp_path / "validated"))
     assert read_tree(tmp_path / "validated") == read_tree(tmp_path / "plain")
 
@@ -95,7 +95,7 @@ def test_invalid_render_leaves_the_previous_output_untouched(
 ) -> None:
     repo = tmp_path / "repo"
     good = run_cli("render", _source(tmp_path, "good", CHART), "--out", repo, "--cluster", "demo", "--commit")
-    assert good.returncode == EXIT_OK, good.stderr
+    assert good.returncode == ExitCode.OK, good.stderr
     before = read_tree(repo)
     # Without --validate this chart renders and is written: the API server would refuse it later.
     assert (
@@ -119,7 +119,7 @@ def test_invalid_render_leaves_the_previous_output_untouched(
     )
     service = "repo/clusters/demo/btp-operator/service-broken.yaml: document 1 (Service kyma-system/broken)"
     assert (result.returncode, result.stdout, result.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "",
         "error: invalid manifests (2 problems)\n"
         f"  {service}: spec.colour: unknown field\n"
@@ -134,7 +134,7 @@ def test_missing_schemas_fail_a_validated_render_unless_ignored(
 ) -> None:
     source = _source(tmp_path, "source", unknown_kind_chart)
     failed = run_cli("render", source, "--out", "repo", "--validate", cwd=tmp_path)
-    assert (failed.returncode, failed.stdout) == (EXIT_INPUT, "")
+    assert (failed.returncode, failed.stdout) == (ExitCode.INPUT, "")
     assert failed.stderr == (
         "error: invalid manifests (1 problem)\n"
         "  repo/clusters/default/btp-operator/httproute-operator-route.yaml: document 1 "
@@ -144,7 +144,7 @@ def test_missing_schemas_fail_a_validated_render_unless_ignored(
     assert not (tmp_path / "repo").exists()
 
     ignored = run_cli("render", source, "--out", tmp_path / "repo", "--validate", "--ignore-missing-schemas")
-    assert (ignored.returncode, ignored.stderr) == (EXIT_OK, "")
+    assert (ignored.returncode, ignored.stderr) == (ExitCode.OK, "")
     warnings = [line for line in ignored.stdout.splitlines() if "MissingSchema" in line]
     assert warnings == [
         "  warning: MissingSchema: HTTPRoute kyma-system/operator-route: no schema for gateway.networking.k8s.io/v1 "
@@ -162,7 +162,7 @@ def test_render_to_stdout_validates_before_writing_anything(
     )
     service = "clusters/demo/btp-operator/service-broken.yaml: document 1 (Service kyma-system/broken)"
     assert (result.returncode, result.stdout, result.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "",
         "error: invalid manifests (2 problems)\n"
         f"  {service}: spec.colour: unknown field\n"

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OK
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.kube_schemas import BundledKubernetesSchemas, supported_kubernetes_versions
 from btp_gitops.generator.manifests.crd_schemas import (
@@ -72,9 +72,9 @@ def _tree(directory: Path) -> dict[str, bytes]:
 def test_the_shipped_schemas_are_generated_from_the_pinned_crds(tmp_path: Path) -> None:
     third_party_crd_files()  # names the fetch command when the pinned CRDs are missing
     result = _generate("--out", tmp_path / "generated")
-    assert (result.returncode, result.stderr) == (EXIT_OK, ""), result.stderr
+    assert (result.returncode, result.stderr) == (ExitCode.OK, ""), result.stderr
     assert _tree(tmp_path / "generated") == _tree(SHIPPED)
-    assert _generate("--check").returncode == EXIT_OK
+    assert _generate("--check").returncode == ExitCode.OK
 
 
 @pytest.mark.crds
@@ -93,7 +93,7 @@ def test_check_names_changed_missing_and_stale_files(tmp_path: Path) -> None:
         f"{copy}/old.example.com.json: not generated (stale)",
     ]
     # Writing repairs all three, leaving nothing else behind.
-    assert _generate("--out", copy).returncode == EXIT_OK
+    assert _generate("--out", copy).returncode == ExitCode.OK
     assert _tree(copy) == _tree(SHIPPED)
 
 
@@ -237,7 +237,7 @@ def test_a_malformed_shipped_document_is_refused(document: Any, message: str) ->
 
 def _render(run_cli: RunCli, source: Path, out: Path, target: str) -> Path:
     result = run_cli("render", source, "--out", out, "--cluster", "demo", "--target", target, *WIRING)
-    assert result.returncode == EXIT_OK, result.stderr
+    assert result.returncode == ExitCode.OK, result.stderr
     return out
 
 
@@ -298,7 +298,7 @@ def test_every_example_render_validates_with_no_options(
     wiring = repo / "clusters" / "demo" / ".wiring"  # a dot-directory: only validated when named
     objects = len(_objects(repo))
     result = run_cli("validate", repo, wiring)
-    assert (result.returncode, result.stderr) == (EXIT_OK, "")
+    assert (result.returncode, result.stderr) == (ExitCode.OK, "")
     assert result.stdout == f"{objects} objects valid (Kubernetes {NEWEST})\n"
 
 
@@ -315,7 +315,7 @@ def test_a_gardener_render_validates_with_no_options(
     rendered: dict[tuple[str, str], Path], run_cli: RunCli
 ) -> None:
     result = run_cli("validate", rendered[("btp-operator-gardener", "argocd")])
-    assert (result.returncode, result.stderr) == (EXIT_OK, "")
+    assert (result.returncode, result.stderr) == (ExitCode.OK, "")
 
 
 # --- the shipped schemas are what validates third-party kinds -------------------------------------
@@ -338,7 +338,7 @@ def test_a_misspelled_cert_manager_field_is_named(tmp_path: Path, run_cli: RunCl
     )
     result = run_cli("validate", "certificate.yaml", cwd=tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         f"2 problems in 1 object (Kubernetes {NEWEST})\n",
         "certificate.yaml: document 1 (Certificate apps/web): spec.dnsName: unknown field\n"
         "certificate.yaml: document 1 (Certificate apps/web): spec.privateKey.size: must be of type integer, got string\n",
@@ -362,7 +362,7 @@ def test_an_istio_field_of_the_wrong_type_is_named_in_every_served_version(
     _write(tmp_path / "vs.yaml", virtual_service)
     result = run_cli("validate", "vs.yaml", cwd=tmp_path)
     assert (result.returncode, result.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "vs.yaml: document 1 (VirtualService apps/web): spec.hosts: must be of type array, got string\n"
         "vs.yaml: document 1 (VirtualService apps/web): spec.http[0].route[0].destination.port.number: "
         "must be of type integer, got string\n",
@@ -384,7 +384,7 @@ def test_an_external_secret_without_a_required_field_is_named(tmp_path: Path, ru
         },
     )
     result = run_cli("validate", "es.yaml", "--output", "json", cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     assert yaml.safe_load(result.stdout)["problems"] == [
         {
             "file": "es.yaml",
@@ -400,7 +400,7 @@ def test_render_validate_uses_the_shipped_schemas(tmp_path: Path, run_cli: RunCl
     result = run_cli(
         "render", EXAMPLES / "cap-app", "--out", tmp_path / "repo", "--cluster", "demo", "--validate"
     )
-    assert (result.returncode, result.stderr) == (EXIT_OK, "")
+    assert (result.returncode, result.stderr) == (ExitCode.OK, "")
     assert "MissingSchema" not in result.stdout
 
 
@@ -420,14 +420,14 @@ def test_crds_adds_a_kind_the_shipped_schemas_do_not_know(tmp_path: Path, run_cl
     )
     without = run_cli("validate", "podmonitor.yaml", cwd=tmp_path)
     assert (without.returncode, without.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "podmonitor.yaml: document 1 (PodMonitor apps/web): no schema for monitoring.coreos.com/v1 PodMonitor "
         f"in Kubernetes {NEWEST}; pass --crds with its CRD or --ignore-missing-schemas\n",
     )
     [podmonitors] = [p for p in third_party_crd_files("prometheus-operator") if "podmonitors" in p.name]
     with_crds = run_cli("validate", "podmonitor.yaml", "--crds", podmonitors, cwd=tmp_path)
     assert (with_crds.returncode, with_crds.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "podmonitor.yaml: document 1 (PodMonitor apps/web): spec.podMetricsEndpoint: unknown field\n",
     )
 
@@ -465,10 +465,10 @@ def test_crds_overrides_a_shipped_kind(tmp_path: Path, run_cli: RunCli) -> None:
     )
     shipped = run_cli("validate", "c.yaml", cwd=tmp_path)
     assert (shipped.returncode, shipped.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "c.yaml: document 1 (Certificate apps/c): spec.colour: unknown field\n"
         "c.yaml: document 1 (Certificate apps/c): spec.issuerRef: required field is missing\n"
         "c.yaml: document 1 (Certificate apps/c): spec.secretName: required field is missing\n",
     )
     overridden = run_cli("validate", "c.yaml", "--crds", "crd.yaml", cwd=tmp_path)
-    assert (overridden.returncode, overridden.stderr) == (EXIT_OK, "")
+    assert (overridden.returncode, overridden.stderr) == (ExitCode.OK, "")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from btp_gitops.generator.core.errors import EXIT_INPUT, EXIT_OK, EXIT_USAGE
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io.kube_schemas import supported_kubernetes_versions
 from tests.conftest import CLI, EXAMPLES, RunCli
 from tests.support.crds import third_party_crd_files
@@ -44,7 +44,7 @@ def test_problems_on_stderr_summary_on_stdout(tmp_path: Path, run_cli: RunCli) -
     )
     result = run_cli("validate", "app", "--crds", WIDGET_CRD_FILE, cwd=tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         f"3 problems in 3 objects (Kubernetes {NEWEST})\n",
         "app/widgets.yaml: document 1 (Widget default/w): spec.colour: unknown field\n"
         "app/widgets.yaml: document 1 (Widget default/w): spec.size: must be of type integer, got string\n"
@@ -72,7 +72,7 @@ def test_json_output(tmp_path: Path, run_cli: RunCli) -> None:
         "json",
         cwd=tmp_path,
     )
-    assert (result.returncode, result.stderr) == (EXIT_INPUT, "")
+    assert (result.returncode, result.stderr) == (ExitCode.INPUT, "")
     assert json.loads(result.stdout) == {
         "valid": False,
         "objects": 2,
@@ -102,7 +102,7 @@ def test_json_output(tmp_path: Path, run_cli: RunCli) -> None:
 def test_valid_json_output(tmp_path: Path, run_cli: RunCli) -> None:
     _write(tmp_path / "d.yaml", deployment())
     result = run_cli("validate", "d.yaml", "--output", "json", cwd=tmp_path)
-    assert result.returncode == EXIT_OK, result.stderr
+    assert result.returncode == ExitCode.OK, result.stderr
     assert json.loads(result.stdout) == {
         "valid": True,
         "objects": 1,
@@ -118,7 +118,7 @@ def test_stdin(tmp_path: Path) -> None:
         [str(CLI), "validate", "-"], input=stream, capture_output=True, text=True, cwd=tmp_path, check=False
     )
     assert (result.returncode, result.stdout, result.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         f"1 problem in 2 objects (Kubernetes {NEWEST})\n",
         "<stdin>: document 2 (Deployment default/web): status.x: unknown field\n",
     )
@@ -138,7 +138,7 @@ def test_directory_walk_skips_dot_directories_and_kustomize_files(tmp_path: Path
     (repo / "README.md").write_text("apiVersion: [\n")
     result = run_cli("validate", "repo", "--crds", WIDGET_CRD_FILE, cwd=tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (
-        EXIT_OK,
+        ExitCode.OK,
         f"2 objects valid (Kubernetes {NEWEST})\n",
         "",
     )
@@ -150,7 +150,7 @@ def test_a_named_file_is_read_even_if_it_is_a_kustomization(tmp_path: Path, run_
         {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"},
     )
     result = run_cli("validate", "kustomization.yaml", cwd=tmp_path)
-    assert result.returncode == EXIT_INPUT
+    assert result.returncode == ExitCode.INPUT
     assert result.stderr.startswith("kustomization.yaml: document 1 (Kustomization ): no schema for ")
 
 
@@ -165,7 +165,7 @@ def test_syntax_errors_and_non_objects_are_located(tmp_path: Path, run_cli: RunC
     )
     result = run_cli("validate", "mixed.yaml", "missing.yaml", cwd=tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         f"4 problems in 3 objects (Kubernetes {NEWEST})\n",
         "missing.yaml: no such file or directory\n"
         "mixed.yaml: document 3: invalid YAML: line 9, column 21: found duplicate key 'name'\n"
@@ -186,13 +186,13 @@ def test_missing_schema_is_an_error_unless_ignored(tmp_path: Path, run_cli: RunC
     )
     failed = run_cli("validate", "c.yaml", cwd=tmp_path)
     assert (failed.returncode, failed.stdout, failed.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         f"1 problem in 1 object (Kubernetes {NEWEST})\n",
         line,
     )
     ignored = run_cli("validate", "c.yaml", "--ignore-missing-schemas", cwd=tmp_path)
     assert (ignored.returncode, ignored.stdout, ignored.stderr) == (
-        EXIT_OK,
+        ExitCode.OK,
         f"1 object valid, 1 warning (Kubernetes {NEWEST})\n",
         "warning: "
         + line.replace(
@@ -204,7 +204,7 @@ def test_missing_schema_is_an_error_unless_ignored(tmp_path: Path, run_cli: RunC
 def test_unsupported_kubernetes_version_is_a_usage_error(tmp_path: Path, run_cli: RunCli) -> None:
     _write(tmp_path / "d.yaml", deployment())
     result = run_cli("validate", "d.yaml", "--kubernetes-version", "1.20", cwd=tmp_path)
-    assert (result.returncode, result.stdout) == (EXIT_USAGE, "")
+    assert (result.returncode, result.stdout) == (ExitCode.USAGE, "")
     assert result.stderr == (
         f"error: unsupported --kubernetes-version '1.20'; supported: {', '.join(supported_kubernetes_versions())}\n"
     )
@@ -223,7 +223,7 @@ def test_the_kubernetes_version_selects_the_schemas(tmp_path: Path, run_cli: Run
         "1 object valid (Kubernetes 1.30)\n"
     )
     old = run_cli("validate", "p.yaml", "--kubernetes-version", "1.29", cwd=tmp_path)
-    assert old.returncode == EXIT_INPUT
+    assert old.returncode == ExitCode.INPUT
     assert old.stderr == (
         "p.yaml: document 1 (ValidatingAdmissionPolicy p): no schema for admissionregistration.k8s.io/v1 "
         "ValidatingAdmissionPolicy in Kubernetes 1.29 (known apiVersions of ValidatingAdmissionPolicy: "
@@ -237,7 +237,7 @@ def test_a_crd_in_the_input_defines_its_kind(tmp_path: Path, run_cli: RunCli) ->
     _write(tmp_path / "stream.yaml", crd, widget(colour="blue"))
     result = run_cli("validate", "stream.yaml", cwd=tmp_path)
     assert (result.returncode, result.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "stream.yaml: document 2 (Widget default/w): spec.colour: unknown field\n",
     )
 
@@ -262,7 +262,7 @@ def test_third_party_custom_resource(tmp_path: Path, run_cli: RunCli) -> None:
         "validate", "certificate.yaml", *_crd_options(third_party_crd_files("cert-manager")), cwd=tmp_path
     )
     assert (result.returncode, result.stderr) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         "certificate.yaml: document 1 (Certificate apps/web): spec.dnsName: unknown field\n"
         "certificate.yaml: document 1 (Certificate apps/web): spec.privateKey.size: must be of type integer, got string\n",
     )
@@ -279,9 +279,9 @@ def test_rendered_example_validates_clean_with_or_without_the_pinned_crds(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
     rendered = run_cli("render", EXAMPLES / "btp-operator", "--out", tmp_path / "repo", "--cluster", "demo")
-    assert rendered.returncode == EXIT_OK, rendered.stderr
+    assert rendered.returncode == ExitCode.OK, rendered.stderr
     objects = len([p for p in (tmp_path / "repo").rglob("*.yaml") if p.name != "kustomization.yaml"])
-    valid = (EXIT_OK, f"{objects} objects valid (Kubernetes {NEWEST})\n", "")
+    valid = (ExitCode.OK, f"{objects} objects valid (Kubernetes {NEWEST})\n", "")
     result = run_cli("validate", tmp_path / "repo", *_crd_options(third_party_crd_files()))
     assert (result.returncode, result.stdout, result.stderr) == valid
     # Its Certificates, Issuers, ExternalSecrets and SecretStore need no option: their schemas ship.
@@ -293,7 +293,7 @@ def test_rendered_example_validates_clean_with_or_without_the_pinned_crds(
     "argv", [["validate"], ["validate", "x.yaml", "--output", "xml"]], ids=["no-path", "bad-output"]
 )
 def test_usage_errors(argv: list[str], run_cli: RunCli) -> None:
-    assert run_cli(*argv).returncode == EXIT_USAGE
+    assert run_cli(*argv).returncode == ExitCode.USAGE
 
 
 def test_unreadable_inputs_and_crd_files_are_problems(tmp_path: Path, run_cli: RunCli) -> None:
@@ -304,7 +304,7 @@ def test_unreadable_inputs_and_crd_files_are_problems(tmp_path: Path, run_cli: R
         "validate", "latin1.yaml", "w.yaml", "--crds", "crds.yaml", "--crds", "gone", cwd=tmp_path
     )
     assert (result.returncode, result.stdout) == (
-        EXIT_INPUT,
+        ExitCode.INPUT,
         f"4 problems in 1 object (Kubernetes {NEWEST})\n",
     )
     assert matches(
