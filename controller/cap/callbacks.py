@@ -1,7 +1,7 @@
 """Pending subscription callbacks: what to report for a tenant's operation, and delivering it.
 
 A pending callback is the ConfigMap `btp-gitops-callback-<tenant>` the subscription server opens
-when it records a subscribe or unsubscribe (controller.subscription.cluster_side): the callback
+when it records a subscribe or unsubscribe (controller.clients.cluster_side): the callback
 path, the deadline, the subscription URL and the operation the caller waits for. Its life:
 
     open ──verdict──> decided ──PUT answered 2xx──> deleted

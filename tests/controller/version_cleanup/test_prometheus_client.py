@@ -1,4 +1,4 @@
-"""controller.prometheus against a real Prometheus server: vector, scalar, matrix and string answers,
+"""controller.clients.prometheus against a real Prometheus server: vector, scalar, matrix and string answers,
 the evaluation instant, and every way of not getting an answer (a query Prometheus refuses, a wrong
 path, nobody listening, a server that never answers) becoming PrometheusUnavailable that names the
 query. The silent server is a plain loopback socket that never accepts; nothing else is faked."""
