@@ -262,7 +262,10 @@ def test_prometheus_unreachable_removes_nothing_and_retries(
         _reconciler(kube, sources, unreachable_prometheus_url).reconcile(ObjectKey(kube_namespace, "shop"))
 
     assert unavailable.value.delay == 30
-    assert "current_sessions" in unavailable.value.message
+    # The message names the query (long ones by their start and length, as every message of ours
+    # quotes values) and the Prometheus that could not be reached.
+    assert "query 'sum(avg_over_time(" in unavailable.value.message
+    assert unreachable_prometheus_url in unavailable.value.message
     assert len(remote_log(sources.remote)) == 1
     assert _events(kube, kube_namespace, READY_FOR_DELETION) == []
     [deferred] = _events(kube, kube_namespace, CLEANUP_DEFERRED)
