@@ -25,7 +25,6 @@ import yaml
 from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import CHART, CLI, EXAMPLES, RunCli, read_tree
 
-ExitCode.USAGE, ExitCode.INPUT, ExitCode.CHART = 2, 3, 4
 CANARY = f"canary-{uuid.uuid4().hex[:12]}"
 BAD_NAMES = {
     "dot-dot": "..",

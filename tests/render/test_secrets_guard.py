@@ -32,8 +32,6 @@ from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import EXAMPLES, ROOT, RunCli
 from tests.support import keys
 
-ExitCode.INPUT = 3
-ExitCode.OUTPUT = 5
 SLICE = 32
 
 
