@@ -352,7 +352,7 @@ def open_callback(
         subscription_type="SaaS",
     )
     ClusterSide(kube).open_callback(callback)
-    found = kube.get(CONFIG_MAP, pending_callback_name(tenant), namespace)
+    found = kube.get(CONFIG_MAP, pending_callback_name(tenant, operation), namespace)
     assert found is not None
     return found
 
