@@ -1,13 +1,22 @@
 """Pending subscription callbacks: what to report for a tenant's operation, and delivering it.
 
-A pending callback is the ConfigMap `btp-gitops-callback-<tenant>` the subscription server opens
-when it records a subscribe or unsubscribe (controller.clients.cluster_side): the callback
-path, the deadline, the subscription URL and the operation the caller waits for. Its life:
+A pending callback is the ConfigMap `btp-gitops-callback-<tenant>-<operation>` the subscription
+server opens when it records a subscribe or unsubscribe (controller.clients.cluster_side): the
+callback path, the deadline, the subscription URL and the operation the caller waits for. A tenant
+may owe one callback per operation at once (a subscribe's, undelivered, then an unsubscribe's);
+the one-per-tenant `btp-gitops-callback-<tenant>` of earlier releases is still read and delivered.
+Its life:
 
-    open ──verdict──> decided ──PUT answered 2xx──> deleted
-                        │  PUT failed: attempt counted, retried after a backoff
+    open ──verdict──> decided ──attempt stored, PUT answered 2xx──> deleted
+                        │  PUT failed: retried after a backoff
                         └─ attempts exhausted: labelled `btp-gitops.io/pending-callback: failed`,
                            a Warning Event, and kept for people to look at (relabel "true" to retry)
+
+A tenant's callbacks go out in the order they were opened: one whose verdict is stored but not yet
+delivered (waiting for its next attempt) holds back the later ones, whose verdicts are still
+stored when reached. One without a verdict holds nothing back: its own outcome cannot be known
+before the later one's (an unsubscribe before the provisioning ended) and it may wait for its
+deadline.
 
 Verdicts, CAP Operator's messages (`decide`):
 
@@ -27,6 +36,10 @@ opens a new callback under the same name (a repeated subscribe), the old state i
 Delivery is at least once: the PUT and the ConfigMap's deletion cannot be one step, so a crash
 between them sends the callback again after the restart (the SaaS registry takes a repeated
 status of an operation). Marking "sent" before the PUT instead would lose the callback on a crash.
+Each attempt is counted on the ConfigMap (with the time of the next one) before its PUT, never
+after: a crash after the PUT then loses at most the knowledge of how that attempt went, and the
+number of PUTs never exceeds `max_attempts` (an attempt that was stored but whose outcome is
+unknown counts as made).
 
 `additionalOutput` (provisioning only, as CAP Operator sends it): the CAPApplication's
 `sme.sap.com/saas-additional-output` annotation, a JSON object; anything else is left out with a
@@ -169,6 +182,7 @@ class PendingCallback:
     application: str
     subscription_type: str
     state: DeliveryState | None  # None until a verdict is stored for this very callback
+    opened_at: dt.datetime | None = None  # None for the one-per-tenant ConfigMap of old releases
 
     @property
     def fingerprint(self) -> str:
@@ -199,6 +213,7 @@ class PendingCallback:
             application=data.get("application", ""),
             subscription_type=data.get("subscriptionType", ""),
             state=None,
+            opened_at=_opened_at(data.get("openedAt", "")),
         )
         stored = DeliveryState.decode((meta.get("annotations") or {}).get(DELIVERY_ANNOTATION, ""))
         if stored is not None and stored.fingerprint == callback.fingerprint:
@@ -207,6 +222,19 @@ class PendingCallback:
 
     def describe(self) -> str:
         return f"{self.operation.value} callback of tenant {self.namespace}/{self.tenant_name}"
+
+    @property
+    def order(self) -> dt.datetime:
+        """When it was opened; an old-format ConfigMap (no `openedAt`) predates every new one."""
+        return self.opened_at or dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+def _opened_at(text: str) -> dt.datetime | None:
+    # Only an order is read from it: a value that cannot be read sorts first, like an old one.
+    try:
+        return parse_time(text) if text else None
+    except ValueError:
+        return None
 
 
 def is_pending(obj: KubeObject | None) -> bool:
@@ -326,18 +354,42 @@ class CallbackDelivery:
         if state is None:
             if verdict is None:
                 return max((callback.deadline - now).total_seconds(), 0.0) + 1.0
+            # Not stored on its own: the attempt below stores it together with its count.
             state = DeliveryState(callback.fingerprint, verdict)
-            if not self._store(callback, state):
-                return None
             log.info("%s: %s (%s)", callback.describe(), _status(verdict), verdict.message)
         if state.retry_at is not None and state.retry_at > now:
             return (state.retry_at - now).total_seconds()
+        if state.attempts >= self._settings.max_attempts:
+            # The last attempt was stored but how it went was not (the process stopped during its
+            # PUT): it counts as made, and no attempt beyond the limit is sent.
+            self._give_up(callback, state, state.last_error or "the outcome of the last attempt is unknown")
+            return None
+        attempts = state.attempts + 1
+        started = replace(
+            state, attempts=attempts, retry_at=now + dt.timedelta(seconds=self._backoff(attempts))
+        )
+        if not self._store(callback, started):
+            return None
         try:
             self._send(callback, state.verdict, app)
         except _DELIVERY_ERRORS as error:
-            return self._attempt_failed(callback, state, error)
+            return self._attempt_failed(callback, started, error)
         self._sent(callback, state.verdict)
         return None
+
+    def hold(self, callback: PendingCallback, verdict: Verdict | None) -> None:
+        """Store `verdict` (unless one is stored) without sending: an earlier callback of the tenant
+        is still to be delivered. Stored now, so the verdict is the one reached now, not a FAILED
+        at a deadline that passes while the earlier one is retried."""
+        if callback.state is not None or verdict is None:
+            return
+        if self._store(callback, DeliveryState(callback.fingerprint, verdict)):
+            log.info(
+                "%s: %s (%s), waiting for an earlier callback",
+                callback.describe(),
+                _status(verdict),
+                verdict.message,
+            )
 
     def set_aside(self, obj: KubeObject, error: ControllerError) -> None:
         """A pending callback that cannot be read: labelled failed, with a Warning Event."""
@@ -389,20 +441,15 @@ class CallbackDelivery:
                 current = self._kube.get(CONFIG_MAP, callback.config_map, callback.namespace)
 
     def _attempt_failed(
-        self, callback: PendingCallback, state: DeliveryState, error: ControllerError
+        self, callback: PendingCallback, started: DeliveryState, error: ControllerError
     ) -> float | None:
+        """`started`: the attempt that failed, already counted on the ConfigMap."""
         self._counted("error")
-        attempts = state.attempts + 1
+        attempts = started.attempts
         if attempts >= self._settings.max_attempts:
-            log.error("%s: given up after %d attempts: %s", callback.describe(), attempts, error.message)
-            abandoned = replace(state, attempts=attempts, retry_at=None, last_error=error.message)
-            self._abandon(callback.namespace, callback.config_map, {DELIVERY_ANNOTATION: abandoned.encode()})
-            self._event(
-                callback, WARNING, "CallbackAbandoned", f"given up after {attempts} attempts: {error.message}"
-            )
+            self._give_up(callback, started, error.message)
             return None
-        delay = float(min(self._settings.backoff_max, self._settings.backoff_initial * 2 ** (attempts - 1)))
-        retry_at = self.now() + dt.timedelta(seconds=delay)
+        delay = self._backoff(attempts)
         log.warning(
             "%s: attempt %d failed (%s); next attempt in %.1fs",
             callback.describe(),
@@ -410,12 +457,23 @@ class CallbackDelivery:
             error.message,
             delay,
         )
-        if not self._store(
-            callback, replace(state, attempts=attempts, retry_at=retry_at, last_error=error.message)
-        ):
+        # The backoff counts from the failure, not from the start of the attempt stored before it.
+        retry_at = self.now() + dt.timedelta(seconds=delay)
+        if not self._store(callback, replace(started, retry_at=retry_at, last_error=error.message)):
             return None
         self._event(callback, WARNING, "CallbackFailed", f"attempt {attempts}: {error.message}")
         return delay
+
+    def _give_up(self, callback: PendingCallback, state: DeliveryState, reason: str) -> None:
+        attempts = state.attempts
+        log.error("%s: given up after %d attempts: %s", callback.describe(), attempts, reason)
+        abandoned = replace(state, retry_at=None, last_error=reason)
+        self._abandon(callback.namespace, callback.config_map, {DELIVERY_ANNOTATION: abandoned.encode()})
+        self._event(callback, WARNING, "CallbackAbandoned", f"given up after {attempts} attempts: {reason}")
+
+    def _backoff(self, attempts: int) -> float:
+        """Seconds after attempt number `attempts` before the next one."""
+        return float(min(self._settings.backoff_max, self._settings.backoff_initial * 2 ** (attempts - 1)))
 
     # --- the ConfigMap --------------------------------------------------------------------------
 

@@ -41,10 +41,11 @@ from btp_gitops.controller.cap.callbacks import (
     InvalidCallback,
     PendingCallback,
     TenantFacts,
+    Verdict,
     decide,
     is_pending,
 )
-from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL, pending_callback_name
+from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL, callback_names
 from btp_gitops.controller.errors import PermanentError, TemporaryError
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
@@ -464,26 +465,50 @@ class TenantOperationsReconciler:
                 self._on_recorded(key)
 
     def answer_callback(self, key: ObjectKey) -> float | None:
-        """Decide and deliver the tenant's pending callback, if it has one; when to look again."""
-        config_map = self._kube.get(CONFIG_MAP, pending_callback_name(key.name), key.namespace)
-        if config_map is None or not is_pending(config_map):
-            return None
-        try:
-            callback = PendingCallback.of(config_map)
-        except InvalidCallback as error:
-            self._delivery.set_aside(config_map, error)
-            return None
+        """Decide and deliver the tenant's pending callbacks, oldest first; when to look again."""
+        delays: list[float] = []
+        waiting = False  # an earlier callback's verdict is stored but not delivered yet
+        for callback in self._pending_callbacks(key):
+            view, verdict = self._verdict(key, callback)
+            if waiting:
+                # Its turn comes when the earlier one is sent or given up: that one's delay (or its
+                # ConfigMap's deletion, which the watch sees) brings the tenant back.
+                self._delivery.hold(callback, verdict)
+                continue
+            delay = self._delivery.settle(callback, verdict, view.app)
+            if delay is not None:
+                delays.append(delay)
+                waiting = callback.state is not None or verdict is not None
+        return min((*delays, self._settings.callback_poll)) if delays else None
+
+    def _pending_callbacks(self, key: ObjectKey) -> list[PendingCallback]:
+        """The tenant's pending callbacks in both ConfigMap formats, in the order they were opened."""
+        found: list[PendingCallback] = []
+        for name in callback_names(key.name):
+            config_map = self._kube.get(CONFIG_MAP, name, key.namespace)
+            if config_map is None or not is_pending(config_map):
+                continue
+            # The old format's name of a tenant `x-provisioning` is the new format's of tenant `x`.
+            owner = (config_map.get("data") or {}).get("tenantName")
+            if owner and owner != key.name:
+                continue
+            try:
+                found.append(PendingCallback.of(config_map))
+            except InvalidCallback as error:
+                self._delivery.set_aside(config_map, error)
+        return sorted(found, key=lambda callback: callback.order)
+
+    def _verdict(self, key: ObjectKey, callback: PendingCallback) -> tuple[TenantView, Verdict | None]:
         view = self._view(key, fresh=False, application_hint=callback.application)
-        verdict = None
-        if callback.state is None:
+        if callback.state is not None:
+            return view, None
+        verdict = decide(callback, self._facts(key, view, callback), self._delivery.now())
+        if verdict is not None:
+            # A verdict is final and may rest on an absence (no record, not provisioned by the
+            # deadline): confirm it on the remote's newest commit, which alone can say that.
+            view = self._view(key, fresh=True, application_hint=callback.application)
             verdict = decide(callback, self._facts(key, view, callback), self._delivery.now())
-            if verdict is not None:
-                # A verdict is final and may rest on an absence (no record, not provisioned by the
-                # deadline): confirm it on the remote's newest commit, which alone can say that.
-                view = self._view(key, fresh=True, application_hint=callback.application)
-                verdict = decide(callback, self._facts(key, view, callback), self._delivery.now())
-        delay = self._delivery.settle(callback, verdict, view.app)
-        return None if delay is None else min(delay, self._settings.callback_poll)
+        return view, verdict
 
     # --- steps ----------------------------------------------------------------------------------
 

@@ -4,12 +4,27 @@
   `sme.sap.com/subscription-context-secret` annotation gives), key `subscriptionContext`: the
   request body as received, which the provisioning Job hands to CAP's mtxs. It is never written to
   Git nor logged.
-- ConfigMap `btp-gitops-callback-<tenant>`, labels `btp-gitops.io/pending-callback: "true"` and
-  `sme.sap.com/btp-tenant-id`, data `operation` (provisioning | deprovisioning), `tenantName`,
-  `tenantId`, `subDomain`, `callbackPath`, `deadline` (RFC 3339, UTC), `appUrl`, `application`
-  (the CAPApplication's name) and `subscriptionType` (SaaS | SMS): the callback owed to the caller,
-  which the completion watcher sends once the tenant's Jobs finished, failed or the deadline passed,
-  and which survives restarts of either process.
+- ConfigMap `btp-gitops-callback-<tenant>-<operation>` (operation: provisioning |
+  deprovisioning), labels `btp-gitops.io/pending-callback: "true"` and `sme.sap.com/btp-tenant-id`,
+  data `operation`, `tenantName`, `tenantId`, `subDomain`, `callbackPath`, `deadline` (RFC 3339,
+  UTC), `appUrl`, `application` (the CAPApplication's name), `subscriptionType` (SaaS | SMS) and
+  `openedAt` (RFC 3339 with microseconds, UTC): the callback owed to the caller, which the
+  completion watcher sends once the tenant's Jobs finished, failed or the deadline passed, and which
+  survives restarts of either process.
+
+One ConfigMap per tenant and operation, not one per tenant: an unsubscribe that follows a subscribe
+whose callback is decided but not yet delivered (the SaaS registry was down, say) must not
+overwrite it, or that callback is never sent. Separate objects rather than one ConfigMap holding a
+list keyed by operation, because then the server's writes stay one apply or delete of its own
+object (no read-modify-write racing the controller's delivery-state patches on a shared object),
+and each callback keeps its own delivery state, `failed` label, Events and conditional delete.
+A repeated request of the same operation replaces that operation's callback, as the caller now
+waits for the newer one. `openedAt` orders the callbacks of a tenant: the watcher delivers them in
+the order they were opened.
+
+Releases before this one wrote `btp-gitops-callback-<tenant>` (no operation in the name, no
+`openedAt`). The watcher still reads and delivers those (as the oldest of the tenant's callbacks);
+nothing writes them any more.
 
 Both are written with server-side apply, so writing them again is harmless. They are written before
 the record goes to Git: a crash in between leaves a callback whose tenant never comes, which the
@@ -44,8 +59,23 @@ class Operation(StrEnum):
     DEPROVISIONING = "deprovisioning"
 
 
-def pending_callback_name(tenant_name: str) -> str:
+def pending_callback_name(tenant_name: str, operation: Operation) -> str:
+    """The ConfigMap of the callback owed for `operation` of the tenant (tenant names have at
+    most 63 characters, so this stays far below the 253 a ConfigMap's name may have)."""
+    return f"{CALLBACK_PREFIX}{tenant_name}-{operation.value}"
+
+
+def legacy_callback_name(tenant_name: str) -> str:
+    """The one-per-tenant ConfigMap earlier releases wrote; read (and delivered), never written."""
     return f"{CALLBACK_PREFIX}{tenant_name}"
+
+
+def callback_names(tenant_name: str) -> tuple[str, ...]:
+    """Every ConfigMap name a pending callback of the tenant may have, in either format."""
+    return (
+        legacy_callback_name(tenant_name),
+        *(pending_callback_name(tenant_name, operation) for operation in Operation),
+    )
 
 
 def rfc3339(moment: dt.datetime) -> str:
@@ -68,9 +98,9 @@ class PendingCallback:
 
     @property
     def name(self) -> str:
-        return pending_callback_name(self.tenant_name)
+        return pending_callback_name(self.tenant_name, self.operation)
 
-    def config_map(self) -> KubeObject:
+    def config_map(self, opened_at: dt.datetime) -> KubeObject:
         return {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -93,6 +123,7 @@ class PendingCallback:
                 "appUrl": self.app_url,
                 "application": self.app.name,
                 "subscriptionType": self.subscription_type,
+                "openedAt": opened_at.astimezone(dt.UTC).isoformat(),
             },
         }
 
@@ -129,7 +160,9 @@ class ClusterSide:
     def open_callback(self, callback: PendingCallback) -> KubeObject | None:
         """Write the pending callback; the one it replaces, if any, for `withdraw_callback`."""
         previous = self._kube.get(CONFIG_MAP, callback.name, callback.app.namespace)
-        self._kube.apply(CONFIG_MAP, callback.config_map())
+        # The wall clock: only the order of a tenant's callbacks matters, and an unsubscribe that
+        # follows a subscribe comes after the subscribe's 202, which waited for a Git push.
+        self._kube.apply(CONFIG_MAP, callback.config_map(dt.datetime.now(dt.UTC)))
         return previous
 
     def withdraw_callback(self, callback: PendingCallback, previous: KubeObject | None) -> None:

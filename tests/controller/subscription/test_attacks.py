@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from btp_gitops.controller.clients.cluster_side import callback_names
 from btp_gitops.controller.kube import CONFIG_MAP, SECRET, KubeClient
 from btp_gitops.controller.records import consumer_tenant_name
 from btp_gitops.controller.subscription.ledger import DEFAULT_CONTEXT_SECRET_SUFFIX
@@ -423,7 +424,7 @@ def oversized_guid(start: ServerStarter, tmp_path: Path) -> None:
 def _nothing_left_of(served: Served, tenant: str) -> None:
     name = consumer_tenant_name(APP, tenant)
     assert served.kube.get(SECRET, name + DEFAULT_CONTEXT_SECRET_SUFFIX, served.namespace) is None
-    assert served.kube.get(CONFIG_MAP, f"btp-gitops-callback-{name}", served.namespace) is None
+    assert all(served.kube.get(CONFIG_MAP, n, served.namespace) is None for n in callback_names(name))
     assert served.sources.show(f"apps/{APP}/tenants/{name}.yaml") is None
 
 

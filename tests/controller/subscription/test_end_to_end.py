@@ -57,7 +57,7 @@ import yaml
 from kubernetes import client as k8s
 
 from btp_gitops.controller.cap.callbacks import DELIVERY_ANNOTATION
-from btp_gitops.controller.clients.cluster_side import pending_callback_name
+from btp_gitops.controller.clients.cluster_side import Operation, pending_callback_name
 from btp_gitops.controller.kube import (
     APPLY_PATCH,
     CAP_APPLICATION,
@@ -503,7 +503,7 @@ def test_subscribe_provision_callback_unsubscribe_deprovision_callback(
     assert record["spec"] == {"capApplicationInstance": APP, "subDomain": SUB_DOMAIN, "tenantId": TENANT_ID}
     assert "status" not in record
     assert kube.get(SECRET, f"{tenant}-subscription-context", namespace) is not None
-    pending = kube.get(CONFIG_MAP, pending_callback_name(tenant), namespace)
+    pending = kube.get(CONFIG_MAP, pending_callback_name(tenant, Operation.PROVISIONING), namespace)
     assert pending is not None and pending["data"]["callbackPath"] == PROVISIONING_CALLBACK
 
     # 2. Render and sync the tenant's app: the CAPTenant and the provisioning Job.
@@ -533,8 +533,10 @@ def test_subscribe_provision_callback_unsubscribe_deprovision_callback(
     )
 
     def one_failed_attempt() -> dict[str, Any] | None:
-        state = delivery_state(kube.get(CONFIG_MAP, pending_callback_name(tenant), namespace))
-        return state if state.get("attempts") == 1 else None
+        state = delivery_state(
+            kube.get(CONFIG_MAP, pending_callback_name(tenant, Operation.PROVISIONING), namespace)
+        )
+        return state if state.get("attempts") == 1 and state.get("lastError") else None
 
     stored = wait_for(one_failed_attempt, "the failed attempt to be stored on the pending-callback ConfigMap")
     assert stored["status"] == "SUCCEEDED" and stored["retryAt"], stored
@@ -548,7 +550,9 @@ def test_subscribe_provision_callback_unsubscribe_deprovision_callback(
         "the restarted controller's provisioning callback to be accepted",
     )
     wait_for(
-        lambda: kube.get(CONFIG_MAP, pending_callback_name(tenant), namespace) is None,
+        lambda: (
+            kube.get(CONFIG_MAP, pending_callback_name(tenant, Operation.PROVISIONING), namespace) is None
+        ),
         "the pending provisioning callback to be gone",
     )
     assert len(accepted) == 1
@@ -587,7 +591,7 @@ def test_subscribe_provision_callback_unsubscribe_deprovision_callback(
     record = remote.record(tenant)
     assert record is not None
     assert record["metadata"]["annotations"]["btp-gitops.io/deprovision"] == "true"
-    pending = kube.get(CONFIG_MAP, pending_callback_name(tenant), namespace)
+    pending = kube.get(CONFIG_MAP, pending_callback_name(tenant, Operation.DEPROVISIONING), namespace)
     assert pending is not None and pending["data"]["operation"] == "deprovisioning"
 
     synced = argo.sync(render(remote, tmp_path / "render-3"), tenant_app, namespace)
@@ -601,7 +605,9 @@ def test_subscribe_provision_callback_unsubscribe_deprovision_callback(
         lambda: registry.arrived(DEPROVISIONING_CALLBACK), "the deprovisioning callback to arrive"
     )
     wait_for(
-        lambda: kube.get(CONFIG_MAP, pending_callback_name(tenant), namespace) is None,
+        lambda: (
+            kube.get(CONFIG_MAP, pending_callback_name(tenant, Operation.DEPROVISIONING), namespace) is None
+        ),
         "the pending deprovisioning callback to be gone",
     )
     assert remote.record(tenant) is None

@@ -24,7 +24,12 @@ from typing import Any
 import pytest
 import yaml
 
-from btp_gitops.controller.clients.cluster_side import CONTEXT_KEY
+from btp_gitops.controller.clients.cluster_side import (
+    CONTEXT_KEY,
+    Operation,
+    callback_names,
+    pending_callback_name,
+)
 from btp_gitops.controller.kube import CONFIG_MAP
 from btp_gitops.controller.records import consumer_tenant_name
 from tests.controller.subscription.conftest import (
@@ -101,7 +106,7 @@ def test_subscribe_records_the_tenant_before_answering_202(running: Running, tok
     assert secret is not None
     assert json.loads(decoded(secret, CONTEXT_KEY)) == payload
     assert secret["metadata"]["labels"]["sme.sap.com/btp-tenant-id"] == TENANT
-    config_map = running.config_map(f"btp-gitops-callback-{name}")
+    config_map = running.config_map(pending_callback_name(name, Operation.PROVISIONING))
     assert config_map is not None
     assert config_map["metadata"]["labels"] == {
         "btp-gitops.io/pending-callback": "true",
@@ -110,6 +115,8 @@ def test_subscribe_records_the_tenant_before_answering_202(running: Running, tok
     }
     data = dict(config_map["data"])
     deadline = rfc3339_parse(data.pop("deadline"))
+    opened_at = dt.datetime.fromisoformat(data.pop("openedAt"))
+    assert before <= opened_at <= dt.datetime.now(dt.UTC)
     assert data == {
         "operation": "provisioning",
         "tenantName": name,
@@ -189,7 +196,7 @@ def test_without_status_callback_no_callback_is_opened(running: Running, tokens:
 
     assert answer.status == 202
     assert record_on_remote(running, TENANT) is not None
-    assert running.config_map(f"btp-gitops-callback-{consumer_tenant_name(APP, TENANT)}") is None
+    assert all(running.config_map(n) is None for n in callback_names(consumer_tenant_name(APP, TENANT)))
 
 
 def test_a_callback_path_with_a_host_is_refused(running: Running, tokens: TokenFactory) -> None:
@@ -224,7 +231,7 @@ def test_unsubscribe_marks_the_record_and_opens_a_deprovisioning_callback(
     record = record_on_remote(running, TENANT)
     assert record is not None
     assert record["metadata"]["annotations"]["btp-gitops.io/deprovision"] == "true"
-    config_map = running.config_map(f"btp-gitops-callback-{name}")
+    config_map = running.config_map(pending_callback_name(name, Operation.DEPROVISIONING))
     assert config_map is not None
     assert config_map["data"]["operation"] == "deprovisioning"
     assert config_map["data"]["callbackPath"] == "/saas-manager/v1/subscription-callback/99/result"
@@ -244,7 +251,7 @@ def test_unsubscribing_an_unknown_tenant_is_404(running: Running, tokens: TokenF
     assert answer.status == 404
     assert answer.json == {"error": "the application has no tenant with this id"}
     assert running.sources.head() == head
-    assert running.config_map(f"btp-gitops-callback-{consumer_tenant_name(APP, TENANT)}") is None
+    assert all(running.config_map(n) is None for n in callback_names(consumer_tenant_name(APP, TENANT)))
 
 
 def test_an_unknown_application_is_404_for_a_caller_valid_for_another_one(
@@ -310,7 +317,7 @@ def test_a_failed_push_answers_503_and_withdraws_the_callback(
     }
     assert answer.headers["Retry-After"]
     assert sources.show(record_path(TENANT)) is None
-    assert running.config_map(f"btp-gitops-callback-{consumer_tenant_name(APP, TENANT)}") is None
+    assert all(running.config_map(n) is None for n in callback_names(consumer_tenant_name(APP, TENANT)))
 
 
 def test_a_failed_push_restores_the_callback_it_replaced(
@@ -337,7 +344,7 @@ def test_a_failed_push_restores_the_callback_it_replaced(
     )
 
     assert answer.status == 503
-    config_map = running.config_map(f"btp-gitops-callback-{name}")
+    config_map = running.config_map(pending_callback_name(name, Operation.PROVISIONING))
     assert config_map is not None
     assert (config_map["data"]["operation"], config_map["data"]["callbackPath"]) == ("provisioning", CALLBACK)
 
@@ -359,7 +366,7 @@ def test_subscription_manager_subscribe_and_unsubscribe(running: Running, sms_pk
     assert record is not None and record["metadata"]["labels"] == {
         "sme.sap.com/subscription-guid": "sms-guid-1"
     }
-    config_map = running.config_map(f"btp-gitops-callback-{name}")
+    config_map = running.config_map(pending_callback_name(name, Operation.PROVISIONING))
     assert config_map is not None and config_map["data"]["subscriptionType"] == "SMS"
 
     wrong_guid = running.client.send(

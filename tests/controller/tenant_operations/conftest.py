@@ -49,6 +49,7 @@ from btp_gitops.controller.clients.cluster_side import (
     PendingCallback,
     pending_callback_name,
 )
+from btp_gitops.controller.clients.saas_client import SaasCallbackClient
 from btp_gitops.controller.clients.targets import AppTarget
 from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
 from btp_gitops.controller.kube import CONFIG_MAP, JOB, SECRET, KubeClient, KubeObject
@@ -220,6 +221,7 @@ class SaasPeer:
     url: str = ""
     token_requests: list[dict[str, str]] = field(default_factory=list)
     callbacks: list[ReceivedCallback] = field(default_factory=list)
+    puts: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # every PUT: (answer, body)
     fail_callbacks_with: int | None = None  # answer PUTs with this status instead of 200
     on_callback: Callable[[], Any] = lambda: None
     issued: list[str] = field(default_factory=list)
@@ -269,11 +271,15 @@ def _peer_handler(peer: SaasPeer) -> type[http.server.BaseHTTPRequestHandler]:
         def do_PUT(self) -> None:
             body = json.loads(self._body() or b"{}")
             authorization = self.headers.get("Authorization") or ""
-            if peer.fail_callbacks_with is not None:
-                self._answer(peer.fail_callbacks_with, {"error": "on purpose"})
+            failing = peer.fail_callbacks_with
+            if failing is not None:
+                with peer.lock:
+                    peer.puts.append((failing, body))
+                self._answer(failing, {"error": "on purpose"})
                 return
             seen = peer.on_callback()
             with peer.lock:
+                peer.puts.append((200, body))
                 peer.callbacks.append(ReceivedCallback(self.path, authorization, body, seen))
             self._answer(200, {})
 
@@ -352,7 +358,7 @@ def open_callback(
         subscription_type="SaaS",
     )
     ClusterSide(kube).open_callback(callback)
-    found = kube.get(CONFIG_MAP, pending_callback_name(tenant), namespace)
+    found = kube.get(CONFIG_MAP, pending_callback_name(tenant, operation), namespace)
     assert found is not None
     return found
 
@@ -418,6 +424,7 @@ class Controller:
     callback_settings: CallbackSettings = FAST_CALLBACKS
     source_max_age: float = 0.0  # every read fetches, unless a test wants a clone that lags
     outcomes: list[str] = field(default_factory=list)  # callbacks counted, as the metric counts them
+    callback_client: SaasCallbackClient | None = None  # the production client unless a test injects faults
     repo: SourceRepo | None = None
     tenants: TenantOperationsReconciler | None = None
     retirement: ApplicationRetirementReconciler | None = None
@@ -428,7 +435,12 @@ class Controller:
         )
         self.repo.start()
         snapshots = SourceSnapshots(self.repo, max_age=self.source_max_age)
-        delivery = CallbackDelivery(self.kube, self.callback_settings, count_callback=self.outcomes.append)
+        delivery = CallbackDelivery(
+            self.kube,
+            self.callback_settings,
+            client=self.callback_client,
+            count_callback=self.outcomes.append,
+        )
         self.tenants = TenantOperationsReconciler(self.kube, snapshots, delivery, TenantOperationSettings())
         self.retirement = ApplicationRetirementReconciler(
             self.kube, snapshots, RetirementSettings(poll_interval=0.5)

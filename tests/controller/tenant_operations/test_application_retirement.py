@@ -100,7 +100,7 @@ def test_a_marked_application_leaves_once_its_tenants_are_gone(
 
     [callback] = saas_peer.callbacks
     assert callback.body["status"] == "SUCCEEDED" and callback.seen is True  # the app was still there
-    assert kube.get(CONFIG_MAP, pending_callback_name("acme"), namespace) is None
+    assert kube.get(CONFIG_MAP, pending_callback_name("acme", Operation.DEPROVISIONING), namespace) is None
     assert source.last_commit_changes() == [
         "D\tcapapplication.yaml",
         "D\ttenants/bookshop-provider.yaml",

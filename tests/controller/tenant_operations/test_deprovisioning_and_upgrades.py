@@ -70,7 +70,12 @@ def test_the_record_is_removed_before_the_callback(
         "message": "Deprovisioning successful",
         "subscriptionUrl": "https://initech.bookshop.apps.example.com",
     }
-    assert kube.get(CONFIG_MAP, pending_callback_name("initech"), unsubscribed.namespace) is None
+    assert (
+        kube.get(
+            CONFIG_MAP, pending_callback_name("initech", Operation.DEPROVISIONING), unsubscribed.namespace
+        )
+        is None
+    )
     assert source.rendered_jobs("initech") == []  # the tenant renders nothing any more
 
 

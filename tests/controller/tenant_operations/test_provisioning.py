@@ -96,7 +96,10 @@ def test_provisioning_is_recorded_then_called_back(
             "client_id": CLIENT_ID.replace("!", "%21"),
         }
     ]
-    assert kube.get(CONFIG_MAP, pending_callback_name("globex"), subscribed.namespace) is None
+    assert (
+        kube.get(CONFIG_MAP, pending_callback_name("globex", Operation.PROVISIONING), subscribed.namespace)
+        is None
+    )
     assert controller.outcomes == ["succeeded"]
 
     # Done is done: a later reconcile neither writes nor calls back again.
@@ -123,7 +126,10 @@ def test_a_failed_step_is_recorded_and_reported_failed(
     )
     assert "BackoffLimitExceeded" in callback.body["message"]
     assert callback.body["subscriptionUrl"] == "https://globex.bookshop.apps.example.com"
-    assert kube.get(CONFIG_MAP, pending_callback_name("globex"), subscribed.namespace) is None
+    assert (
+        kube.get(CONFIG_MAP, pending_callback_name("globex", Operation.PROVISIONING), subscribed.namespace)
+        is None
+    )
     # The failure stays recorded, and is not written again on every look.
     head = source.head()
     controller.tenant_operations.reconcile(subscribed)

@@ -67,7 +67,12 @@ def test_a_new_controller_sends_the_callback_once(
 
     assert [c.body["status"] for c in saas_peer.callbacks] == ["SUCCEEDED"]
     assert source.head() == head  # the outcome was not written again
-    assert kube.get(CONFIG_MAP, pending_callback_name("globex"), provisioned_jobs.namespace) is None
+    assert (
+        kube.get(
+            CONFIG_MAP, pending_callback_name("globex", Operation.PROVISIONING), provisioned_jobs.namespace
+        )
+        is None
+    )
 
 
 def test_a_refused_attempt_is_retried_by_the_next_controller(
@@ -79,7 +84,9 @@ def test_a_refused_attempt_is_retried_by_the_next_controller(
 ) -> None:
     saas_peer.fail_callbacks_with = 502
     controller.tenant_operations.reconcile(provisioned_jobs)
-    pending = kube.get(CONFIG_MAP, pending_callback_name("globex"), provisioned_jobs.namespace)
+    pending = kube.get(
+        CONFIG_MAP, pending_callback_name("globex", Operation.PROVISIONING), provisioned_jobs.namespace
+    )
     assert pending is not None and DELIVERY_ANNOTATION in pending["metadata"]["annotations"]
 
     controller.restart()
@@ -124,7 +131,12 @@ def test_under_a_manager_the_watches_drive_it(
         assert saas_peer.callbacks == []
         for job in jobs:
             finish_job(kube, job, "Complete")
-        wait_until(lambda: kube.get(CONFIG_MAP, pending_callback_name("globex"), namespace) is None)
+        wait_until(
+            lambda: (
+                kube.get(CONFIG_MAP, pending_callback_name("globex", Operation.PROVISIONING), namespace)
+                is None
+            )
+        )
 
     record = source.record("globex")
     assert record is not None and record["status"]["state"] == "Ready"

@@ -71,7 +71,10 @@ def test_a_passed_deadline_reports_failed_without_recording(
     assert source.commits() == commits
     record = source.record("globex")
     assert record is not None and "status" not in record
-    assert kube.get(CONFIG_MAP, pending_callback_name("globex"), globex.namespace) is None
+    assert (
+        kube.get(CONFIG_MAP, pending_callback_name("globex", Operation.PROVISIONING), globex.namespace)
+        is None
+    )
 
 
 def test_a_lagging_clone_is_brought_up_to_date_before_a_verdict(
@@ -100,7 +103,7 @@ def test_a_refused_callback_is_retried_then_set_aside(
     past = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)
     open_callback(kube, globex.namespace, "globex", GLOBEX_ID, Operation.PROVISIONING, deadline=past)
     saas_peer.fail_callbacks_with = 503
-    name = pending_callback_name("globex")
+    name = pending_callback_name("globex", Operation.PROVISIONING)
 
     first = controller.tenant_operations.reconcile(globex)
     assert first.requeue_after == pytest.approx(0.2, abs=0.05)
