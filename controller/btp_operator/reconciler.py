@@ -2,7 +2,8 @@
 
 The module itself is rendered into Git and applied by Argo CD or Flux; this reconciler does what
 needs the live cluster: it holds the BtpOperator with the finalizer
-`operator.kyma-project.io/btp-manager` and, once deleted, deprovisions (`deprovisioning.py`); until
+`operator.kyma-project.io/btp-manager` (which the render already writes into its manifest) and,
+once deleted, deprovisions (`deprovisioning.py`); until
 then it reports whether the module works: the required Secret is there and complete (checked
 with the generator's own rules and messages, never logging a value), and the operator Deployment
 the GitOps tool applied is Available. Any other BtpOperator gets Warning `WrongNamespaceOrName`.
@@ -74,6 +75,8 @@ class BtpOperatorReconciler:
             if FINALIZER not in (obj["metadata"].get("finalizers") or []):
                 return DONE
             return self._deprovisioning.advance(obj)
+        # The render writes the finalizer into the BtpOperator's manifest, so this is a no-op for
+        # it; kept as the safety net for a BtpOperator rendered by an older version without it.
         obj = self._kube.add_finalizer(BTP_OPERATOR, obj, FINALIZER)
         verdict, requeue_after = self._readiness()
         self._record(obj, verdict)

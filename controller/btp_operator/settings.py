@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from btp_gitops.controller.errors import ConfigurationError
+from btp_gitops.generator.domains.btp_operator import BTP_OPERATOR_FINALIZER
 from btp_gitops.generator.io import bundled
 
-FINALIZER = "operator.kyma-project.io/btp-manager"
+# The render writes the same finalizer onto the BtpOperator (the generator's constant).
+FINALIZER = BTP_OPERATOR_FINALIZER
 FORCE_DELETE_LABEL = "force-delete"
 
 

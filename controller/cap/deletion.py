@@ -13,8 +13,13 @@ them.
     CAPApplication         `sme.sap.com/capapplication`: deletes its CAPTenants (each deprovisions
                            through its own finalizer), released once none is left
 
-Each reconciler adds its finalizer to every object of its kind that is not being deleted. A
-deleted CAPTenant (the version it is deprovisioned on: controller.cap.cluster_models):
+The render writes each finalizer onto the objects (generator.domains.cap), so an object created
+and pruned while the controller is down (a rollout, a crash loop) is held from its creation until
+the controller has run its deletion. Each reconciler still adds its finalizer to every object of
+its kind that is not being deleted: a safety net for objects an older btp-gitops rendered without
+it, or written by hand.
+
+A deleted CAPTenant (the version it is deprovisioned on: controller.cap.cluster_models):
 
 1. waits while a Job of another operation of the tenant has not finished: a provisioning that
    ran on after its deprovisioning would leave the tenant subscribed;
@@ -98,6 +103,9 @@ from btp_gitops.controller.kube import (
 from btp_gitops.controller.runtime import DONE, ObjectKey, Outcome, Reconciler, Watch
 from btp_gitops.generator.core import get_path
 from btp_gitops.generator.domains.cap import (
+    CAP_APPLICATION_FINALIZER,
+    CAP_APPLICATION_VERSION_FINALIZER,
+    CAP_TENANT_FINALIZER,
     OWNER_IDENTIFIER,
     Tenant,
     TenantOperation,
@@ -107,9 +115,10 @@ from btp_gitops.generator.domains.cap import (
     version_gate_name,
 )
 
-TENANT_FINALIZER = "sme.sap.com/captenant"
-VERSION_FINALIZER = "sme.sap.com/capapplicationversion"
-APPLICATION_FINALIZER = "sme.sap.com/capapplication"
+# The render puts the same finalizers on the objects it writes (the generator's constants).
+TENANT_FINALIZER = CAP_TENANT_FINALIZER
+VERSION_FINALIZER = CAP_APPLICATION_VERSION_FINALIZER
+APPLICATION_FINALIZER = CAP_APPLICATION_FINALIZER
 DEPROVISIONED_CONDITION = "Deprovisioned"  # on a CAPTenant, False while its deprovisioning holds it
 RELEASED_CONDITION = "Released"  # on a CAPApplicationVersion or CAPApplication, False while held
 _NAMES_SHOWN = 10
@@ -146,6 +155,8 @@ def _held_in_deletion(kube: KubeClient, resource: Resource, obj: KubeObject, fin
     """Add the finalizer to a live object; True when the object is being deleted and the finalizer
     still holds it: the release is ours to do."""
     if not being_deleted(obj):
+        # A no-op for what the render wrote (the finalizer is in the manifest); the safety net for
+        # objects rendered by older versions, which lacked it.
         kube.add_finalizer(resource, obj, finalizer)
         return False
     return has_finalizer(obj, finalizer)

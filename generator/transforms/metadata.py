@@ -1,4 +1,4 @@
-"""Labels and namespaces: the metadata every module object carries."""
+"""Labels, namespaces and finalizers: the metadata rendered objects carry."""
 
 from __future__ import annotations
 
@@ -47,6 +47,15 @@ def set_default_namespace(manifests: list[Manifest], namespace: str, scopes: Sco
         elif not meta.get("namespace"):
             meta["namespace"] = namespace
     return manifests
+
+
+def add_finalizer(manifest: Manifest, finalizer: str) -> Manifest:
+    """Put `finalizer` on the object, once, after any it already has."""
+    meta = metadata(manifest.body)
+    finalizers = list(meta.get("finalizers") or [])
+    if finalizer not in finalizers:
+        meta["finalizers"] = [*finalizers, finalizer]
+    return manifest
 
 
 def drop_empty_metadata_maps(manifests: list[Manifest]) -> list[Manifest]:

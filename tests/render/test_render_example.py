@@ -14,6 +14,7 @@ from pathlib import Path
 import git
 import yaml
 
+from btp_gitops.controller.btp_operator import FINALIZER
 from tests.conftest import EXAMPLES, ROOT, RunCli, read_tree, tree_as_yaml
 from tests.render.conftest import MakeSource
 
@@ -59,6 +60,20 @@ def test_module_objects_carry_btp_manager_labels_and_namespace(tmp_path: Path, r
         if obj["kind"] == "Deployment":
             pod_labels = obj["spec"]["template"]["metadata"]["labels"]
             assert pod_labels["kyma-project.io/module"] == "btp-operator"
+
+
+def test_only_the_btpoperator_carries_the_controllers_finalizer(tmp_path: Path, run_cli: RunCli) -> None:
+    """Applied with it, the BtpOperator is held from its creation: a prune while the controller is
+    down waits for the controller's deprovisioning."""
+    result = run_cli("render", EXAMPLES / "btp-operator", "--out", tmp_path, "--cluster", "c1", cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert FINALIZER == "operator.kyma-project.io/btp-manager"  # BTP Manager's name for it
+    finalized = {}
+    for path, data in read_tree(tmp_path / "clusters/c1/btp-operator").items():
+        obj = yaml.safe_load(data)
+        if path != "kustomization.yaml" and "finalizers" in obj["metadata"]:
+            finalized[obj["kind"]] = obj["metadata"]["finalizers"]
+    assert finalized == {"BtpOperator": [FINALIZER]}
 
 
 def test_operator_configmap_and_webhooks_follow_the_config(

@@ -1,9 +1,10 @@
-"""Unit tests of `generator.transforms.metadata`: labels and default namespaces.
+"""Unit tests of `generator.transforms.metadata`: labels, default namespaces and finalizers.
 
 Covered: `add_labels` keeps an object's other labels and overrides the keys it sets (creating the
 labels map when missing); `add_pod_template_labels` touches the pod templates of Deployment,
 StatefulSet, DaemonSet, ReplicaSet, Job and CronJob only, never the object's own labels;
-`remove_labels`; `set_default_namespace` sets a missing or empty namespace, keeps an explicit one,
+`remove_labels`; `add_finalizer` adds a finalizer once, after those the object has;
+`set_default_namespace` sets a missing or empty namespace, keeps an explicit one,
 and strips the namespace of cluster-scoped kinds, built-in or declared cluster-scoped by a CRD in
 the same list (`ScopeIndex`), whatever the CRD's position; `drop_empty_metadata_maps`.
 
@@ -16,6 +17,7 @@ import pytest
 
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.transforms.metadata import (
+    add_finalizer,
     add_labels,
     add_pod_template_labels,
     drop_empty_metadata_maps,
@@ -283,3 +285,25 @@ def test_drop_empty_metadata_maps() -> None:
     assert bodies(drop_empty_metadata_maps(given)) == documents(
         "kind: A\nmetadata: {name: a}\n---\nkind: B\nmetadata: {name: b, labels: {x: y}}\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        pytest.param("kind: A\nmetadata: {name: a}", ["example.com/ours"], id="none-before"),
+        pytest.param(
+            "kind: A\nmetadata: {name: a, finalizers: [example.com/other]}",
+            ["example.com/other", "example.com/ours"],
+            id="keeps-others",
+        ),
+        pytest.param(
+            "kind: A\nmetadata: {name: a, finalizers: [example.com/ours, example.com/other]}",
+            ["example.com/ours", "example.com/other"],
+            id="once",
+        ),
+    ],
+)
+def test_add_finalizer(given: str, expected: list[str]) -> None:
+    manifest = manifests(given)[0]
+    assert add_finalizer(manifest, "example.com/ours") is manifest
+    assert manifest.body["metadata"]["finalizers"] == expected

@@ -26,7 +26,11 @@ from btp_gitops.generator.domains.btp_operator.artifact import (
     parse_sourced_documents,
     version_of,
 )
-from btp_gitops.generator.domains.btp_operator.model import MODULE_NAMESPACE, RELEASE_NAME
+from btp_gitops.generator.domains.btp_operator.model import (
+    BTP_OPERATOR_FINALIZER,
+    MODULE_NAMESPACE,
+    RELEASE_NAME,
+)
 from btp_gitops.generator.domains.btp_operator.post_render import (
     CertificateStep,
     StreamSettings,
@@ -37,6 +41,7 @@ from btp_gitops.generator.transforms.operator_secret import InvalidSecret, opera
 
 __all__ = [
     "APPLY",
+    "BTP_OPERATOR_FINALIZER",
     "CHART_VERSION_LABEL",
     "DELETE_FILE",
     "EXCLUDED_HOOKS",

@@ -19,6 +19,11 @@ MANAGER_CONTAINER = "manager"
 BTP_OPERATOR = ("operator.kyma-project.io/v1alpha1", "BtpOperator")
 BTP_OPERATOR_CONFIG = ("btp-gitops.io/v1alpha1", "BtpOperatorConfig")
 CONFIG_CHECKSUM_ANNOTATION = "btp-gitops.io/config-checksum"
+# BTP Manager's deletion finalizer, which the controller's BtpOperator reconciler holds the module
+# with (controller.btp_operator). The render puts it on the BtpOperator it writes, so that one
+# pruned while the controller is down waits for the deprovisioning; the controller imports this
+# constant, so the two cannot name different finalizers.
+BTP_OPERATOR_FINALIZER = "operator.kyma-project.io/btp-manager"
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from btp_gitops.generator.core.sources import SourceDocument, SourceSet
 from btp_gitops.generator.domains.btp_operator.model import (
     APP,
     BTP_OPERATOR_CONFIG,
+    BTP_OPERATOR_FINALIZER,
     CONFIG_CHECKSUM_ANNOTATION,
     CR_NAME,
     MANAGER_CONTAINER,
@@ -50,6 +51,7 @@ from btp_gitops.generator.transforms.credentials import reference_operator_crede
 from btp_gitops.generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
 from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from btp_gitops.generator.transforms.metadata import (
+    add_finalizer,
     add_labels,
     add_pod_template_labels,
     set_default_namespace,
@@ -109,11 +111,13 @@ def certificate_plan(config: ModuleConfig) -> CertificatePlan:
 
 
 def requested_resource(document: SourceDocument) -> Manifest:
-    """The BtpOperator itself, as the user wrote it minus status and server-set metadata."""
+    """The BtpOperator itself, as the user wrote it minus status and server-set metadata, plus the
+    deletion finalizer: held from its creation, one pruned while the controller is down waits for
+    the controller's deprovisioning instead of leaving the service instances behind."""
     body: KubeObject = {key: value for key, value in document.body.items() if key != "status"}
     meta = {k: v for k, v in body["metadata"].items() if k in {"name", "namespace", "labels", "annotations"}}
     body["metadata"] = meta
-    return Manifest(body, f"{document.file}#{document.document}")
+    return add_finalizer(Manifest(body, f"{document.file}#{document.document}"), BTP_OPERATOR_FINALIZER)
 
 
 def render_module_objects(

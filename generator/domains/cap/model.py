@@ -23,6 +23,13 @@ CAP_APPLICATION_VERSION = (API_VERSION, "CAPApplicationVersion")
 DOMAIN = (API_VERSION, "Domain")
 CLUSTER_DOMAIN = (API_VERSION, "ClusterDomain")
 
+# The deletion finalizers of the controller (controller.cap.deletion), CAP Operator's names. The
+# render puts them on the objects it writes, so that the API server holds one pruned while the
+# controller is not running until the controller has deprovisioned its tenants; the controller
+# imports these very constants, so the two cannot name different finalizers.
+CAP_APPLICATION_FINALIZER = "sme.sap.com/capapplication"
+CAP_APPLICATION_VERSION_FINALIZER = "sme.sap.com/capapplicationversion"
+
 # Our own annotations on the source objects, for what CAP Operator read from its installation.
 CREDENTIALS_ANNOTATION = "btp-gitops.io/credentials"
 CERTIFICATE_MANAGER_ANNOTATION = "btp-gitops.io/certificate-manager"

@@ -5,7 +5,8 @@ What CAP Operator reconciled in the cluster is rendered once per render (https:/
 1. Read every CAP object of the sources, the deprecated `spec.domains` as the domains they stand
    for (catalog), and check every rule, reporting all broken ones at once (validation).
 2. Per CAPApplication, the app `cap.<namespace>.<name>`: the CAPApplication and its versions as
-   written (the controller works on them in the cluster), and for every version its workloads
+   written (the controller works on them in the cluster), each with the controller's deletion
+   finalizer, and for every version its workloads
    (workloads, jobs), credentials (credentials), NetworkPolicies, and the service-exposure
    VirtualServices of the current version (exposures). A version removed from the sources leaves
    the app with everything it rendered, and the GitOps tool prunes it.
@@ -34,7 +35,13 @@ from btp_gitops.generator.domains.cap.credentials import (
 from btp_gitops.generator.domains.cap.exposures import current_version, exposure_virtual_services
 from btp_gitops.generator.domains.cap.identity import application_app, domain_app
 from btp_gitops.generator.domains.cap.jobs import content_job, content_job_notes
-from btp_gitops.generator.domains.cap.model import Application, Domain, Version
+from btp_gitops.generator.domains.cap.model import (
+    CAP_APPLICATION_FINALIZER,
+    CAP_APPLICATION_VERSION_FINALIZER,
+    Application,
+    Domain,
+    Version,
+)
 from btp_gitops.generator.domains.cap.network_policies import version_network_policies
 from btp_gitops.generator.domains.cap.networking import domain_notes, domain_objects
 from btp_gitops.generator.domains.cap.tenants import (
@@ -45,6 +52,7 @@ from btp_gitops.generator.domains.cap.tenants import (
 )
 from btp_gitops.generator.domains.cap.validation import catalog_problems
 from btp_gitops.generator.domains.cap.workloads import deployment_objects
+from btp_gitops.generator.transforms.metadata import add_finalizer
 from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage
 
 ORIGIN = "btp-gitops/cap"
@@ -86,7 +94,12 @@ def version_manifests(app: Application, version: Version, catalog: CapCatalog) -
 
 def render_application(app: Application, catalog: CapCatalog) -> AppRender:
     versions = catalog.versions_of(app)
-    manifests = [written_resource(app.source), *(written_resource(v.source) for v in versions)]
+    # With the controller's finalizers from the start, a prune while the controller is down waits
+    # for it (controller.cap.deletion) instead of dropping the tenants' deprovisioning.
+    manifests = [
+        add_finalizer(written_resource(app.source), CAP_APPLICATION_FINALIZER),
+        *(add_finalizer(written_resource(v.source), CAP_APPLICATION_VERSION_FINALIZER) for v in versions),
+    ]
     workloads = [w for v in versions for w in v.workloads]
     manifests += _manifests(binding_reader_objects(app, workloads), ORIGIN)
     notes: list[Note] = []

@@ -10,7 +10,9 @@ does), then deleted in Argo CD's order: waves in reverse, each wave's objects go
 (`generator.core.kinds`), which it follows closely. The contrast: with the BtpOperator in the
 operator's wave (as before it got its own, and as Flux's unordered pruning of the stage
 Kustomizations may delete them), the operator goes at the same time, the hard delete cannot
-complete and times out, and soft delete removes what is left.
+complete and times out, and soft delete removes what is left. And the BtpOperator pruned while no
+controller runs: the finalizer the render wrote holds it until a controller started afterwards has
+run the deletion.
 
 Faked or left out, because nothing runs here to serve them: the webhooks are applied with
 `failurePolicy: Ignore` (no operator answers them; with `Fail` no instance could even be created),
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import shutil
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,8 +33,15 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from btp_gitops.controller.btp_operator import BtpOperatorReconciler, BtpOperatorSettings
-from btp_gitops.controller.kube import BTP_OPERATOR, SERVICE_BINDING, SERVICE_INSTANCE, KubeClient, Resource
+from btp_gitops.controller.btp_operator import FINALIZER, BtpOperatorReconciler, BtpOperatorSettings
+from btp_gitops.controller.kube import (
+    BTP_OPERATOR,
+    DEPLOYMENT,
+    SERVICE_BINDING,
+    SERVICE_INSTANCE,
+    KubeClient,
+    Resource,
+)
 from btp_gitops.controller.runtime import Manager, RuntimeSettings
 from btp_gitops.generator.core.kinds import install_rank
 from tests.conftest import CHART, EXAMPLES
@@ -40,6 +50,7 @@ from tests.controller.btp_operator.cluster import (
     OPERATOR,
     ModuleCluster,
     ServiceOperand,
+    finalizers_of,
     wait_for,
 )
 from tests.support.crds import load_crds, third_party_crd_files
@@ -206,6 +217,50 @@ def test_argocd_deletes_the_btpoperator_first_and_its_finalizer_hard_deletes_whi
         if kube.get(module_app.resource(o), o.name, o.namespace)
     ]
     assert left == []
+
+
+def test_a_btpoperator_pruned_while_no_controller_runs_waits_for_the_controller(
+    cluster: ModuleCluster,
+    module_app: ArgoReplay,
+    settings: BtpOperatorSettings,
+    kube: KubeClient,
+    operand: ServiceOperand,
+    kube_namespace: str,
+) -> None:
+    """The module synced and its BtpOperator pruned while no controller runs (a rollout, a crash
+    loop): the finalizer the render wrote holds it, nothing is deprovisioned, and the controller
+    started afterwards runs the deletion (the hard delete, the module resources) and releases it."""
+    module_app.sync_wave(-1)
+    module_app.sync_wave(0)
+    cluster.set_available(OPERATOR)
+    module_app.sync_wave(1)
+    cluster.create_required_secret(**VALID)
+    assert finalizers_of(cluster.module_cr()) == [FINALIZER], "held from its creation, by the render"
+    cluster.create_instance(kube_namespace, "db")
+    cluster.create_binding(kube_namespace, "db-binding", "db")
+    operand.start()
+
+    (pruned,) = module_app.waves[1]
+    kube.delete(module_app.resource(pruned), pruned.name, pruned.namespace)
+    time.sleep(1.0)  # time enough for an object without a finalizer to be gone
+    held = cluster.module_cr()
+    assert held is not None and held["metadata"].get("deletionTimestamp")
+    assert finalizers_of(held) == [FINALIZER]
+    assert cluster.names(SERVICE_INSTANCE, kube_namespace) == ["db"] and operand.finished == []
+
+    manager = Manager(kube, [BtpOperatorReconciler(kube, settings)], RUNTIME, CollectorRegistry())
+    manager.start()
+    try:
+        wait_for(lambda: cluster.module_cr() is None, 60, "the controller to release the BtpOperator")
+    finally:
+        manager.stop()
+
+    assert sorted(operand.finished) == [
+        ("ServiceBinding", f"{kube_namespace}/db-binding"),
+        ("ServiceInstance", f"{kube_namespace}/db"),
+    ], "the hard delete ran"
+    assert ("Normal", "HardDeleting") in cluster.events(held)
+    assert kube.get(DEPLOYMENT, OPERATOR, MODULE_NAMESPACE) is None, "the module resources went with it"
 
 
 def test_without_its_own_wave_the_operator_goes_with_the_btpoperator_and_soft_delete_cleans_up(

@@ -216,6 +216,13 @@ def finish_job(kube: KubeClient, namespace: str, name: str, *, succeeded: bool =
     kube.patch_status(JOB, name, status, namespace)
 
 
+def as_an_older_render(obj: KubeObject) -> KubeObject:
+    """A rendered CR without the finalizers the render now writes."""
+    older = copy.deepcopy(obj)
+    older["metadata"].pop("finalizers", None)
+    return older
+
+
 @dataclass
 class CapCluster:
     """The example's CRs in the test namespace, and what a test does to them."""
@@ -227,13 +234,17 @@ class CapCluster:
     def namespace(self) -> str:
         return self.example.namespace
 
-    def deploy(self, *, with_git_statuses: bool = True) -> None:
-        """Create the CRs as Argo CD would, then record each tenant's Git status on it."""
-        self.kube.create(CAP_APPLICATION, self.example.application(), self.namespace)
+    def deploy(self, *, with_git_statuses: bool = True, older_render: bool = False) -> None:
+        """Create the CRs as Argo CD would, then record each tenant's Git status on it.
+
+        `older_render`: as a btp-gitops that did not render the finalizers wrote them, so that
+        only the controller's own add (its safety net) puts them on."""
+        shape = as_an_older_render if older_render else copy.deepcopy
+        self.kube.create(CAP_APPLICATION, shape(self.example.application()), self.namespace)
         for version in self.example.versions():
-            self.kube.create(CAP_APPLICATION_VERSION, version, self.namespace)
+            self.kube.create(CAP_APPLICATION_VERSION, shape(version), self.namespace)
         for name in TENANTS:
-            self.kube.create(CAP_TENANT, self.example.tenant(name), self.namespace)
+            self.kube.create(CAP_TENANT, shape(self.example.tenant(name)), self.namespace)
             status = self.example.git_statuses.get(name)
             if with_git_statuses and status:
                 self.kube.patch_status(CAP_TENANT, name, status, self.namespace)

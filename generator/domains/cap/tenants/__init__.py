@@ -15,6 +15,7 @@ from btp_gitops.generator.domains.cap.tenants.catalog import TenantCatalog, buil
 from btp_gitops.generator.domains.cap.tenants.jobs import StepTemplate, step_templates
 from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
+    CAP_TENANT_FINALIZER,
     DEPROVISION_ANNOTATION,
     PROVIDER_SUFFIX,
     SUBSCRIPTION_CONTEXT_ANNOTATION,
@@ -49,6 +50,7 @@ from btp_gitops.generator.domains.cap.tenants.selection import (
 __all__ = [
     "BTP_TENANT_ID",
     "CAP_TENANT",
+    "CAP_TENANT_FINALIZER",
     "CONTINUE_ON_FAILURE_ANNOTATION",
     "DEPROVISION_ANNOTATION",
     "PROVIDER_SUFFIX",

@@ -16,6 +16,9 @@ from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap.model import API_VERSION, Application, Provider, TenantOperation
 
 CAP_TENANT = (API_VERSION, "CAPTenant")
+# The controller's deletion finalizer (controller.cap.deletion), rendered onto every CAPTenant so
+# that one pruned while the controller is down waits for its deprovisioning (see cap.model).
+CAP_TENANT_FINALIZER = "sme.sap.com/captenant"
 
 # Set by the subscription server when a tenant unsubscribes: deprovision it, then drop its record.
 DEPROVISION_ANNOTATION = "btp-gitops.io/deprovision"

@@ -35,7 +35,7 @@ from btp_gitops.generator.domains.cap.tenants.jobs import (
     step_templates,
     version_gate,
 )
-from btp_gitops.generator.domains.cap.tenants.model import CAP_TENANT, Tenant
+from btp_gitops.generator.domains.cap.tenants.model import CAP_TENANT, CAP_TENANT_FINALIZER, Tenant
 from btp_gitops.generator.domains.cap.tenants.names import (
     BTP_TENANT_ID,
     TENANT_TYPE,
@@ -99,7 +99,9 @@ def _origin(tenant: Tenant, app: Application) -> str:
 
 def tenant_object(app: Application, tenant: Tenant, application_labels: dict[str, str]) -> KubeObject:
     """The CAPTenant for the cluster (the controller works on it): the record without its status,
-    labelled as CAP Operator labelled tenants, owned by the application."""
+    labelled as CAP Operator labelled tenants, owned by the application, held by the controller's
+    deletion finalizer from its creation (a prune while the controller is down waits for the
+    deprovisioning)."""
     spec: dict[str, Any] = {
         "capApplicationInstance": tenant.application,
         "subDomain": tenant.sub_domain,
@@ -123,6 +125,7 @@ def tenant_object(app: Application, tenant: Tenant, application_labels: dict[str
             "namespace": tenant.namespace,
             "labels": labels,
             "annotations": {**tenant.annotations, **owner_annotations},
+            "finalizers": [CAP_TENANT_FINALIZER],
         },
         "spec": spec,
     }
