@@ -206,7 +206,8 @@ def prepared_parent(root: Path, subtree: str, fs: LocalFilesystem | None = None)
 
 # Locks this process holds, by directory identity: a render holds the lock of `clusters/` from
 # reading the previous tree to committing, and the writer it calls takes the same lock again.
-_held: dict[tuple[int, int], int] = {}
+# Only the outermost holder releases it, so presence is all that is recorded.
+_held: set[tuple[int, int]] = set()
 
 
 @contextmanager
@@ -223,11 +224,7 @@ def directory_lock(directory: Path, timeout: float, *, shared: bool = False) -> 
         info = os.fstat(fd)
         key = (info.st_dev, info.st_ino)
         if key in _held:
-            _held[key] += 1
-            try:
-                yield
-            finally:
-                _held[key] -= 1
+            yield
             return
         deadline = time.monotonic() + timeout
         pause = 0.01
@@ -247,11 +244,11 @@ def directory_lock(directory: Path, timeout: float, *, shared: bool = False) -> 
                 raise OutputNotWritable(
                     f"cannot lock output directory {directory}: {error.strerror or error}"
                 ) from error
-        _held[key] = 1
+        _held.add(key)
         try:
             yield
         finally:
-            del _held[key]
+            _held.discard(key)
     finally:
         os.close(fd)  # releases the flock
 
@@ -330,10 +327,12 @@ def write_subtree(
             return changes
         try:
             staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=parent))
-            os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes 0700; a directory gets the umask
         except OSError as error:
-            raise OutputNotWritable(f"cannot write output directory {parent}: {error.strerror}") from error
-        try:
+            raise OutputNotWritable(
+                f"cannot write output directory {parent}: {error.strerror or error}"
+            ) from error
+        try:  # from here on the staging directory exists: every way out removes it
+            os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes 0700; a directory gets the umask
             for relative, data in sorted(encoded.items()):
                 path = staging / relative
                 fs.make_dirs(path.parent)

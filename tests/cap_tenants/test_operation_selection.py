@@ -9,12 +9,15 @@ built from the real source files and nothing else is involved.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
 from btp_gitops.generator.domains.cap.catalog import build_catalog
 from btp_gitops.generator.domains.cap.model import Application, Version
@@ -22,6 +25,8 @@ from btp_gitops.generator.domains.cap.tenants.model import TenantType, tenant_fr
 from btp_gitops.generator.domains.cap.tenants.selection import (
     TenantPlan,
     VersionIndex,
+    application_retiring,
+    desired_version,
     plan_tenant,
     session_versions,
 )
@@ -250,6 +255,64 @@ ROWS = [
         ),
         id="subscribed-again",
     ),
+    # --- a completed operation is skipped only when both its operation and its version match
+    pytest.param(
+        Row(
+            tenant_record(
+                "t", status=recorded_status("shop-2", lastCompletedOperation=done("upgrade", "shop-2"))
+            ),
+            operation=("upgrade", "shop-3"),
+            route="shop-3",
+        ),
+        id="second-upgrade-after-a-completed-one",
+    ),
+    pytest.param(
+        Row(
+            tenant_record(
+                "t", status=recorded_status("shop-3", lastCompletedOperation=done("deprovisioning", "shop-3"))
+            ),
+            operation=("provisioning", "shop-3"),
+            route="shop-3",
+        ),
+        id="subscribed-again-on-the-same-version",
+    ),
+    pytest.param(
+        Row(
+            tenant_record(
+                "t",
+                annotations=DEPROVISION,
+                status=recorded_status("shop-2", lastCompletedOperation=done("upgrade", "shop-2")),
+            ),
+            operation=("deprovisioning", "shop-2"),
+        ),
+        id="marked-after-an-upgrade",
+    ),
+    pytest.param(
+        Row(
+            tenant_record("t", annotations=DEPROVISION, spec={"version": "9.9.9"}),
+            problem=("spec.version", "no CAPApplicationVersion of shop has version 9.9.9"),
+        ),
+        id="marked-before-any-status-on-an-unknown-version",
+    ),
+    pytest.param(
+        Row(
+            tenant_record(
+                "t", status=recorded_status("shop-3", lastCompletedOperation=done("provisioning", "shop-3"))
+            ),
+            route="shop-3",
+        ),
+        id="ready-newest-after-its-provisioning",
+    ),
+    pytest.param(
+        Row(
+            tenant_record(
+                "t", status=recorded_status("shop-0", lastCompletedOperation=done("deprovisioning", "shop-0"))
+            ),
+            operation=("provisioning", "shop-3"),
+            route="shop-3",
+        ),
+        id="subscribed-again-after-its-version-was-removed",
+    ),
     # --- no version in the sources yet: only the record
     pytest.param(Row(tenant_record("t", status=recorded_status("shop-1")), versions=()), id="no-versions"),
     # --- records that cannot be honoured
@@ -304,3 +367,58 @@ def test_sessions_stay_on_the_versions_the_tenant_ran_on_newest_first() -> None:
 
     assert [v.name for v in session_versions(tenant, index, index.by_name["shop-3"])] == ["shop-2", "shop-1"]
     assert [v.name for v in session_versions(tenant, index, index.by_name["shop-2"])] == ["shop-1"]
+
+
+def test_a_problem_points_at_the_tenant_record_and_names_every_version() -> None:
+    plan = plan_for(tenant_record("t", spec={"version": "9.9.9"}), ("1.0.0", "2.0.0"))
+    assert [(p.file, p.field_path, p.message) for p in plan.problems] == [
+        (
+            "tenant.yaml",
+            "spec.version",
+            "no CAPApplicationVersion of shop has version 9.9.9 (versions in the sources: 1.0.0, 2.0.0)",
+        )
+    ]
+
+
+def test_a_version_precedes_newer_ones_only() -> None:
+    _, versions = shop()
+    index = VersionIndex.of(versions)
+    one, two = index.by_name["shop-1"], index.by_name["shop-2"]
+    assert index.precedes(one, two)
+    assert not index.precedes(two, one)
+    assert not index.precedes(two, two)
+
+
+def test_an_application_without_versions_has_no_desired_version() -> None:
+    app, _ = shop()
+    source = SourceDocument(file="tenant.yaml", document=1, body=tenant_record("t"), directory=Path())
+    tenant = tenant_from_source(source, TenantType.CONSUMER)
+    with pytest.raises(ValueError, match=r"^CAPApplication shop has no version$"):
+        desired_version(tenant, app, VersionIndex.of([]))
+
+
+def test_every_tenant_of_a_retiring_application_is_deprovisioned() -> None:
+    app, versions = shop()
+    body = copy.deepcopy(app.source.body)
+    body["metadata"]["annotations"] = {**(body["metadata"].get("annotations") or {}), **DEPROVISION}
+    retiring = dataclasses.replace(app, source=dataclasses.replace(app.source, body=body))
+    record = tenant_record("t", status=recorded_status("shop-2"))
+    tenant = tenant_from_source(SourceDocument("tenant.yaml", 1, record, Path()), TenantType.CONSUMER)
+    index = VersionIndex.of(versions)
+
+    assert application_retiring(retiring) is True
+    assert application_retiring(app) is False
+    plan = plan_tenant(tenant, retiring, index)
+    assert plan.operation is not None
+    assert (plan.operation.operation.value, plan.operation.version.name) == ("deprovisioning", "shop-2")
+    assert plan.route_to is None
+
+
+def test_a_pinned_version_of_an_application_without_versions_says_none_exist() -> None:
+    app, _ = shop()
+    source = SourceDocument("tenant.yaml", 1, tenant_record("t", spec={"version": "1.0.0"}), Path())
+    problem = desired_version(tenant_from_source(source, TenantType.CONSUMER), app, VersionIndex.of([]))
+    assert isinstance(problem, Problem)
+    assert problem.message == (
+        "no CAPApplicationVersion of shop has version 1.0.0 (versions in the sources: none)"
+    )

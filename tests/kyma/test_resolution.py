@@ -14,6 +14,7 @@ Nothing is faked: YAML text in (parsed by PyYAML), the real resolver, values out
 from __future__ import annotations
 
 import pytest
+import semver
 
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.domains.kyma.catalog import build_catalog, foreign_documents
@@ -21,9 +22,11 @@ from btp_gitops.generator.domains.kyma.resolution import (
     Resolved,
     Unresolved,
     desired_channel,
+    is_lower,
     request_problems,
     resolve_mandatory,
     resolve_module,
+    semantic_version,
 )
 from tests.kyma.helpers import HEADER, catalog_of, documents, kyma, release_meta, template
 
@@ -469,4 +472,104 @@ def test_a_catalog_directory_holds_catalog_objects_only() -> None:
             field_path="kind",
             message="a --catalog directory holds only ModuleTemplates and ModuleReleaseMetas",
         )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("candidate", "installed", "lower"),
+    [
+        pytest.param("1.0.0", "1.0.1", True, id="patch"),
+        pytest.param("1.9.0", "1.10.0", True, id="minor-numerically"),
+        pytest.param("1.0.0", "2.0.0", True, id="major"),
+        pytest.param("1.0.1", "1.0.0", False, id="higher"),
+        pytest.param("1.0.0", "1.0.0", False, id="same"),
+        pytest.param("1.0.0-rc.1", "1.0.0", False, id="pre-release-of-the-same-patch"),
+        pytest.param("latest", "1.0.0", False, id="candidate-no-semver"),
+        pytest.param("1.0.0", "v2", False, id="installed-no-semver"),
+        pytest.param("", "", False, id="both-empty"),
+    ],
+)
+def test_is_lower_compares_semver_and_never_fails_on_other_text(
+    candidate: str, installed: str, lower: bool
+) -> None:
+    assert is_lower(candidate, installed) is lower
+
+
+def test_semantic_version_is_none_for_anything_but_semver() -> None:
+    assert semantic_version("1.2.3") == semver.Version(1, 2, 3)
+    assert semantic_version("v1.2.3") is None
+    assert semantic_version(None) is None  # type: ignore[arg-type]  # a YAML null where text belongs
+
+
+def test_a_mandatory_template_without_semver_ranks_below_every_release() -> None:
+    catalog = catalog_of(
+        template("auditor-latest", module="auditor", version="latest", mandatory=True),
+        template("auditor-0.0.1", module="auditor", version="0.0.1", mandatory=True),
+        template("meter-nightly", module="meter", version="nightly", mandatory=True),
+        template("probe-a", module="probe", version="main", mandatory=True),
+        template("probe-b", module="probe", version="dev", mandatory=True),
+    )
+    found, problems = resolve_mandatory(catalog)
+    assert [(r.module, r.template.name) for r in found] == [
+        ("auditor", "auditor-0.0.1"),
+        ("meter", "meter-nightly"),  # alone: the only candidate, whatever its version says
+    ]
+    assert [(p.object_ref, p.message) for p in problems] == [
+        (
+            f"ModuleTemplate kyma-system/{name}",
+            "no unique mandatory template of module probe: candidates: [kyma-system/probe-a, kyma-system/probe-b]",
+        )
+        for name in ("probe-a", "probe-b")
+    ]
+
+
+def test_fqdn_of_the_release_meta_else_of_the_template_and_only_mandatory_when_it_is() -> None:
+    catalog = catalog_of(
+        release_meta("plain", {"regular": "1.0.0"}),
+        template("plain-1.0.0", version="1.0.0", descriptor={"component": {"name": "example.com/plain"}}),
+        template(
+            "solo",
+            module="solo",
+            channel="regular",
+            version="1.0.0",
+            descriptor={"component": {"name": "example.com/solo"}},
+        ),
+    )
+    subject = kyma("{modules: [{name: plain}, {name: solo}]}")
+    plain, solo = (resolve_module(catalog, subject, request) for request in subject.modules)
+    assert isinstance(plain, Resolved)
+    assert isinstance(solo, Resolved)
+    assert (plain.fqdn, plain.mandatory) == ("example.com/plain", False)
+    assert (solo.fqdn, solo.mandatory) == ("example.com/solo", False)
+
+
+def test_no_deprecation_hint_for_a_module_found_by_its_label() -> None:
+    catalog = catalog_of(template("meter", module="meter", channel="regular", version="1.0.0"))
+    subject = kyma("{modules: [{name: meter, channel: fast}]}")
+    found = resolve_module(catalog, subject, subject.modules[0])
+    assert isinstance(found, Unresolved)
+    assert found.message == (
+        "no templates were found: in channel fast for module meter (channels with templates: regular)"
+    )
+
+
+def test_a_release_meta_without_channels_says_none() -> None:
+    catalog = catalog_of(release_meta("bare", {}))
+    subject = kyma("{modules: [{name: bare}]}")
+    found = resolve_module(catalog, subject, subject.modules[0])
+    assert isinstance(found, Unresolved)
+    assert (
+        found.message
+        == "ModuleReleaseMeta kyma-system/bare has no version for channel regular (channels: none)"
+    )
+
+
+def test_a_classic_resolution_says_why_by_channel_or_by_version() -> None:
+    catalog = catalog_of(template("solo", module="solo", channel="regular", version="1.0.0"))
+    by_channel = kyma("{modules: [{name: solo}]}")
+    by_version = kyma("{modules: [{name: solo, version: 1.0.0}]}")
+    found = [resolve_module(catalog, k, k.modules[0]) for k in (by_channel, by_version)]
+    assert [r.how for r in found if isinstance(r, Resolved)] == [
+        "template kyma-system/solo: operator.kyma-project.io/module-name=solo, channel regular",
+        "template kyma-system/solo: operator.kyma-project.io/module-name=solo, version 1.0.0",
     ]

@@ -16,7 +16,13 @@ import pytest
 
 from btp_gitops.generator.core.errors import CredentialInOutput
 from btp_gitops.generator.core.exit_codes import ExitCode
-from btp_gitops.generator.transforms.guards import assert_no_credentials, credential_problems
+from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.transforms.guards import (
+    assert_no_credentials,
+    assert_no_private_key_in_text,
+    credential_problems,
+    object_problems,
+)
 from tests.unit.helpers import manifests
 
 MESSAGE = (
@@ -164,3 +170,72 @@ data: [{secretKey: k}]
     }
     assert credential_problems(found, files) == []
     assert_no_credentials(found, files)  # raises CredentialInOutput on any finding
+
+
+def test_empty_values_pass_only_as_placeholders() -> None:
+    found = manifests(
+        'apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {a: "", b: null}\n'
+    )
+    assert credential_problems(found, {}, placeholders=True) == []
+    assert [(p.object_ref, p.field_path, p.message) for p in credential_problems(found, {})] == [
+        ("Secret n/s", "data", "Secret with data")
+    ]
+
+
+def test_data_that_is_not_a_map_is_refused_even_as_placeholders() -> None:
+    found = manifests("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: c2VjcmV0\n")
+    assert [(p.field_path, p.message) for p in credential_problems(found, {}, placeholders=True)] == [
+        ("data", "Secret with data")
+    ]
+
+
+def test_object_problems_count_empty_values_unless_told_they_are_placeholders() -> None:
+    (secret,) = manifests('apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {a: ""}\n')
+    assert [(p.field_path, p.message) for p in object_problems(secret)] == [("data", "Secret with data")]
+    assert object_problems(secret, placeholders=True) == []
+
+
+def test_keys_that_are_not_strings_are_walked_not_read_as_text() -> None:
+    found = manifests(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: n}\ndata: {1: one, true: yes}\n"
+    )
+    assert credential_problems(found, {}) == []
+
+
+def test_a_private_key_as_a_map_key_is_refused_at_its_map() -> None:
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----"
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "n"},
+        "data": {pem: "x"},
+    }
+    problems = credential_problems([Manifest(body, "chart/templates/cm.yaml")], {})
+    assert [(p.object_ref, p.field_path, p.message) for p in problems] == [
+        ("ConfigMap n/c", "data", "a map key is a PEM RSA PRIVATE KEY")
+    ]
+
+
+def test_placeholders_are_allowed_only_when_asked_for() -> None:
+    found = manifests('apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {a: ""}\n')
+    with pytest.raises(CredentialInOutput):
+        assert_no_credentials(found, {"secret.yaml": "kind: Secret\n"})
+    assert_no_credentials(found, {"secret.yaml": "kind: Secret\n"}, placeholders=True)
+
+
+def test_a_document_that_is_not_a_map_has_no_secret() -> None:
+    assert (
+        credential_problems([Manifest(["a", "b"], "chart/templates/list.yaml")], {"list.yaml": "- a\n- b\n"})
+        == []
+    )
+
+
+def test_a_report_showing_a_private_key_is_refused() -> None:
+    pem = "-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----"
+    assert_no_private_key_in_text("the diff report", "no key here\n")
+    with pytest.raises(CredentialInOutput) as caught:
+        assert_no_private_key_in_text("the diff report", f"+ {pem}\n")
+    assert caught.value.lines() == [
+        "refusing to print the diff report: it would show a private key",
+        "  the diff report: contains a PEM EC PRIVATE KEY",
+    ]
