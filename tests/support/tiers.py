@@ -29,6 +29,9 @@ import pytest
 __all__ = ["require_marker"]
 
 _running: list[pytest.Item] = []
+# Teardown is not checked: a session fixture is torn down during whichever test ran last, which
+# owes the fixture nothing (the image bundle's clean-up ran as root after a wiring test).
+_tearing_down: list[bool] = [False]
 
 _FIXTURE_TIERS = {
     "kube_api": ("kube", "the real API server (the kube_api fixture)"),
@@ -47,6 +50,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         _running.pop()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    _tearing_down[0] = True
+    try:
+        return (yield)
+    finally:
+        _tearing_down[0] = False
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for fixture in getattr(item, "fixturenames", ()):
         if fixture in _FIXTURE_TIERS:
@@ -55,7 +67,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def require_marker(marker: str, needs: str) -> None:
     """Fail the running test unless it is marked `marker`; outside a test (a script) do nothing."""
-    if _running:
+    if _running and not _tearing_down[0]:
         _check(_running[-1], marker, needs)
 
 

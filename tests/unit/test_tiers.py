@@ -37,6 +37,22 @@ def test_marked_fixture_user(kube_api):
 
 def test_unmarked_fixture_user_after_the_fixture_is_set_up(kube_api):
     assert kube_api
+
+
+@pytest.fixture(scope="session")
+def root_bundle():
+    require_marker("tools", "root")
+    yield "a bundle"
+    require_marker("tools", "root")  # its clean-up runs in the teardown of the session's last test
+
+
+@pytest.mark.tools
+def test_marked_session_fixture_user(root_bundle):
+    assert root_bundle
+
+
+def test_zz_unmarked_test_that_runs_last():
+    pass
 """
 
 
@@ -74,6 +90,8 @@ def test_an_unmarked_test_fails_naming_its_marker_and_a_marked_one_runs(tmp_path
         "FAILED test_unmarked_helper_user",
         "PASSED test_marked_fixture_user",
         "PASSED test_marked_helper_user",
+        "PASSED test_marked_session_fixture_user",
+        "PASSED test_zz_unmarked_test_that_runs_last",
     ], result.stdout
     assert (
         "test_unmarked_helper_user needs the pinned CRDs but is not marked @pytest.mark.crds" in result.stdout
