@@ -8,7 +8,7 @@ batch.
 
 Several replicas share the remote, and a replica's clone moves only when it pushes or fetches, so
 its index can miss what another replica recorded. Two bounds keep the replicas in agreement
-(`_Refresher`, docs/subscription-server.md "Replicas"):
+(`_Refresher`; the guarantee is documented in docs/subscription-server.md, "Replicas"):
 
 - a miss (an unknown tenant or application) is final only after a fetch that started after the
   question was asked: no replica answers 404, or "created" to a re-subscribe, for a tenant whose
