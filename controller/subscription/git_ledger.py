@@ -62,6 +62,9 @@ from btp_gitops.generator.domains.cap import (
 
 T = TypeVar("T")
 
+# How long a lookup waits for this replica's own push in flight before it fetches instead.
+_OWN_PUSH_WAIT = 2.0
+
 
 @dataclass(slots=True)
 class _Snapshot:
@@ -159,15 +162,47 @@ class GitTenantLedger:
         self._clock = clock
         self._snapshot: _Snapshot | None = None
         self._snapshot_lock = threading.Lock()
+        self._indexed = threading.Condition()  # notified when the published index moves
+        self._refresher = _Refresher(self._catch_up, min_refresh_interval, clock)
+        repo.on_new_head(self._index_new_head)
+
+    def _catch_up(self) -> None:
+        """Bring the clone to the remote's newest commit. Usually the remote is where this replica
+        last pushed or fetched: then a look at its head (no lock) is enough, and requests do not
+        queue behind the writer's batch for a fetch that would bring nothing."""
+        seen = self._repo.remote_head()
+        if seen == self._repo.head:
+            return
+        # The remote is at a commit the clone holds already: this replica's own, its push in
+        # flight (or one the writer's fetch just brought). The clone's next commit is that one or
+        # a descendant (the clone moves under its lock, one step at a time, and pushes never
+        # rewind the remote), so the next index will do; waiting for it costs less than queueing
+        # for the writer's lock behind the rest of its cycle.
+        if self._repo.has_commit(seen) and self._wait_for_index(seen, _OWN_PUSH_WAIT):
+            return
         # A read with refresh fetches (unless a fetch began after it was called) and moves the tree
         # and the published index to the remote's newest commit.
-        self._refresher = _Refresher(
-            lambda: self._repo.read(lambda _tree: None, refresh=True), min_refresh_interval, clock
-        )
-        repo.on_new_head(self._index_new_head)
+        self._repo.read(lambda _tree: None, refresh=True)
 
     def _index_new_head(self, tree: Path, head: str) -> None:
         self._snapshot_of_head(tree, head)
+        with self._indexed:
+            self._indexed.notify_all()
+
+    def _wait_for_index(self, head: str, timeout: float) -> bool:
+        """Wait until the clone is at `head` or the next index is published; False after
+        `timeout` seconds (the push failed, or the index had moved just before: the caller
+        fetches instead). Called once the clone holds `head`, so every index published from now
+        on is of `head` or a descendant: the clone moves under its lock, after our push announced
+        its commit, and pushes never rewind the remote."""
+        with self._indexed:
+            indexed = self._snapshot.head if self._snapshot else ""
+
+            def moved() -> bool:
+                current = self._snapshot.head if self._snapshot else ""
+                return self._repo.head == head or current != indexed
+
+            return self._indexed.wait_for(moved, timeout)
 
     def _published(self) -> _Snapshot:
         """The index of the newest commit seen (built under the clone's lock only the first time)."""

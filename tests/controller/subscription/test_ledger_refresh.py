@@ -172,3 +172,14 @@ def test_a_miss_fetches_and_a_hit_is_at_most_max_staleness_old(
     found = b.find_tenant(app, TENANT)
     assert found is not None and found.sub_domain == "second"
     assert repo_b.head == repo_a.head
+
+
+def test_the_remote_head_is_read_without_a_fetch(repos: tuple[SourceRepo, SourceRepo]) -> None:
+    repo_a, repo_b = repos
+    assert repo_b.remote_head() == repo_b.head and repo_b.has_commit(repo_b.head)
+    a = GitTenantLedger(repo_a, record_timeout=30)
+    a.record_subscription(_entry(a, "first"))
+    # B sees A's commit on the remote, but neither holds it nor moved to it.
+    assert repo_b.remote_head() == repo_a.head != repo_b.head
+    assert not repo_b.has_commit(repo_a.head)
+    assert repo_a.has_commit(repo_a.head)
