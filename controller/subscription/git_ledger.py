@@ -15,8 +15,9 @@ its index can miss what another replica recorded. Two bounds keep the replicas i
   record was pushed before the request arrived;
 - a hit comes from an index fetched at most `max_staleness` seconds before the question.
 
-Fetches are shared: callers waiting for a fresh index wait for one fetch, and fetches start at most
-once per `min_refresh_interval`, so a flood of misses costs one fetch per interval, not one each.
+A look at the remote is `git ls-remote` (no lock); only a head the clone has not seen costs a
+fetch. Looks are shared: callers waiting for a fresh index wait for one, and looks start at most
+once per `min_refresh_interval`, so a flood of misses costs one per interval, not one each.
 
 Records are written with `records.subscribe_tenant` / `unsubscribe_tenant` through
 `SourceRepo`, and `record_*` return once the push carrying the change succeeded.
