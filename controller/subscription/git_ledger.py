@@ -153,7 +153,7 @@ class GitTenantLedger:
         repo: SourceRepo,
         record_timeout: float = 120.0,
         *,
-        min_refresh_interval: float = 0.2,
+        min_refresh_interval: float = 0.1,
         max_staleness: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
