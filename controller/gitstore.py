@@ -266,6 +266,25 @@ class SourceRepo:
             self._announce_head()
             return reader(self._tree)
 
+    def remote_head(self) -> str:
+        """Sha of the remote's branch now, asked with `git ls-remote`: nothing is fetched and the
+        writer's lock is not taken, so it costs one round trip even while a push is in flight.
+        Readers compare it with `head` to learn whether a fetch would bring anything new."""
+        self._require_started()
+        branch = self._settings.branch
+        listed = self._run_git("ls-remote", "--heads", REMOTE, f"refs/heads/{branch}")
+        for line in listed.splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref.strip() == f"refs/heads/{branch}":
+                return sha.strip()
+        raise GitError(f"branch {branch} does not exist on {self._remote}")
+
+    def has_commit(self, sha: str) -> bool:
+        """Whether the clone holds commit `sha` (without the writer's lock). A remote head the
+        clone holds but `head` is not yet at is the writer's own commit, its push in flight."""
+        status, _, _ = self._execute("cat-file", "-e", f"{sha}^{{commit}}")
+        return status == 0
+
     # --- the writer -----------------------------------------------------------------------------
 
     def _write_loop(self) -> None:

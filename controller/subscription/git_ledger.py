@@ -4,9 +4,20 @@ controller.records).
 Lookups answer from the index of the newest commit the clone has seen, built once per commit when
 the clone moves to it (`SourceRepo.on_new_head`), without waiting for the clone's lock, which the
 writer holds while it commits and pushes: under load, requests would otherwise queue behind every
-batch. An unknown application is looked for again after a fetch (it may have been added since). An
-unknown tenant is not: a subscribe records it either way, and the write re-checks the remote's
-newest tree, where it updates a record that another writer added meanwhile.
+batch.
+
+Several replicas share the remote, and a replica's clone moves only when it pushes or fetches, so
+its index can miss what another replica recorded. Two bounds keep the replicas in agreement
+(`_Refresher`; the guarantee is documented in docs/subscription-server.md, "Replicas"):
+
+- a miss (an unknown tenant or application) is final only after a fetch that started after the
+  question was asked: no replica answers 404, or "created" to a re-subscribe, for a tenant whose
+  record was pushed before the request arrived;
+- a hit comes from an index fetched at most `max_staleness` seconds before the question.
+
+A look at the remote is `git ls-remote` (no lock); only a head the clone has not seen costs a
+fetch. Looks are shared: callers waiting for a fresh index wait for one, and looks start at most
+once per `min_refresh_interval`, so a flood of misses costs one per interval, not one each.
 
 Records are written with `records.subscribe_tenant` / `unsubscribe_tenant` through
 `SourceRepo`, and `record_*` return once the push carrying the change succeeded.
@@ -19,7 +30,9 @@ repeated callback then finds in place (records are keyed by tenant id, so nothin
 from __future__ import annotations
 
 import concurrent.futures
+import math
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +63,9 @@ from btp_gitops.generator.domains.cap import (
 
 T = TypeVar("T")
 
+# How long a lookup waits for this replica's own push in flight before it fetches instead.
+_OWN_PUSH_WAIT = 2.0
+
 
 @dataclass(slots=True)
 class _Snapshot:
@@ -65,18 +81,129 @@ class _Snapshot:
         return self.apps_by_name.get((record.namespace, record.name)) if record else None
 
 
-class GitTenantLedger:
-    """Tenant records in the source repository that `repo` (started) keeps a clone of."""
+class _Refresher:
+    """Fetches of the remote on demand, shared: `refresh(since)` returns once a fetch that started at
+    `since` or later has ended, running one only when none is running or has ended since. Fetches
+    start at most once per `min_interval` seconds (callers wait for the next slot), so however many
+    callers ask, the remote sees one fetch per interval."""
 
-    def __init__(self, repo: SourceRepo, record_timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        fetch: Callable[[], None],
+        min_interval: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._fetch = fetch
+        self._min_interval = min_interval
+        self._clock = clock
+        self._changed = threading.Condition()
+        self._running = False
+        self._last_started = -math.inf  # of the newest fetch, running or ended
+        self._ended_started = -math.inf  # when the newest ended fetch started
+        self._ended_error: BaseException | None = None  # how it ended
+        self._fresh_as_of = -math.inf  # when the newest successful fetch started
+
+    @property
+    def fresh_as_of(self) -> float:
+        """The clock's time at which the newest successful fetch started (-inf before any)."""
+        return self._fresh_as_of
+
+    def refresh(self, since: float) -> None:
+        """Return once a fetch started at `since` or later ended; raise its error when it failed
+        (each caller asking after it ended gets a fetch of its own, in the next slot)."""
+        with self._changed:
+            while True:
+                if self._fresh_as_of >= since:
+                    return
+                if self._ended_started >= since and self._ended_error is not None:
+                    raise self._ended_error
+                if self._running:
+                    self._changed.wait()
+                    continue
+                delay = self._last_started + self._min_interval - self._clock()
+                if delay > 0:
+                    self._changed.wait(delay)
+                    continue
+                started = self._last_started = self._clock()
+                self._running = True
+                break
+        error: BaseException | None = None
+        try:
+            self._fetch()
+        except BaseException as failure:
+            error = failure
+            raise
+        finally:
+            with self._changed:
+                self._running = False
+                self._ended_started, self._ended_error = started, error
+                if error is None:
+                    self._fresh_as_of = max(self._fresh_as_of, started)
+                self._changed.notify_all()
+
+
+class GitTenantLedger:
+    """Tenant records in the source repository that `repo` (started) keeps a clone of.
+
+    `min_refresh_interval`: the least time between two fetches a lookup starts; `max_staleness`:
+    the oldest fetch a hit may be answered from (module docstring)."""
+
+    def __init__(
+        self,
+        repo: SourceRepo,
+        record_timeout: float = 120.0,
+        *,
+        min_refresh_interval: float = 0.1,
+        max_staleness: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._repo = repo
         self._record_timeout = record_timeout
+        self._max_staleness = max_staleness
+        self._clock = clock
         self._snapshot: _Snapshot | None = None
         self._snapshot_lock = threading.Lock()
+        self._indexed = threading.Condition()  # notified when the published index moves
+        self._refresher = _Refresher(self._catch_up, min_refresh_interval, clock)
         repo.on_new_head(self._index_new_head)
+
+    def _catch_up(self) -> None:
+        """Bring the clone to the remote's newest commit. Usually the remote is where this replica
+        last pushed or fetched: then a look at its head (no lock) is enough, and requests do not
+        queue behind the writer's batch for a fetch that would bring nothing."""
+        seen = self._repo.remote_head()
+        if seen == self._repo.head:
+            return
+        # The remote is at a commit the clone holds already: this replica's own, its push in
+        # flight (or one the writer's fetch just brought). The clone's next commit is that one or
+        # a descendant (the clone moves under its lock, one step at a time, and pushes never
+        # rewind the remote), so the next index will do; waiting for it costs less than queueing
+        # for the writer's lock behind the rest of its cycle.
+        if self._repo.has_commit(seen) and self._wait_for_index(seen, _OWN_PUSH_WAIT):
+            return
+        # A read with refresh fetches (unless a fetch began after it was called) and moves the tree
+        # and the published index to the remote's newest commit.
+        self._repo.read(lambda _tree: None, refresh=True)
 
     def _index_new_head(self, tree: Path, head: str) -> None:
         self._snapshot_of_head(tree, head)
+        with self._indexed:
+            self._indexed.notify_all()
+
+    def _wait_for_index(self, head: str, timeout: float) -> bool:
+        """Wait until the clone is at `head` or the next index is published; False after
+        `timeout` seconds (the push failed, or the index had moved just before: the caller
+        fetches instead). Called once the clone holds `head`, so every index published from now
+        on is of `head` or a descendant: the clone moves under its lock, after our push announced
+        its commit, and pushes never rewind the remote."""
+        with self._indexed:
+            indexed = self._snapshot.head if self._snapshot else ""
+
+            def moved() -> bool:
+                current = self._snapshot.head if self._snapshot else ""
+                return self._repo.head == head or current != indexed
+
+            return self._indexed.wait_for(moved, timeout)
 
     def _published(self) -> _Snapshot:
         """The index of the newest commit seen (built under the clone's lock only the first time)."""
@@ -96,35 +223,18 @@ class GitTenantLedger:
         )
 
     def find_application(self, identifier_hash: str) -> AppTarget | None:
-        found = self._published().application(identifier_hash)
-        if found is not None:
-            return found
-        return self._repo.read(
-            lambda tree: self._snapshot_of(tree).application(identifier_hash), refresh=True
-        )
+        return self._find(lambda snapshot: snapshot.application(identifier_hash))
 
     def find_tenant(self, app: AppTarget, tenant_id: str) -> TenantTarget | None:
-        published = self._published()
-        # A miss in the published index is final only if that index is of the clone's head: the
-        # writer answers a push's requests before readers re-index, so a DELETE right after the
-        # 202 of its PUT may find the index one commit behind and must look under the lock.
-        if (
-            published.index.tenant(app.namespace, app.name, tenant_id) is None
-            and published.head == self._repo.head
-        ):
-            return None
-
-        def lookup(tree: Path) -> TenantTarget | None:
-            snapshot = self._snapshot_of(tree)
+        def lookup(snapshot: _Snapshot) -> TenantTarget | None:
             record = snapshot.index.tenant(app.namespace, app.name, tenant_id)
             current = snapshot.apps_by_name.get((app.namespace, app.name))
             return _tenant_target(snapshot.index, record, current) if record and current else None
 
-        return self._repo.read(lookup, refresh=False)
+        return self._find(lookup)
 
     def find_tenant_by_subscription(self, subscription_guid: str, tenant_id: str) -> TenantTarget | None:
-        def lookup(tree: Path) -> TenantTarget | None:
-            snapshot = self._snapshot_of(tree)
+        def lookup(snapshot: _Snapshot) -> TenantTarget | None:
             for record in snapshot.tenants_by_id.get(tenant_id, []):
                 app = snapshot.apps_by_name.get((record.namespace, record.application))
                 target = _tenant_target(snapshot.index, record, app) if app else None
@@ -132,7 +242,7 @@ class GitTenantLedger:
                     return target
             return None
 
-        return self._read_fresh_on_miss(lookup)
+        return self._find(lookup)
 
     def new_tenant_name(self, app: AppTarget, tenant_id: str) -> str:
         if app.provider_tenant_id and tenant_id == app.provider_tenant_id:
@@ -140,14 +250,31 @@ class GitTenantLedger:
         return consumer_tenant_name(app.name, tenant_id)
 
     def subdomain_holder(self, app: AppTarget, sub_domain: str, tenant_id: str) -> str | None:
-        for other in self._published().index.tenants_of(app.namespace, app.name):
+        # Only a hit needs to be fresh: on a miss, the write checks the remote's newest tree.
+        self._refresher.refresh(self._clock() - self._max_staleness)
+        for other in self._current().index.tenants_of(app.namespace, app.name):
             if other.sub_domain == sub_domain and other.tenant_id != tenant_id:
                 return other.name
         return None
 
-    def _read_fresh_on_miss(self, reader: Callable[[Path], T | None]) -> T | None:
-        found = self._repo.read(reader, refresh=False)
-        return found if found is not None else self._repo.read(reader, refresh=True)
+    def _find(self, lookup: Callable[[_Snapshot], T | None]) -> T | None:
+        """`lookup` on an index at most `max_staleness` old; on a miss, again on an index fetched
+        after this call (another replica may have recorded it since this one last fetched)."""
+        asked = self._clock()
+        self._refresher.refresh(asked - self._max_staleness)
+        found = lookup(self._current())
+        if found is not None:
+            return found
+        self._refresher.refresh(asked)
+        return lookup(self._current())
+
+    def _current(self) -> _Snapshot:
+        """The index of the clone's head: the published one, unless the writer has pushed and not yet
+        re-indexed (it answers a push's requests first), then built under the clone's lock."""
+        published = self._published()
+        if published.head == self._repo.head:
+            return published
+        return self._repo.read(self._snapshot_of, refresh=False)
 
     def _snapshot_of(self, tree: Path) -> _Snapshot:
         """The index of `tree`, which `SourceRepo.read` guarantees is the remote's commit `head`."""
