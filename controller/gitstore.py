@@ -106,6 +106,10 @@ class RemoteHealth:
     problem: str  # why not, masked ("" when reachable)
     last_contact: float | None  # time.monotonic() of the last answer, None when never
 
+    def unready_reason(self) -> str | None:
+        """What readiness probes answer while the remote does not (None when it does)."""
+        return None if self.reachable else f"the source repository is unreachable: {self.problem}"
+
 
 class TreeChange(Protocol):
     """Edits files under `tree` (the clone's working tree at the remote's newest commit) and returns a
@@ -204,6 +208,10 @@ class SourceRepo:
         self._last_network = time.monotonic()  # end of the last network operation, either outcome
 
     # --- public API -----------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> RepoSettings:
+        return self._settings
 
     @property
     def head(self) -> str:

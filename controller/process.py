@@ -116,8 +116,7 @@ class ControllerProcess:
         repo = self.options.source_repo
         if self._manager is None or repo is None:
             return None
-        health = repo.remote_health()
-        return None if health.reachable else f"the source repository is unreachable: {health.problem}"
+        return repo.remote_health().unready_reason()
 
     def _start_leading(self) -> None:
         if self.options.source_repo is not None:

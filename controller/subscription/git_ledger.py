@@ -95,8 +95,7 @@ class GitTenantLedger:
     def unready_reason(self) -> str | None:
         if not self._repo.head:
             return "the tenant records are not available yet"
-        health = self._repo.remote_health()
-        return None if health.reachable else f"the source repository is unreachable: {health.problem}"
+        return self._repo.remote_health().unready_reason()
 
     def applications(self) -> list[AppTarget]:
         return self._repo.read(

@@ -8,19 +8,27 @@ and, through the idle probe, reachable again once the remote answers; a closed p
 whose answer is lost after it landed resolves as pushed; a push that never landed fails with the
 timeout and leaves nothing on the remote; a push that may have landed while the remote cannot be
 asked fails with OutcomeUnknown, and the change submitted again finds it landed and changes
-nothing; probing a hung remote runs one Git process at a time. Nothing is faked.
+nothing; probing a hung remote runs one Git process at a time; the probe server's /readyz names an
+unreachable remote (503, Retry-After) and recovers; the --git-* flags of both commands reach the
+writer. Nothing is faked.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from btp_gitops.controller.errors import GitTimeout, OutcomeUnknown
 from btp_gitops.controller.gitstore import SourceRepo
+from btp_gitops.controller.health import ProbeServer
+from btp_gitops.controller.process import source_repo_from_args
+from btp_gitops.generator.cli import build_parser
 from btp_gitops.generator.core.errors import GitError
 from tests.controller.test_gitstore import WriteFile, remote_head, run_git, settings_for
 from tests.support.git_http import GitHttpRemote
@@ -191,3 +199,55 @@ def test_probing_a_hung_remote_runs_one_git_process_at_a_time(
         time.sleep(0.05)
     assert 1 <= seen <= 2
     assert not repo.remote_health().reachable
+
+
+@pytest.mark.parametrize("command", ["controller", "subscription-server"])
+def test_the_git_flags_reach_the_writer(command: str, tmp_path: Path) -> None:
+    common = [command, "--source-repo", "https://example.invalid/sources.git", "--workdir", str(tmp_path)]
+    defaults = source_repo_from_args(build_parser().parse_args(common))
+    assert defaults is not None
+    assert (defaults.settings.network_timeout, defaults.settings.probe_interval) == (30.0, 10.0)
+    given = build_parser().parse_args([*common, "--git-timeout", "7.5", "--git-probe-interval", "2"])
+    chosen = source_repo_from_args(given)
+    assert chosen is not None
+    assert (chosen.settings.network_timeout, chosen.settings.probe_interval) == (7.5, 2.0)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*common, "--git-timeout", "0"])
+
+
+def test_the_probe_server_readyz_names_an_unreachable_remote(
+    repo: SourceRepo, http_remote: GitHttpRemote
+) -> None:
+    probes = ProbeServer(
+        "127.0.0.1",
+        0,
+        healthy=lambda: True,
+        ready=lambda: True,
+        registry=CollectorRegistry(),
+        unready_reason=lambda: repo.remote_health().unready_reason(),
+    )
+    probes.start()
+    try:
+
+        def readyz() -> tuple[int, str | None, bytes]:
+            connection = http.client.HTTPConnection("127.0.0.1", probes.port, timeout=10)
+            try:
+                connection.request("GET", "/readyz")
+                answer = connection.getresponse()
+                return answer.status, answer.getheader("Retry-After"), answer.read()
+            finally:
+                connection.close()
+
+        assert readyz()[0] == 200
+        http_remote.close()
+        wait_for(lambda: readyz()[0] == 503, 10, "the probe to find the remote gone")
+        status, retry_after, body = readyz()
+        assert status == 503
+        assert retry_after is not None and int(retry_after) >= 1
+        reason = json.loads(body)["error"]
+        assert reason.startswith("the source repository is unreachable: git ls-remote failed")
+        assert PASSWORD not in reason
+        http_remote.reopen()
+        wait_for(lambda: readyz()[0] == 200, 10, "the probe to find the remote again")
+    finally:
+        probes.stop()
