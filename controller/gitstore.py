@@ -17,11 +17,14 @@ after `apply` knows the change is durable on the remote.
 Every Git command that talks to the remote (fetch, push, ls-remote) runs in a process group of its
 own and is killed, group and all (Git's remote helpers are children of it), after
 `network_timeout`: a hung remote fails the batch with `GitTimeout` instead of holding every caller
-for minutes. A push that timed out may still have landed: the writer then fetches and looks for
-its commit on the remote's branch. Landed: the futures succeed as for any push. Not there: they
-fail with the timeout (nothing recorded). If the remote cannot be asked either, they fail with
-`OutcomeUnknown`, and the caller must leave in place whatever exists for the change's sake; a
-repeated change finds the landed record and changes nothing.
+for minutes. A push that got no answer (timed out, connection lost) may have landed, or may still:
+the remote can finish a push whose client is gone. The writer fetches and looks for its commit.
+Landed: the futures succeed as for any push. Not there and the remote's branch moved on: the push
+can never land (a ref update replaces only the commit it was made on), so the batch is applied
+again like a rejected one. Not there and the branch still where the push started, or the remote
+cannot be asked: the futures fail with `OutcomeUnknown`, and the caller must leave in place
+whatever exists for the change's sake; a repeated change finds the landed record (or writes it)
+and nothing is applied twice.
 
 The writer keeps the outcome of its last contact with the remote (`remote_health`): a success
 (the remote answered, a rejection included) or a failure (timeout, refused connection, ...). When
@@ -371,13 +374,15 @@ class SourceRepo:
                         self._resolve(live, None, pushes)
                         return
                     pushes += 1
+                    base = self._head
                     try:
                         self._push()
                         self._head = commit
                         self._tree_pristine = True
-                    except GitTimeout as timeout:
-                        self._settle_timed_out_push(live, commit, pushes, timeout)
-                        return
+                    except GitError as failure:  # a timeout, or the connection lost mid-push
+                        if self._settle_unanswered_push(live, commit, base, pushes, failure):
+                            return
+                        raise _PushRejected(failure.message) from None
                     self._resolve(live, commit, pushes)
                     self._announce_head()  # after the answers: they need not wait for readers' indexes
                     log.info(
@@ -407,41 +412,48 @@ class SourceRepo:
             log.info("push to %s rejected (attempt %d): %s; trying again", self._remote, pushes, detail)
             time.sleep(_backoff(self._settings, pushes))
 
-    def _settle_timed_out_push(
-        self, live: list[_Request], commit: str, pushes: int, timeout: GitTimeout
-    ) -> None:
-        """The push of `commit` timed out: it may have landed. Ask the remote before answering."""
+    def _settle_unanswered_push(
+        self, live: list[_Request], commit: str, base: str, pushes: int, failure: GitError
+    ) -> bool:
+        """The push of `commit` (made on the remote's `base`) got no answer: it may have landed, or
+        may still (the remote may finish a push whose client is gone). Ask the remote before
+        answering. True when the batch is settled; False when the push can no longer land and the
+        batch is to be applied again like a rejected one."""
         try:
             self._fetch()
             landed = self._is_ancestor(commit, self._tracking)
         except GitError as error:
             log.warning(
-                "push of %s to %s timed out and the remote cannot be asked (%s): outcome unknown",
+                "push of %s to %s got no answer and the remote cannot be asked (%s): outcome unknown",
                 commit[:12],
                 self._remote,
                 error.message,
             )
-            self._restore_quietly()
-            self._fail(
-                live,
-                OutcomeUnknown(
-                    f"the push to {self._remote} timed out and may have landed; ask again later",
-                    delay=self._settings.network_timeout,
-                ),
-            )
-            return
-        if not landed:
-            log.warning("push of %s to %s timed out and did not land", commit[:12], self._remote)
-            self._restore_quietly()
-            self._fail(live, timeout)
-            return
-        log.info("push of %s to %s timed out but landed", commit[:12], self._remote)
-        # The tree holds our commit; the remote's branch may have moved past it since.
-        self._tree_pristine = self._local_head() == self._head
-        if not self._tree_pristine:
-            self._restore_quietly()
-        self._resolve(live, commit, pushes)
-        self._announce_head()
+            self._unknown(live, f"the push to {self._remote} got no answer ({failure.message})")
+            return True
+        if landed:
+            log.info("push of %s to %s got no answer but landed", commit[:12], self._remote)
+            # The tree holds our commit; the remote's branch may have moved past it since.
+            self._tree_pristine = self._local_head() == self._head
+            if not self._tree_pristine:
+                self._restore_quietly()
+            self._resolve(live, commit, pushes)
+            self._announce_head()
+            return True
+        if self._head == base:
+            # The remote still holds the commit our push would replace: a push the remote has not
+            # finished yet can still land, so "not there" is not "failed" yet.
+            log.warning("push of %s to %s got no answer and has not landed yet", commit[:12], self._remote)
+            self._unknown(live, f"the push to {self._remote} got no answer and has not landed yet")
+            return True
+        # A ref update replaces only the commit it was made on: the remote moved on without ours,
+        # so this push can never land. Applied again on the new head, like a rejection.
+        log.info("push of %s to %s got no answer and cannot land any more", commit[:12], self._remote)
+        return False
+
+    def _unknown(self, live: list[_Request], why: str) -> None:
+        self._restore_quietly()
+        self._fail(live, OutcomeUnknown(f"{why}; it may still land", delay=self._settings.network_timeout))
 
     def _is_ancestor(self, commit: str, ref: str) -> bool:
         status, out, err = self._execute("merge-base", "--is-ancestor", commit, ref)

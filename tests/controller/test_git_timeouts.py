@@ -5,9 +5,10 @@ push and withhold its answer).
 Covers: a hung remote fails a change with GitTimeout naming the operation, within the timeout, with
 the URL's credentials masked and no Git process left behind; the remote health turns unreachable
 and, through the idle probe, reachable again once the remote answers; a closed port likewise; a push
-whose answer is lost after it landed resolves as pushed; a push that never landed fails with the
-timeout and leaves nothing on the remote; a push that may have landed while the remote cannot be
-asked fails with OutcomeUnknown, and the change submitted again finds it landed and changes
+whose answer is lost after it landed resolves as pushed; a push not landed while the branch stays
+where it started fails with OutcomeUnknown (it could still land) and leaves nothing behind; one
+that can no longer land (the branch moved on) is applied again on the new head; a push that may
+have landed while the remote cannot be asked fails with OutcomeUnknown, and the change submitted again finds it landed and changes
 nothing; probing a hung remote runs one Git process at a time; the probe server's /readyz names an
 unreachable remote (503, Retry-After) and recovers; the --git-* flags of both commands reach the
 writer. Nothing is faked.
@@ -30,7 +31,7 @@ from btp_gitops.controller.health import ProbeServer
 from btp_gitops.controller.process import source_repo_from_args
 from btp_gitops.generator.cli import build_parser
 from btp_gitops.generator.core.errors import GitError
-from tests.controller.test_gitstore import WriteFile, remote_head, run_git, settings_for
+from tests.controller.test_gitstore import AppendLine, WriteFile, remote_head, run_git, settings_for
 from tests.support.git_http import GitHttpRemote
 
 TIMEOUT = 1.5
@@ -150,20 +151,43 @@ def test_a_push_whose_answer_is_lost_after_it_landed_is_reported_pushed(
     assert repo.read(lambda tree: (tree / "tenant.yaml").read_text()) == "recorded\n"
 
 
-def test_a_push_that_never_landed_fails_with_the_timeout(
+def test_a_push_not_landed_while_the_branch_stays_is_unknown_and_the_retry_lands(
     repo: SourceRepo, http_remote: GitHttpRemote
 ) -> None:
     before = remote_head(bare(http_remote))
-    http_remote.hang_pushes()
+    http_remote.hang_pushes()  # held before Git sees it: it has not landed, but could it still?
 
-    with pytest.raises(GitTimeout) as raised:
+    with pytest.raises(OutcomeUnknown):
         repo.apply(WriteFile("tenant.yaml", "recorded\n"), "record a tenant", timeout=30)
 
-    assert raised.value.operation == "push"
     assert remote_head(bare(http_remote)) == before
+    assert repo.remote_health().reachable  # the fetch after the push got its answer
     http_remote.serve()
     outcome = repo.apply(WriteFile("tenant.yaml", "recorded\n"), "record a tenant", timeout=30)
     assert outcome.commit == remote_head(bare(http_remote)) != before
+
+
+def test_a_push_without_answer_that_can_no_longer_land_is_applied_again_on_the_new_head(
+    repo: SourceRepo, http_remote: GitHttpRemote, tmp_path: Path
+) -> None:
+    http_remote.hang_pushes()
+    future = repo.submit(AppendLine("shared.txt", "ours"), "ours")
+    wait_for(lambda: http_remote.held == 1, 10, "our push to be held")
+    # Another writer moves the branch on meanwhile: our held push (based on the old head) can
+    # never land now, whatever the remote does with it.
+    other = tmp_path / "other"
+    run_git(tmp_path, "clone", "--quiet", str(bare(http_remote)), str(other))
+    (other / "shared.txt").write_text("theirs\n")
+    run_git(other, "add", "shared.txt")
+    run_git(other, "commit", "--quiet", "-m", "theirs")
+    run_git(other, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+    http_remote.serve(release=False)  # new requests are answered; the held push times out
+
+    outcome = future.result(30)
+
+    assert outcome.commit == remote_head(bare(http_remote))
+    assert outcome.attempts == 2
+    assert run_git(bare(http_remote), "show", "main:shared.txt").splitlines() == ["theirs", "ours"]
 
 
 def test_a_push_that_may_have_landed_is_unknown_until_the_remote_answers(

@@ -42,6 +42,7 @@ class GitHttpRemote:
         self._mode = "serve"
         self._hang_after_push = False
         self.pushes_landed = 0
+        self.held = 0  # requests held so far
         self._server = self._listen(0)
         self.port = int(self._server.server_address[1])
         self._thread = self._run(self._server)
@@ -52,13 +53,15 @@ class GitHttpRemote:
         at = f"{user_info}@" if user_info else ""
         return f"http://{at}127.0.0.1:{self.port}/{repository}"
 
-    def serve(self) -> None:
-        """Answer again, and let every held request go (unanswered)."""
+    def serve(self, *, release: bool = True) -> None:
+        """Answer new requests again; with `release`, let every held one go (unanswered), else they
+        stay held until the client gives up."""
         with self._lock:
             self._mode = "serve"
             self._hang_after_push = False
-            self._release.set()
-            self._release = threading.Event()
+            if release:
+                self._release.set()
+                self._release = threading.Event()
 
     def hang(self) -> None:
         with self._lock:
@@ -115,6 +118,8 @@ class GitHttpRemote:
         return thread
 
     def _hold(self, release: threading.Event) -> None:
+        with self._lock:
+            self.held += 1
         release.wait(HELD_AT_MOST)
 
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
