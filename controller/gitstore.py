@@ -17,14 +17,15 @@ after `apply` knows the change is durable on the remote.
 Every Git command that talks to the remote (fetch, push, ls-remote) runs in a process group of its
 own and is killed, group and all (Git's remote helpers are children of it), after
 `network_timeout`: a hung remote fails the batch with `GitTimeout` instead of holding every caller
-for minutes. A push that got no answer (timed out, connection lost) may have landed, or may still:
-the remote can finish a push whose client is gone. The writer fetches and looks for its commit.
-Landed: the futures succeed as for any push. Not there and the remote's branch moved on: the push
-can never land (a ref update replaces only the commit it was made on), so the batch is applied
-again like a rejected one. Not there and the branch still where the push started, or the remote
-cannot be asked: the futures fail with `OutcomeUnknown`, and the caller must leave in place
-whatever exists for the change's sake; a repeated change finds the landed record (or writes it)
-and nothing is applied twice.
+for minutes, and the changes queued meanwhile fail with it rather than wait one timeout more. A
+push that got no answer (timed out, connection lost) may have landed, or may still: the remote can
+finish a push whose client is gone. The writer fetches and looks for its commit. Landed: the
+futures succeed as for any push. Not there and the remote's branch moved on: the push can never
+land (a ref update replaces only the commit it was made on), so the batch is applied again like a
+rejected one. Not there and the branch still where the push started, or the remote cannot be asked:
+the futures fail with `OutcomeUnknown`, and the caller must leave in place whatever exists for the
+change's sake; a repeated change finds the landed record (or writes it) and nothing is applied
+twice.
 
 The writer keeps the outcome of its last contact with the remote (`remote_health`): a success
 (the remote answered, a rejection included) or a failure (timeout, refused connection, ...). When
@@ -331,6 +332,10 @@ class SourceRepo:
             batch, stopping = self._collect_batch(first)
             if batch:
                 self._process_safely(batch)
+            if not self.remote_health().reachable:
+                # What queued up meanwhile would wait for the same silent remote once more: fail it
+                # now (nothing of it was written), so no caller waits longer than one timeout or so.
+                stopping = self._fail_waiting() or stopping
             if stopping:
                 return
 
@@ -509,6 +514,21 @@ class SourceRepo:
     def _fail(live: list[_Request], error: BtpGitopsError) -> None:
         for request in live:
             request.future.set_exception(error)
+
+    def _fail_waiting(self) -> bool:
+        """Fail every queued change with the remote's problem; True when the stop marker was seen."""
+        health = self.remote_health()
+        error = GitError(f"the remote {self._remote} does not answer: {health.problem}")
+        stopping = False
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return stopping
+            if item is None:
+                stopping = True
+            elif item.future.set_running_or_notify_cancel():
+                item.future.set_exception(error)
 
     def _fail_queued(self, error: GitError) -> None:
         while True:

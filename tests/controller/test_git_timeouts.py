@@ -3,15 +3,15 @@
 push and withhold its answer).
 
 Covers: a hung remote fails a change with GitTimeout naming the operation, within the timeout, with
-the URL's credentials masked and no Git process left behind; the remote health turns unreachable
-and, through the idle probe, reachable again once the remote answers; a closed port likewise; a push
-whose answer is lost after it landed resolves as pushed; a push not landed while the branch stays
-where it started fails with OutcomeUnknown (it could still land) and leaves nothing behind; one
-that can no longer land (the branch moved on) is applied again on the new head; a push that may
-have landed while the remote cannot be asked fails with OutcomeUnknown, and the change submitted again finds it landed and changes
-nothing; probing a hung remote runs one Git process at a time; the probe server's /readyz names an
-unreachable remote (503, Retry-After) and recovers; the --git-* flags of both commands reach the
-writer. Nothing is faked.
+the URL's credentials masked and no Git process left behind, and what queued behind it fails with
+it; the remote health turns unreachable and, through the idle probe, reachable again once the remote
+answers; a closed port likewise; a push whose answer is lost after it landed resolves as pushed; a
+push not landed while the branch stays where it started fails with OutcomeUnknown (it could still
+land) and leaves nothing behind; one that can no longer land (the branch moved on) is applied again
+on the new head; a push that may have landed while the remote cannot be asked fails with
+OutcomeUnknown, and the change submitted again finds it landed and changes nothing; probing a hung
+remote runs one Git process at a time; the probe server's /readyz names an unreachable remote (503,
+Retry-After) and recovers; the --git-* flags of both commands reach the writer. Nothing is faked.
 """
 
 from __future__ import annotations
@@ -117,6 +117,24 @@ def test_a_hung_remote_times_out_then_readiness_follows_it_back(
     wait_for(lambda: repo.remote_health().reachable, 10, "the probe to find the remote again")
     outcome = repo.apply(WriteFile("after.txt", "1\n"), "after", timeout=30)
     assert outcome.commit == remote_head(bare(http_remote))
+
+
+def test_changes_queued_behind_a_hung_remote_fail_with_it_not_one_timeout_later(
+    repo: SourceRepo, http_remote: GitHttpRemote
+) -> None:
+    http_remote.hang()
+    started = time.monotonic()
+    first = repo.submit(WriteFile("a.txt", "1\n"), "a")
+    wait_for(lambda: http_remote.held >= 1, 10, "the first fetch to be held")
+    second = repo.submit(WriteFile("b.txt", "1\n"), "b")
+
+    with pytest.raises(GitTimeout):
+        first.result(30)
+    with pytest.raises(GitError) as raised:
+        second.result(30)
+
+    assert time.monotonic() - started < 1.5 * TIMEOUT
+    assert "does not answer" in raised.value.message and PASSWORD not in raised.value.message
 
 
 def test_a_closed_port_fails_fast_and_is_found_again(repo: SourceRepo, http_remote: GitHttpRemote) -> None:
