@@ -76,6 +76,17 @@ COMMITTED_BY_TRAILER = "Committed-By: btp-gitops controller"
 # ("fetch first", "non-fast-forward"), a concurrent update of the ref, or a hook that declined.
 _REJECTION_MARKERS = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch first")
 _MISSING_BRANCH_MARKERS = ("couldn't find remote ref", "could not find remote ref")
+# Git's words for a connection lost after the push may have been sent: the remote may have taken it.
+# (A refused connection, an unknown host or an HTTP error status are answers: nothing landed.)
+_LOST_CONNECTION_MARKERS = (
+    "hung up unexpectedly",
+    "rpc failed",
+    "connection reset",
+    "broken pipe",
+    "early eof",
+    "transfer closed",
+    "empty reply from server",
+)
 # Greedy up to the last `@` before the host's `/`: a password may hold an unescaped `@` itself.
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s]*@")
 _MAX_DETAIL = 400
@@ -138,6 +149,10 @@ class _Request:
     message: str
     future: concurrent.futures.Future[CommitOutcome]
     summary: str | None = None
+
+
+class _PushUnanswered(GitError):
+    """The connection was lost during a push: it may have landed."""
 
 
 class _PushRejected(Exception):
@@ -384,7 +399,7 @@ class SourceRepo:
                         self._push()
                         self._head = commit
                         self._tree_pristine = True
-                    except GitError as failure:  # a timeout, or the connection lost mid-push
+                    except (GitTimeout, _PushUnanswered) as failure:
                         if self._settle_unanswered_push(live, commit, base, pushes, failure):
                             return
                         raise _PushRejected(failure.message) from None
@@ -688,6 +703,10 @@ class SourceRepo:
         output = f"{err}\n{out}"
         if any(marker in output for marker in _REJECTION_MARKERS):
             raise _PushRejected(_detail(output))
+        if any(marker in output.lower() for marker in _LOST_CONNECTION_MARKERS):
+            raise _PushUnanswered(
+                f"the connection to {self._remote} was lost during a push: {_detail(output)}"
+            )
         raise GitError(f"cannot push branch {self._settings.branch} to {self._remote}: {_detail(output)}")
 
     def _local_head(self) -> str:

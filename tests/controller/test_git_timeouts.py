@@ -5,13 +5,14 @@ push and withhold its answer).
 Covers: a hung remote fails a change with GitTimeout naming the operation, within the timeout, with
 the URL's credentials masked and no Git process left behind, and what queued behind it fails with
 it; the remote health turns unreachable and, through the idle probe, reachable again once the remote
-answers; a closed port likewise; a push whose answer is lost after it landed resolves as pushed; a
-push not landed while the branch stays where it started fails with OutcomeUnknown (it could still
-land) and leaves nothing behind; one that can no longer land (the branch moved on) is applied again
-on the new head; a push that may have landed while the remote cannot be asked fails with
-OutcomeUnknown, and the change submitted again finds it landed and changes nothing; probing a hung
-remote runs one Git process at a time; the probe server's /readyz names an unreachable remote (503,
-Retry-After) and recovers; the --git-* flags of both commands reach the writer. Nothing is faked.
+answers; a closed port likewise; a push whose answer is lost (timeout, dropped connection) after it
+landed resolves as pushed; a push not landed while the branch stays where it started fails with
+OutcomeUnknown (it could still land) and leaves nothing behind; one that can no longer land (the
+branch moved on) is applied again on the new head; a push that may have landed while the remote
+cannot be asked fails with OutcomeUnknown, and the change submitted again finds it landed and
+changes nothing; probing a hung remote runs one Git process at a time; the probe server's /readyz
+names an unreachable remote (503, Retry-After) and recovers; the --git-* flags of both commands
+reach the writer. Nothing is faked.
 """
 
 from __future__ import annotations
@@ -167,6 +168,21 @@ def test_a_push_whose_answer_is_lost_after_it_landed_is_reported_pushed(
     assert repo.remote_health().reachable  # the fetch that settled it got an answer
     http_remote.serve()
     assert repo.read(lambda tree: (tree / "tenant.yaml").read_text()) == "recorded\n"
+
+
+def test_a_push_whose_connection_drops_after_it_landed_is_reported_pushed(
+    repo: SourceRepo, http_remote: GitHttpRemote
+) -> None:
+    http_remote.lose_push_ack()
+    started = time.monotonic()
+    future = repo.submit(WriteFile("tenant.yaml", "recorded\n"), "record a tenant")
+    wait_for(lambda: http_remote.held == 1, 10, "the push to land and its answer to be held")
+    http_remote.serve()  # the held answer is dropped: the connection closes without one
+
+    outcome = future.result(30)
+
+    assert time.monotonic() - started < TIMEOUT  # settled on the lost connection, no timeout
+    assert (outcome.commit, outcome.attempts) == (remote_head(bare(http_remote)), 1)
 
 
 def test_a_push_not_landed_while_the_branch_stays_is_unknown_and_the_retry_lands(
