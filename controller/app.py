@@ -89,6 +89,20 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
     git.add_argument("--source-repo", metavar="URL", help="the Git repository the generator renders from")
     git.add_argument("--source-branch", metavar="BRANCH", default="main")
     git.add_argument("--workdir", metavar="DIR", default=DEFAULT_WORKDIR, help="where the clone is kept")
+    git.add_argument(
+        "--git-timeout",
+        type=positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="a fetch, push or ls-remote of the source repository is killed after this long",
+    )
+    git.add_argument(
+        "--git-probe-interval",
+        type=positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="an idle writer checks that the remote answers this often (readiness)",
+    )
     logs = parser.add_argument_group("logging")
     logs.add_argument("--log-format", choices=("json", "text"), default="json")
     logs.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")

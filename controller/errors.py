@@ -9,11 +9,17 @@ and one table of exit codes (core.exit_codes) serve both. Git failures are the g
     ├── TemporaryError              retry the reconcile after `delay` seconds (bounded backoff)
     │   ├── KubeUnavailable         the API server did not answer, or answered 5xx / 429
     │   ├── GitPushRejected         the remote moved on: fetch, re-apply, push again
+    │   ├── OutcomeUnknown          a write may or may not have landed (a push timed out and the
+    │   │                           remote could not be asked since): never undo what depends on it
     │   └── PrometheusUnavailable   a cleanup rule cannot be evaluated now
     ├── PermanentError              retrying without a change to the object cannot help
     │   ├── KubeRequestRefused      the API server refused the request (4xx other than 409/429)
     │   └── UnreadableSource        a source file is not YAML, or a CAP document breaks its schema
     └── AuthenticationFailed        a callback without valid credentials (the server answers 401/403)
+
+    GitError (the generator's)
+    └── GitTimeout                  a Git network operation did not finish in time; its process group
+                                    was killed
 
 Reasons are machine-readable (`reason`) so statuses and Events carry them; messages never contain
 secret values or response bodies that could.
@@ -21,7 +27,7 @@ secret values or response bodies that could.
 
 from __future__ import annotations
 
-from btp_gitops.generator.core import BtpGitopsError, ExitCode
+from btp_gitops.generator.core import BtpGitopsError, ExitCode, GitError
 
 
 class ControllerError(BtpGitopsError):
@@ -72,6 +78,25 @@ class UnreadableSource(PermanentError):
 
 class GitPushRejected(TemporaryError):
     reason = "GitPushRejected"
+
+
+class OutcomeUnknown(TemporaryError):
+    """The change may have reached the remote or not; asking again later tells. Whoever answers a
+    caller must not undo anything that exists for the change's sake (a pending callback)."""
+
+    reason = "OutcomeUnknown"
+
+
+class GitTimeout(GitError):
+    """`git <operation>` against the remote did not finish within `timeout` seconds (the remote is
+    hung or a network path drops packets); the process and its helpers were killed."""
+
+    reason = "GitTimeout"
+
+    def __init__(self, operation: str, remote: str, timeout: float) -> None:
+        super().__init__(f"git {operation} of {remote} did not finish within {timeout:g}s")
+        self.operation = operation
+        self.timeout = timeout
 
 
 class PrometheusUnavailable(TemporaryError):

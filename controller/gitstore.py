@@ -12,9 +12,29 @@ the working tree, and `SourceRepo.submit` queues it. One writer thread owns the 
                                                                       again, push again (max_attempts)
 
 A change's future resolves only once the push carrying it succeeded, so whoever answers a caller
-after `apply` knows the change is durable on the remote. Because changes are re-applied to the
-remote's newest tree after every rejection, other writers (people, CI, other controllers) may push
-to the same branch at any time without any change being lost or applied twice.
+after `apply` knows the change is durable on the remote.
+
+Every Git command that talks to the remote (fetch, push, ls-remote) runs in a process group of its
+own and is killed, group and all (Git's remote helpers are children of it), after
+`network_timeout`: a hung remote fails the batch with `GitTimeout` instead of holding every caller
+for minutes, and the changes queued meanwhile fail with it rather than wait one timeout more. A
+push that got no answer (timed out, connection lost) may have landed, or may still: the remote can
+finish a push whose client is gone. The writer fetches and looks for its commit. Landed: the
+futures succeed as for any push. Not there and the remote's branch moved on: the push can never
+land (a ref update replaces only the commit it was made on), so the batch is applied again like a
+rejected one. Not there and the branch still where the push started, or the remote cannot be asked:
+the futures fail with `OutcomeUnknown`, and the caller must leave in place whatever exists for the
+change's sake; a repeated change finds the landed record (or writes it) and nothing is applied
+twice.
+
+The writer keeps the outcome of its last contact with the remote (`remote_health`): a success
+(the remote answered, a rejection included) or a failure (timeout, refused connection, ...). When
+idle for `probe_interval` it probes with `git ls-remote`, from its own thread, one process at a
+time, so readiness follows the remote without probes piling up behind a hung one.
+
+Because changes are re-applied to the remote's newest tree after every rejection, other writers
+(people, CI, other controllers) may push to the same branch at any time without any change being
+lost or applied twice.
 
 Reads (`read`) run under the writer's lock, on a tree that is exactly a commit of the remote.
 Git runs with a fixed identity and with hooks and commit signing off, so the local Git
@@ -25,10 +45,14 @@ every message built from Git's output is masked first.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
+import os
 import queue
 import random
 import re
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -38,7 +62,7 @@ from typing import Protocol, TypeVar
 
 import git
 
-from btp_gitops.controller.errors import GitPushRejected
+from btp_gitops.controller.errors import GitPushRejected, GitTimeout, OutcomeUnknown
 from btp_gitops.generator.core import BtpGitopsError, GitError
 
 log = logging.getLogger(__name__)
@@ -52,6 +76,17 @@ COMMITTED_BY_TRAILER = "Committed-By: btp-gitops controller"
 # ("fetch first", "non-fast-forward"), a concurrent update of the ref, or a hook that declined.
 _REJECTION_MARKERS = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch first")
 _MISSING_BRANCH_MARKERS = ("couldn't find remote ref", "could not find remote ref")
+# Git's words for a connection lost after the push may have been sent: the remote may have taken it.
+# (A refused connection, an unknown host or an HTTP error status are answers: nothing landed.)
+_LOST_CONNECTION_MARKERS = (
+    "hung up unexpectedly",
+    "rpc failed",
+    "connection reset",
+    "broken pipe",
+    "early eof",
+    "transfer closed",
+    "empty reply from server",
+)
 # Greedy up to the last `@` before the host's `/`: a password may hold an unescaped `@` itself.
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s]*@")
 _MAX_DETAIL = 400
@@ -74,6 +109,21 @@ class RepoSettings:
     backoff_max: float = 2.0
     batch_window: float = 0.05  # how long the writer waits for more changes to share one commit
     max_batch: int = 250
+    network_timeout: float = 30.0  # seconds for one clone/fetch/push/ls-remote, then it is killed
+    probe_interval: float = 10.0  # an idle writer checks the remote this often (git ls-remote)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteHealth:
+    """The outcome of the writer's last contact with the remote."""
+
+    reachable: bool  # the last network operation got an answer (False before any)
+    problem: str  # why not, masked ("" when reachable)
+    last_contact: float | None  # time.monotonic() of the last answer, None when never
+
+    def unready_reason(self) -> str | None:
+        """What readiness probes answer while the remote does not (None when it does)."""
+        return None if self.reachable else f"the source repository is unreachable: {self.problem}"
 
 
 class TreeChange(Protocol):
@@ -99,6 +149,10 @@ class _Request:
     message: str
     future: concurrent.futures.Future[CommitOutcome]
     summary: str | None = None
+
+
+class _PushUnanswered(GitError):
+    """The connection was lost during a push: it may have landed."""
 
 
 class _PushRejected(Exception):
@@ -168,13 +222,25 @@ class SourceRepo:
         self._env = self._git_environment()
         self._head_listeners: list[Callable[[Path, str], None]] = []
         self._announced_head = ""
+        self._health_lock = threading.Lock()
+        self._health = RemoteHealth(False, "the remote has not been contacted yet", None)
+        self._last_network = time.monotonic()  # end of the last network operation, either outcome
 
     # --- public API -----------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> RepoSettings:
+        return self._settings
 
     @property
     def head(self) -> str:
         """Sha of the last commit known to be on the remote's branch ("" before `start`)."""
         return self._head
+
+    def remote_health(self) -> RemoteHealth:
+        """Whether the remote answered the last time it was asked (by a fetch, push or probe)."""
+        with self._health_lock:
+            return self._health
 
     def start(self) -> None:
         """Clone the remote into `workdir` (or reuse the clone there), check out the remote's newest
@@ -272,10 +338,13 @@ class SourceRepo:
         Readers compare it with `head` to learn whether a fetch would bring anything new."""
         self._require_started()
         branch = self._settings.branch
-        listed = self._run_git("ls-remote", "--heads", REMOTE, f"refs/heads/{branch}")
+        ref = f"refs/heads/{branch}"
+        status, listed, err = self._network("ls-remote", "ls-remote", "--heads", REMOTE, ref)
+        if status != 0:
+            raise GitError(f"git ls-remote failed for {self._remote}: {_detail(err or listed)}")
         for line in listed.splitlines():
-            sha, _, ref = line.partition("\t")
-            if ref.strip() == f"refs/heads/{branch}":
+            sha, _, listed_ref = line.partition("\t")
+            if listed_ref.strip() == ref:
                 return sha.strip()
         raise GitError(f"branch {branch} does not exist on {self._remote}")
 
@@ -289,12 +358,21 @@ class SourceRepo:
 
     def _write_loop(self) -> None:
         while True:
-            first = self._queue.get()
+            idle = self._settings.probe_interval - (time.monotonic() - self._last_network)
+            try:
+                first = self._queue.get(timeout=max(idle, 0.0)) if idle > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                self._probe()
+                continue
             if first is None:
                 return
             batch, stopping = self._collect_batch(first)
             if batch:
                 self._process_safely(batch)
+            if not self.remote_health().reachable:
+                # What queued up meanwhile would wait for the same silent remote once more: fail it
+                # now (nothing of it was written), so no caller waits longer than one timeout or so.
+                stopping = self._fail_waiting() or stopping
             if stopping:
                 return
 
@@ -338,9 +416,15 @@ class SourceRepo:
                         self._resolve(live, None, pushes)
                         return
                     pushes += 1
-                    self._push()
-                    self._head = commit
-                    self._tree_pristine = True
+                    base = self._head
+                    try:
+                        self._push()
+                        self._head = commit
+                        self._tree_pristine = True
+                    except (GitTimeout, _PushUnanswered) as failure:
+                        if self._settle_unanswered_push(live, commit, base, pushes, failure):
+                            return
+                        raise _PushRejected(failure.message) from None
                     self._resolve(live, commit, pushes)
                     self._announce_head()  # after the answers: they need not wait for readers' indexes
                     log.info(
@@ -369,6 +453,55 @@ class SourceRepo:
                 return
             log.info("push to %s rejected (attempt %d): %s; trying again", self._remote, pushes, detail)
             time.sleep(_backoff(self._settings, pushes))
+
+    def _settle_unanswered_push(
+        self, live: list[_Request], commit: str, base: str, pushes: int, failure: GitError
+    ) -> bool:
+        """The push of `commit` (made on the remote's `base`) got no answer: it may have landed, or
+        may still (the remote may finish a push whose client is gone). Ask the remote before
+        answering. True when the batch is settled; False when the push can no longer land and the
+        batch is to be applied again like a rejected one."""
+        try:
+            self._fetch()
+            landed = self._is_ancestor(commit, self._tracking)
+        except GitError as error:
+            log.warning(
+                "push of %s to %s got no answer and the remote cannot be asked (%s): outcome unknown",
+                commit[:12],
+                self._remote,
+                error.message,
+            )
+            self._unknown(live, f"the push to {self._remote} got no answer ({failure.message})")
+            return True
+        if landed:
+            log.info("push of %s to %s got no answer but landed", commit[:12], self._remote)
+            # The tree holds our commit; the remote's branch may have moved past it since.
+            self._tree_pristine = self._local_head() == self._head
+            if not self._tree_pristine:
+                self._restore_quietly()
+            self._resolve(live, commit, pushes)
+            self._announce_head()
+            return True
+        if self._head == base:
+            # The remote still holds the commit our push would replace: a push the remote has not
+            # finished yet can still land, so "not there" is not "failed" yet.
+            log.warning("push of %s to %s got no answer and has not landed yet", commit[:12], self._remote)
+            self._unknown(live, f"the push to {self._remote} got no answer and has not landed yet")
+            return True
+        # A ref update replaces only the commit it was made on: the remote moved on without ours,
+        # so this push can never land. Applied again on the new head, like a rejection.
+        log.info("push of %s to %s got no answer and cannot land any more", commit[:12], self._remote)
+        return False
+
+    def _unknown(self, live: list[_Request], why: str) -> None:
+        self._restore_quietly()
+        self._fail(live, OutcomeUnknown(f"{why}; it may still land", delay=self._settings.network_timeout))
+
+    def _is_ancestor(self, commit: str, ref: str) -> bool:
+        status, out, err = self._execute("merge-base", "--is-ancestor", commit, ref)
+        if status not in (0, 1):
+            raise GitError(f"git merge-base failed for {self._remote}: {_detail(err or out)}")
+        return status == 0
 
     def _prepare_commit(self, live: list[_Request]) -> str | None:
         """Bring the tree to the remote's newest commit, apply the batch, commit; None if unchanged."""
@@ -418,6 +551,21 @@ class SourceRepo:
     def _fail(live: list[_Request], error: BtpGitopsError) -> None:
         for request in live:
             request.future.set_exception(error)
+
+    def _fail_waiting(self) -> bool:
+        """Fail every queued change with the remote's problem; True when the stop marker was seen."""
+        health = self.remote_health()
+        error = GitError(f"the remote {self._remote} does not answer: {health.problem}")
+        stopping = False
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return stopping
+            if item is None:
+                stopping = True
+            elif item.future.set_running_or_notify_cancel():
+                item.future.set_exception(error)
 
     def _fail_queued(self, error: GitError) -> None:
         while True:
@@ -473,6 +621,64 @@ class SourceRepo:
             raise GitError("the git executable was not found") from error
         return int(status), str(out), str(err)
 
+    def _network(self, operation: str, *args: str) -> tuple[int, str, str]:
+        """Run a Git command that talks to the remote, within `network_timeout`.
+
+        Not through gitpython: the command gets a process group of its own, so a timeout kills Git
+        and its remote helper (git-remote-https, ssh) together; a helper left behind would keep the
+        connection, and its pipes, open. The outcome updates `remote_health`."""
+        env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self._env}
+        timeout = self._settings.network_timeout
+        try:
+            process = subprocess.Popen(
+                ["git", *args],
+                cwd=self._tree,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise GitError(f"cannot run git {operation}: {type(error).__name__}") from error
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            self._contacted(f"git {operation} did not answer within {timeout:g}s")
+            raise GitTimeout(operation, self._remote, timeout) from None
+        status = process.returncode
+        output = f"{err}\n{out}"
+        answered = status == 0 or any(
+            marker in output for marker in (*_REJECTION_MARKERS, *_MISSING_BRANCH_MARKERS)
+        )
+        self._contacted("" if answered else f"git {operation} failed: {_detail(err or out)}")
+        return status, out.rstrip("\n"), err.rstrip("\n")
+
+    def _contacted(self, problem: str) -> None:
+        now = time.monotonic()
+        self._last_network = now
+        with self._health_lock:
+            if problem:
+                if self._health.reachable:
+                    log.warning("the remote %s is unreachable: %s", self._remote, problem)
+                self._health = RemoteHealth(False, problem, self._health.last_contact)
+            else:
+                if not self._health.reachable and self._health.last_contact is not None:
+                    log.info("the remote %s answers again", self._remote)
+                self._health = RemoteHealth(True, "", now)
+
+    def _probe(self) -> None:
+        """One `git ls-remote` of the branch (no lock: it does not touch the tree)."""
+        if self._repo is None:
+            return
+        try:
+            self._network("ls-remote", "ls-remote", "--heads", REMOTE, f"refs/heads/{self._settings.branch}")
+        except GitError as error:
+            log.debug("probing %s: %s", self._remote, error.message)
+
     def _open_clone(self) -> git.Repo:
         """The clone in `workdir`, created when missing, with `origin` pointing at the remote.
 
@@ -500,8 +706,8 @@ class SourceRepo:
     def _fetch(self) -> None:
         started = time.monotonic()
         branch = self._settings.branch
-        status, out, err = self._execute(
-            "fetch", "--quiet", "--no-tags", REMOTE, f"+refs/heads/{branch}:{self._tracking}"
+        status, out, err = self._network(
+            "fetch", "fetch", "--quiet", "--no-tags", REMOTE, f"+refs/heads/{branch}:{self._tracking}"
         )
         if status != 0:
             if any(marker in err for marker in _MISSING_BRANCH_MARKERS):
@@ -511,14 +717,18 @@ class SourceRepo:
         self._last_fetch_started = started
 
     def _push(self) -> None:
-        status, out, err = self._execute(
-            "push", "--quiet", REMOTE, f"HEAD:refs/heads/{self._settings.branch}"
+        status, out, err = self._network(
+            "push", "push", "--quiet", REMOTE, f"HEAD:refs/heads/{self._settings.branch}"
         )
         if status == 0:
             return
         output = f"{err}\n{out}"
         if any(marker in output for marker in _REJECTION_MARKERS):
             raise _PushRejected(_detail(output))
+        if any(marker in output.lower() for marker in _LOST_CONNECTION_MARKERS):
+            raise _PushUnanswered(
+                f"the connection to {self._remote} was lost during a push: {_detail(output)}"
+            )
         raise GitError(f"cannot push branch {self._settings.branch} to {self._remote}: {_detail(output)}")
 
     def _local_head(self) -> str:
@@ -536,3 +746,13 @@ class SourceRepo:
         except GitError as error:
             self._tree_pristine = False
             log.warning("cannot reset the clone of %s: %s", self._remote, error.message)
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    """Kill the process and everything it started (its own session), then reap it."""
+    with contextlib.suppress(ProcessLookupError):  # it ended just now
+        os.killpg(process.pid, signal.SIGKILL)
+    try:
+        process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:  # a helper that left the group still holds the pipes
+        log.warning("git process %d left a helper holding its output open", process.pid)

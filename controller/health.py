@@ -1,12 +1,14 @@
 """Health probes and Prometheus metrics over HTTP: `/healthz`, `/readyz`, `/metrics`.
 
 Liveness says the process's loops are alive (a wedged watch thread fails it, and the kubelet
-restarts the Pod); readiness says it has listed everything it watches. A standby replica that
-waits for the Lease is alive and ready: it serves nothing that readiness gates.
+restarts the Pod); readiness says it has listed everything it watches and, with a source
+repository, that its Git remote answers (503 with `Retry-After` and a JSON body naming why not).
+A standby replica that waits for the Lease is alive and ready: it serves nothing that readiness gates.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -28,6 +30,7 @@ class ProbeServer:
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         registry: CollectorRegistry,
+        unready_reason: Callable[[], str | None] = lambda: None,
     ) -> None:
         checks: dict[str, Callable[[], bool]] = {"/healthz": healthy, "/readyz": ready}
 
@@ -38,15 +41,22 @@ class ProbeServer:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
                     self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+                elif path == "/readyz" and (reason := unready_reason()) is not None:
+                    body = json.dumps({"error": reason}).encode() + b"\n"
+                    self._send(503, body, "application/json", {"Retry-After": "5"})
                 elif path in checks:
                     ok = checks[path]()
                     self._send(200 if ok else 503, b"ok\n" if ok else b"not ok\n", "text/plain")
                 else:
                     self._send(404, b"not found\n", "text/plain")
 
-            def _send(self, status: int, body: bytes, content_type: str) -> None:
+            def _send(
+                self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+            ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -55,7 +55,13 @@ def source_repo_from_args(args: argparse.Namespace) -> SourceRepo | None:
     if not args.source_repo:
         return None
     return SourceRepo(
-        RepoSettings(url=args.source_repo, workdir=Path(args.workdir), branch=args.source_branch)
+        RepoSettings(
+            url=args.source_repo,
+            workdir=Path(args.workdir),
+            branch=args.source_branch,
+            network_timeout=args.git_timeout,
+            probe_interval=args.git_probe_interval,
+        )
     )
 
 
@@ -104,6 +110,14 @@ class ControllerProcess:
         # A standby (no manager yet) is ready: it has nothing to serve until it leads.
         return self._manager is None or self._manager.ready()
 
+    def _unready_reason(self) -> str | None:
+        """Why the leader is not ready on account of its source repository (None: it is, or no
+        repository, or a standby that has not started it)."""
+        repo = self.options.source_repo
+        if self._manager is None or repo is None:
+            return None
+        return repo.remote_health().unready_reason()
+
     def _start_leading(self) -> None:
         if self.options.source_repo is not None:
             self.options.source_repo.start()
@@ -120,7 +134,11 @@ class ControllerProcess:
 
     def run(self, stop: threading.Event) -> int:
         probes = ProbeServer(
-            *self.probe_address, healthy=self._alive, ready=self._ready, registry=self.registry
+            *self.probe_address,
+            healthy=self._alive,
+            ready=self._ready,
+            registry=self.registry,
+            unready_reason=self._unready_reason,
         )
         probes.start()
         log.info("probes on port %d", probes.port)

@@ -23,8 +23,10 @@ Records are written with `records.subscribe_tenant` / `unsubscribe_tenant` throu
 `SourceRepo`, and `record_*` return once the push carrying the change succeeded.
 
 A change not pushed within `record_timeout` is withdrawn when it is still queued (nothing recorded,
-the caller gets an error) and otherwise reported as not confirmed: it may still land, which a
-repeated callback then finds in place (records are keyed by tenant id, so nothing is written twice).
+the caller gets an error) and otherwise reported as not confirmed (`OutcomeUnknown`): it may still
+land, which a repeated callback then finds in place (records are keyed by tenant id, so nothing is
+written twice). The writer reports a push that timed out the same way when it cannot tell whether
+the push landed.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from btp_gitops.controller.clients.targets import AppTarget, ServiceRef
-from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.errors import OutcomeUnknown, TemporaryError
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.records import (
     ApplicationRecord,
@@ -215,7 +217,12 @@ class GitTenantLedger:
     # --- reading ------------------------------------------------------------------------------------
 
     def ready(self) -> bool:
-        return bool(self._repo.head)
+        return self.unready_reason() is None
+
+    def unready_reason(self) -> str | None:
+        if not self._repo.head:
+            return "the tenant records are not available yet"
+        return self._repo.remote_health().unready_reason()
 
     def applications(self) -> list[AppTarget]:
         return self._repo.read(
@@ -321,7 +328,7 @@ class GitTenantLedger:
                     f"the source repository did not take the change within {self._record_timeout:.0f}s; "
                     "nothing was recorded"
                 ) from None
-            raise TemporaryError(
+            raise OutcomeUnknown(
                 f"the change was not confirmed pushed within {self._record_timeout:.0f}s; it may still land"
             ) from None
 

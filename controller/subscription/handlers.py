@@ -18,7 +18,9 @@ Order of checks for every callback (each step answers with its own status):
 6. the work: cluster objects first (idempotent), then the tenant record, which the ledger returns
    from only once it is pushed. 202 after that, never before; 503 with a JSON error and
    `Retry-After` when the record could not be written (the pending callback opened for it is
-   withdrawn). When the write finds the subdomain taken on the newest records (another replica
+   withdrawn), or when its outcome is unknown (a push timed out and the remote could not be asked
+   since; the callback stays, and the caller's retry finds the record or writes it).
+   When the write finds the subdomain taken on the newest records (another replica
    got there first): 409, the callback withdrawn and a new tenant's subscription context deleted.
 
 A SaaS registry PUT answers 202 `{"message", "tenant", "subscriptionUrl"}` (`applicationUrl` for
@@ -42,7 +44,12 @@ from btp_gitops.controller.clients.credentials import (
 )
 from btp_gitops.controller.clients.saas_client import check_callback_path
 from btp_gitops.controller.clients.targets import AppTarget
-from btp_gitops.controller.errors import AuthenticationFailed, ControllerError, PermanentError
+from btp_gitops.controller.errors import (
+    AuthenticationFailed,
+    ControllerError,
+    OutcomeUnknown,
+    PermanentError,
+)
 from btp_gitops.controller.records import SubdomainTaken
 from btp_gitops.controller.subscription.auth import (
     TokenExpectation,
@@ -198,10 +205,18 @@ class SubscriptionService:
         return self.now() + timeout
 
     def open_then_record(self, callback: PendingCallback | None, record: Callable[[], bool]) -> bool:
-        """Open the pending callback, run `record`; withdraw the callback when it fails or finds nothing."""
+        """Open the pending callback, run `record`; withdraw the callback when it fails or finds nothing.
+
+        Not when the outcome is unknown (the push timed out and may have landed): a record that
+        landed without its callback would be provisioned with nobody telling the caller. The callback
+        stays; the caller's retry finds the record (or records it) and answers for it, and a
+        callback for a record that never lands expires at its deadline (reported FAILED)."""
         previous = self.cluster.open_callback(callback) if callback else None
         try:
             recorded = record()
+        except OutcomeUnknown:
+            log.warning("the record's outcome is unknown: the pending callback stays for the retry")
+            raise
         except BaseException:
             self._withdraw(callback, previous)
             raise
@@ -440,14 +455,12 @@ def healthz(service: SubscriptionService, request: Request, params: Mapping[str,
 
 def readyz(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:
     try:
-        ready = service.ledger.ready()
+        reason = service.ledger.unready_reason()
     except ControllerError as error:
         log.warning("readiness: the tenant records are not available: %s", error.reason)
-        ready = False
-    if not ready:
-        return Response(
-            503, {"error": "the tenant records are not available yet"}, headers={"Retry-After": "5"}
-        )
+        reason = "the tenant records are not available yet"
+    if reason is not None:
+        return Response(503, {"error": reason}, headers={"Retry-After": "5"})
     return Response(200, {"status": "ready"})
 
 

@@ -50,11 +50,18 @@ class TenantLedger(Protocol):
     """The tenant records of every application the server answers for.
 
     `record_*` return only once the change is durable (pushed); they raise a `BtpGitopsError`
-    (`TemporaryError`, `GitError`, ...) when it could not be recorded, and then nothing was recorded.
+    (`TemporaryError`, `GitError`, ...) when it could not be recorded, and then nothing was recorded,
+    except `OutcomeUnknown`: the change may still land (a push timed out), so nothing made for it
+    may be undone.
     """
 
     def ready(self) -> bool:
         """True once the records can be read (the source repository is available)."""
+        ...
+
+    def unready_reason(self) -> str | None:
+        """None when `ready`, else why not (the records not read yet, the remote unreachable or
+        hung), without credentials."""
         ...
 
     def applications(self) -> Sequence[AppTarget]: ...

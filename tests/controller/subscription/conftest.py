@@ -399,14 +399,19 @@ SourcesFactory = Callable[..., Sources]
 def sources_factory(tmp_path: Path, kube_namespace: str) -> Iterator[SourcesFactory]:
     started: list[SourceRepo] = []
 
-    def make(files: Mapping[str, str] | None = None, **repo_settings: Any) -> Sources:
+    def make(
+        files: Mapping[str, str] | None = None,
+        url_of: Callable[[Path], str] = str,
+        **repo_settings: Any,
+    ) -> Sources:
+        """`url_of` maps the bare remote's path to the URL the writer uses (another way to serve it)."""
         directory = tmp_path / f"sources-{len(started)}"
         directory.mkdir()
         remote = bare_remote(
             directory, files or {f"apps/{APP}/capapplication.yaml": application_documents(kube_namespace)}
         )
         settings = RepoSettings(
-            url=str(remote), workdir=directory / "clone", batch_window=0.02, **repo_settings
+            url=url_of(remote), workdir=directory / "clone", batch_window=0.02, **repo_settings
         )
         repo = SourceRepo(settings)
         repo.start()
