@@ -103,6 +103,7 @@ class _Refresher:
         self._last_started = -math.inf  # of the newest fetch, running or ended
         self._ended_started = -math.inf  # when the newest ended fetch started
         self._ended_error: BaseException | None = None  # how it ended
+        self._ended_at = -math.inf  # when it ended
         self._fresh_as_of = -math.inf  # when the newest successful fetch started
 
     @property
@@ -112,13 +113,17 @@ class _Refresher:
 
     def refresh(self, since: float) -> None:
         """Return once a fetch started at `since` or later ended; raise its error when it failed
-        (each caller asking after it ended gets a fetch of its own, in the next slot)."""
+        while this caller waited (a caller asking after it ended gets a fetch of its own, in the
+        next slot: a failure is never served from memory, or the remote's recovery would go
+        unnoticed for as long as `since` reaches back)."""
+        asked = self._clock()
         with self._changed:
             while True:
                 if self._fresh_as_of >= since:
                     return
-                if self._ended_started >= since and self._ended_error is not None:
-                    raise self._ended_error
+                ended_error = self._ended_error
+                if ended_error is not None and self._ended_started >= since and self._ended_at >= asked:
+                    raise ended_error
                 if self._running:
                     self._changed.wait()
                     continue
@@ -139,6 +144,7 @@ class _Refresher:
             with self._changed:
                 self._running = False
                 self._ended_started, self._ended_error = started, error
+                self._ended_at = self._clock()
                 if error is None:
                     self._fresh_as_of = max(self._fresh_as_of, started)
                 self._changed.notify_all()

@@ -111,6 +111,20 @@ def test_a_failed_fetch_fails_its_waiters_and_the_next_question_fetches_again() 
     assert len(fetch.started) == 2 and fetch.started[0] < refresher.fresh_as_of <= fetch.started[1]
 
 
+def test_a_failure_is_not_served_to_a_question_asked_after_it_ended() -> None:
+    """A lookup bounded by staleness asks for a fetch since a moment before the failed one started;
+    it must fetch again (the remote may be back: readiness saw it), not get the old error."""
+    fetch = CountingFetch()
+    fetch.failure = GitError("cannot fetch branch main from the remote")
+    refresher = _Refresher(fetch, min_interval=0.0)
+    reaching_back = time.monotonic()
+    with pytest.raises(GitError):
+        refresher.refresh(reaching_back)
+    fetch.failure = None
+    refresher.refresh(reaching_back)
+    assert len(fetch.started) == 2 and fetch.started[0] < refresher.fresh_as_of <= fetch.started[1]
+
+
 # --- two ledgers (two replicas) on one bare remote ------------------------------------------------------
 
 
