@@ -42,6 +42,7 @@ from btp_gitops.generator.domains.btp_operator import (
     NotAnObject,
     SourcedDocument,
     chart_versions,
+    is_apply_file,
     labels_on,
     parse_artifact_objects,
 )
@@ -162,11 +163,16 @@ def _kinds(objects: list[KubeObject]) -> tuple[Resource, ...]:
 
 
 def load_module_resources(directory: Path) -> ModuleResources:
-    """Read `apply/*.yml` and `delete/to-delete.yml` (which may be empty or absent)."""
+    """Read `apply/*.yaml` and `apply/*.yml` (a template's own extension) and
+    `delete/to-delete.yml` (which may be empty or absent)."""
     apply_dir = directory / APPLY_DIR
-    files = sorted(apply_dir.glob("*.yml")) if apply_dir.is_dir() else []
+    files = (
+        sorted(p for p in apply_dir.iterdir() if p.is_file() and is_apply_file(p.name))
+        if apply_dir.is_dir()
+        else []
+    )
     if not files:
-        raise ConfigurationError(f"no module resources: {apply_dir} holds no .yml files")
+        raise ConfigurationError(f"no module resources: {apply_dir} holds no .yaml or .yml files")
     applied = [
         document
         for path in files

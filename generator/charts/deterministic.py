@@ -5,17 +5,22 @@ from __future__ import annotations
 from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest, RenderedChart, manifests_of
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import Level, Note
-from btp_gitops.generator.transforms.volatile import pin_volatile_values
+from btp_gitops.generator.transforms.volatile import PinnedValue, pin_volatile_values
 
 
 def render_chart_deterministically(
     engine: ChartRenderer, request: ChartRequest
-) -> tuple[RenderedChart, list[Manifest], list[Note]]:
+) -> tuple[RenderedChart, list[Manifest], list[PinnedValue]]:
     """Render twice and pin whatever differs (uuidv4 cluster ids, checksums over them)."""
     first = engine.render_chart(request)
     second = engine.render_chart(request)
     manifests, pinned = pin_volatile_values(manifests_of(first), manifests_of(second), first.name)
-    notes = [
+    return first, manifests, pinned
+
+
+def pinned_value_notes(pinned: list[PinnedValue]) -> list[Note]:
+    """One note per pinned value (pass only those that reach the output: volatile.still_pinned)."""
+    return [
         Note(
             Level.INFO,
             "PinnedValue",
@@ -24,4 +29,3 @@ def render_chart_deterministically(
         )
         for p in pinned
     ]
-    return first, manifests, notes

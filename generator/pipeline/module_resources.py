@@ -1,12 +1,17 @@
 """`btp-gitops module-resources`: the artifact BTP Manager users consume, from a module chart.
 
     render chart (twice, pin volatile values) -> split pre-delete hooks -> blank images
-    -> apply/<template>.yml, excluded/to-exclude.yml, delete/to-delete.yml -> write atomically
+    -> apply/<template file>, excluded/to-exclude.yml, delete/to-delete.yml, .release.yml
+    -> write atomically
 
-`delete/to-delete.yml` lists the documents of the previous `apply/` that the chart no longer
-produces, matched on group, kind, namespace and name. It describes one step (previous -> current),
-as BTP Manager's did; re-running on an unchanged chart keeps the last step's list instead of
-emptying it, so the command is idempotent and the committed artifact never drifts.
+`delete/to-delete.yml` is one release step, as BTP Manager computed it: the documents of the
+previous release's `apply/` that this release no longer produces, matched on group, kind,
+namespace and name (empty when the object set did not change). A release is the `--release` tag
+with the chart's name and version, recorded in `.release.yml`. Regenerating the same release keeps
+its list (minus anything produced again, plus anything the regeneration stopped producing), so
+the command is idempotent and a re-run never loses a deletion; a new release starts afresh from
+the previous `apply/`. An artifact written before the record existed is read the old way: the
+list is kept when the object set is unchanged.
 
 The format (file names, `# Source:` lines, reading back) is domains.btp_operator.artifact, which
 the controller reads the artifact with too.
@@ -16,10 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from btp_gitops.generator.charts.deterministic import render_chart_deterministically
+from btp_gitops.generator.charts.deterministic import pinned_value_notes, render_chart_deterministically
 from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest
 from btp_gitops.generator.core.errors import ChartRenderFailed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import install_rank
@@ -31,9 +37,11 @@ from btp_gitops.generator.domains.btp_operator import (
     DELETE_FILE,
     EXCLUDE_FILE,
     EXCLUDED_HOOKS,
+    RELEASE_FILE,
     SourcedDocument,
     apply_file_name,
     artifact_text,
+    is_apply_file,
     parse_sourced_documents,
 )
 from btp_gitops.generator.io.repo import TreeChanges, read_tree, write_subtree
@@ -73,24 +81,76 @@ def previous_apply_documents(previous: dict[str, bytes]) -> list[SourcedDocument
     return [
         document
         for path, data in sorted(previous.items())
-        if path.startswith(f"{APPLY}/")
+        if path.startswith(f"{APPLY}/") and is_apply_file(path)
         for document in _previous_documents(path, data)
     ]
 
 
-def removed_documents(previous: dict[str, bytes], current_keys: set[ObjectKey]) -> list[SourcedDocument]:
-    """The delete list: previous apply/ documents whose identity the chart no longer produces."""
+@dataclass(frozen=True, slots=True)
+class Release:
+    """What one artifact was made for: the `--release` tag and the chart's name and version."""
+
+    tag: str
+    chart: str
+    version: str
+
+    def record(self) -> str:
+        body = yaml.safe_dump(
+            {"release": self.tag, "chart": self.chart, "version": self.version}, sort_keys=True
+        )
+        return (
+            "# The release btp-gitops module-resources made this artifact for. Regenerating the same\n"
+            "# release keeps delete/to-delete.yml; a new release computes it from apply/ afresh.\n" + body
+        )
+
+
+def recorded_release(previous: dict[str, bytes]) -> Release | None:
+    """The release the previous artifact records; None for an artifact without a record."""
+    data = previous.get(RELEASE_FILE)
+    if data is None:
+        return None
+    try:
+        record: Any = yaml.safe_load(data.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:
+        raise SourceSyntaxError(
+            "cannot read the previous module resources",
+            [Problem(RELEASE_FILE, "not valid YAML (a file of --out): fix or remove it")],
+        ) from error
+    fields = ("release", "chart", "version")
+    if not isinstance(record, dict) or not all(isinstance(record.get(key), str) for key in fields):
+        raise SourceSyntaxError(
+            "cannot read the previous module resources",
+            [Problem(RELEASE_FILE, "expected a mapping with the strings release, chart and version")],
+        )
+    return Release(record["release"], record["chart"], record["version"])
+
+
+def removed_documents(
+    previous: dict[str, bytes], current_keys: set[ObjectKey], release: Release
+) -> list[SourcedDocument]:
+    """The delete list of `release`: see the module's docstring for the rule."""
     before = previous_apply_documents(previous)
-    before_keys = {object_key(d.body) for d in before}
-    if before_keys == current_keys and DELETE_FILE in previous:
-        # Same objects as last time: keep the last step's list (idempotent regeneration).
+    dropped = [d for d in before if object_key(d.body) not in current_keys]
+    last_release = recorded_release(previous)
+    same_release = last_release == release
+    # An artifact from before the record: keep the list when the object set is unchanged.
+    unrecorded_rerun = last_release is None and {object_key(d.body) for d in before} == current_keys
+    kept: list[SourcedDocument] = []
+    if DELETE_FILE in previous and (same_release or unrecorded_rerun):
         kept = _previous_documents(DELETE_FILE, previous[DELETE_FILE])
-        return [d for d in kept if object_key(d.body) not in current_keys]
-    return [d for d in before if object_key(d.body) not in current_keys]
+    listed: dict[ObjectKey, SourcedDocument] = {}
+    for document in kept + dropped:
+        key = object_key(document.body)
+        if key not in current_keys:
+            listed.setdefault(key, document)  # the list's own copy first, as it was last written
+    return list(listed.values())
 
 
-def build_module_resources(manifests: list[Manifest], previous: dict[str, bytes]) -> dict[str, str]:
-    """Lay out apply/, delete/ and excluded/ from the chart's manifests and the previous artifact."""
+def build_module_resources(
+    manifests: list[Manifest], previous: dict[str, bytes], release: Release
+) -> dict[str, str]:
+    """Lay out apply/, delete/, excluded/ and the release record from the chart's manifests and
+    the previous artifact."""
     kept, excluded = split_hooks(manifests, EXCLUDED_HOOKS)
     kept = blank_deployment_images(kept)
     by_file: dict[str, list[Manifest]] = {}
@@ -102,8 +162,9 @@ def build_module_resources(manifests: list[Manifest], previous: dict[str, bytes]
         by_file.setdefault(name, []).append(manifest)
     files = {name: _sourced_text(_install_order(group)) for name, group in by_file.items()}
     current_keys = {object_key(m.body) for m in kept}
-    files[DELETE_FILE] = artifact_text(removed_documents(previous, current_keys))
+    files[DELETE_FILE] = artifact_text(removed_documents(previous, current_keys, release))
     files[EXCLUDE_FILE] = _sourced_text(_install_order(excluded))
+    files[RELEASE_FILE] = release.record()
     return dict(sorted(files.items()))
 
 
@@ -117,9 +178,10 @@ def generate_module_resources(
     engine: ChartRenderer,
 ) -> ModuleResources:
     request = ChartRequest(chart=chart, release=release, namespace=namespace, values_files=values_files)
-    _, manifests, notes = render_chart_deterministically(engine, request)
+    rendered, manifests, pinned = render_chart_deterministically(engine, request)
+    notes = pinned_value_notes(pinned)
     previous = read_tree(out)
-    files = build_module_resources(manifests, previous)
+    files = build_module_resources(manifests, previous, Release(release, rendered.name, rendered.version))
     # The artifact is committed (a workflow opens a PR with it): the same guard as a render.
     assert_no_credentials(manifests, files, placeholders=True)
     changes = write_subtree(out.parent, out.name, files)

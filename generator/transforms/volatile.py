@@ -14,7 +14,7 @@ import base64
 import hashlib
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from btp_gitops.generator.core.errors import NondeterministicChart
@@ -31,6 +31,9 @@ class PinnedValue:
     origin: str
     object_ref: str
     field_path: str
+    # Where and what was pinned, to tell later whether a transform overwrote it.
+    path: tuple[str | int, ...] = field(default=(), compare=False)
+    value: str = field(default="", compare=False)
 
 
 def pinned_value(seed: str, original: str) -> str:
@@ -45,7 +48,9 @@ def pinned_value(seed: str, original: str) -> str:
     return f"btp-gitops-pinned-{digest[:16]}"
 
 
-def _pin(first: Any, second: Any, path: list[str | int], seed: str, found: list[str]) -> Any:
+def _pin(
+    first: Any, second: Any, path: list[str | int], seed: str, found: list[tuple[list[str | int], str]]
+) -> Any:
     if isinstance(first, dict) and isinstance(second, dict):
         if first.keys() != second.keys():
             raise _StructureDiffersError(path)
@@ -59,9 +64,9 @@ def _pin(first: Any, second: Any, path: list[str | int], seed: str, found: list[
     if first == second:
         return first
     if isinstance(first, str) and isinstance(second, str):
-        field_path = format_field_path(path)
-        found.append(field_path)
-        return pinned_value(f"{seed}:{field_path}", first)
+        stand_in = pinned_value(f"{seed}:{format_field_path(path)}", first)
+        found.append((path, stand_in))
+        return stand_in
     raise _StructureDiffersError(path)
 
 
@@ -83,7 +88,7 @@ def pin_volatile_values(
     result: list[Manifest] = []
     for a, b in zip(first, second, strict=True):
         ref = describe(a.body)
-        fields: list[str] = []
+        fields: list[tuple[list[str | int], str]] = []
         try:
             body = _pin(a.body, b.body, [], f"{chart}:{a.origin}:{ref}", fields)
         except _StructureDiffersError as error:
@@ -91,6 +96,31 @@ def pin_volatile_values(
                 f"chart {chart}: {a.origin} ({ref}) changes shape between two renders at "
                 f"{error}; pin its random inputs with values"
             ) from error
-        pinned.extend(PinnedValue(a.origin, ref, field) for field in fields)
+        pinned.extend(
+            PinnedValue(a.origin, ref, format_field_path(path), tuple(path), value) for path, value in fields
+        )
         result.append(Manifest(body, a.origin))
     return result, pinned
+
+
+def value_at(body: Any, path: tuple[str | int, ...]) -> Any:
+    """The value at `path` in an object, or None where the path no longer leads anywhere."""
+    for step in path:
+        if isinstance(step, str) and isinstance(body, dict):
+            body = body.get(step)
+        elif isinstance(step, int) and isinstance(body, list) and 0 <= step < len(body):
+            body = body[step]
+        else:
+            return None
+    return body
+
+
+def still_pinned(pinned: list[PinnedValue], final: list[Manifest]) -> list[PinnedValue]:
+    """The pinned values that reach the output: a later step (the config's cluster id, say) may have
+    overwritten a value the chart generated, and then it is not volatile output any more."""
+    by_origin: dict[str, list[Manifest]] = {}
+    for manifest in final:
+        by_origin.setdefault(manifest.origin, []).append(manifest)
+    return [
+        p for p in pinned if any(value_at(m.body, p.path) == p.value for m in by_origin.get(p.origin, []))
+    ]

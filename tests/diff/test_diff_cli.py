@@ -130,8 +130,8 @@ def test_text_output_summarises_per_app_and_shows_unified_diffs(
         f"--- a/clusters/{CLUSTER}/btp-operator/configmap-sap-btp-operator-config.yaml\n"
         f"+++ b/clusters/{CLUSTER}/btp-operator/configmap-sap-btp-operator-config.yaml\n"
     )
-    assert "PinnedValue" not in result.stdout  # render notes go to stderr
-    assert "PinnedValue" in result.stderr
+    assert "ExcludedHook" not in result.stdout  # render notes go to stderr
+    assert "ExcludedHook" in result.stderr
 
 
 def test_exit_codes(gitops: Path, run_cli: RunCli, changed_source: Path, tmp_path: Path) -> None:

@@ -2,9 +2,11 @@
 by it (the previous step) and by the controller (deprovisioning, outdated resources). Pure: text in,
 text out; the callers read and write the files and turn format errors into their own.
 
-    apply/<template>.yml     the objects the current chart version installs, one file per template
-    delete/to-delete.yml     the previous version's objects the current one no longer produces
+    apply/<template file>    the objects the current release installs, one file per template,
+                             named as the template is (`service_account.yaml` stays `.yaml`)
+    delete/to-delete.yml     the previous release's objects the current one no longer produces
     excluded/to-exclude.yml  the pre-delete hooks left out
+    .release.yml             the release the artifact was made for (ours; consumers ignore it)
 
 Each document is `---`, a `# Source: <chart>/templates/<file>` line and the object. The chart
 version is the `chart-version` label (BTP Manager's runtime label) or Helm's
@@ -24,6 +26,8 @@ from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document
 APPLY = "apply"
 DELETE_FILE = "delete/to-delete.yml"
 EXCLUDE_FILE = "excluded/to-exclude.yml"
+RELEASE_FILE = ".release.yml"
+APPLY_SUFFIXES = (".yaml", ".yml")
 EXCLUDED_HOOKS = frozenset({"pre-delete"})
 
 CHART_VERSION_LABEL = "chart-version"
@@ -54,12 +58,18 @@ class SourcedDocument:
 
 
 def apply_file_name(source: str) -> str:
-    """`sap-btp-operator/templates/service_account.yaml` -> `apply/service_account.yml`."""
+    """`sap-btp-operator/templates/service_account.yaml` -> `apply/service_account.yaml`: the
+    template's own file name, extension included (consumers diff these files by name); a template
+    in a subdirectory joins the directories with `_`, a file of the chart's crds/ gets `crds_`."""
     parts = PurePosixPath(source).parts
     inside = parts[2:] if len(parts) > 2 and parts[1] in {"templates", "crds"} else parts[1:]
-    stem = "_".join(inside).removesuffix(".yaml").removesuffix(".yml")
     prefix = "crds_" if len(parts) > 1 and parts[1] == "crds" else ""
-    return f"{APPLY}/{prefix}{stem}.yml"
+    return f"{APPLY}/{prefix}{'_'.join(inside)}"
+
+
+def is_apply_file(name: str) -> bool:
+    """A file of apply/ that holds objects (a template named `.yaml` or `.yml`)."""
+    return name.endswith(APPLY_SUFFIXES)
 
 
 def artifact_text(documents: Iterable[SourcedDocument]) -> str:

@@ -14,8 +14,9 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
-from btp_gitops.generator.charts.deterministic import render_chart_deterministically
+from btp_gitops.generator.charts.deterministic import pinned_value_notes, render_chart_deterministically
 from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest, RenderedChart
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.core.objects import (
@@ -61,7 +62,18 @@ from btp_gitops.generator.transforms.operator_config import (
     apply_operator_settings,
 )
 from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage, annotate_argocd_sync_waves
+from btp_gitops.generator.transforms.volatile import still_pinned
 from btp_gitops.generator.transforms.workloads import set_container_image
+
+
+def chart_values(config: ModuleConfig) -> dict[str, Any]:
+    """The chart's inline values plus the config's cluster id as `cluster.id` (the SAP BTP service
+    operator chart's value for CLUSTER_ID): the chart then renders the id the operator gets instead
+    of a random `uuidv4` that a later step replaces, so nothing is pinned or reported as volatile."""
+    cluster = config.values.get("cluster")
+    cluster_values = dict(cluster) if isinstance(cluster, dict) else {}
+    cluster_values["id"] = config.settings.cluster_id
+    return {**config.values, "cluster": cluster_values}
 
 
 def chart_request(config: ModuleConfig) -> ChartRequest:
@@ -69,7 +81,7 @@ def chart_request(config: ModuleConfig) -> ChartRequest:
         chart=config.chart,
         release=RELEASE_NAME,
         namespace=MODULE_NAMESPACE,
-        values=config.values,
+        values=chart_values(config),
         values_files=config.values_files,
         requested_by=f"{where(config.source)}: spec.chart.path",
         source=config.source,
@@ -130,7 +142,7 @@ def render_module_objects(
             Level.INFO,
             "ExcludedHook",
             f"{m.origin} ({describe(m.body)})",
-            "uninstall-only Helm hook left out of the GitOps output (listed in excluded/to-exclude.yml)",
+            "uninstall-only Helm hook left out of the GitOps output",
         )
         for m in excluded
     ]
@@ -174,8 +186,9 @@ def render_btp_operator(sources: SourceSet, engine: ChartRenderer, bundled_chart
         ]
         return [AppRender(APP, [], notes)] if notes else []
     config = select_module_config(sources, request, bundled_chart)
-    rendered, manifests, pin_notes = render_chart_deterministically(engine, chart_request(config))
+    rendered, manifests, pinned = render_chart_deterministically(engine, chart_request(config))
     app = render_module_objects(config, rendered, manifests)
+    pin_notes = pinned_value_notes(still_pinned(pinned, app.manifests))
     # The BtpOperator syncs after the operator and, pruned in reverse order, is deleted before it:
     # its deletion finalizer deprovisions ServiceInstances while the operator still serves them.
     app.manifests.append(annotate_argocd_stage(requested_resource(request), Stage.CUSTOM_RESOURCES))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from btp_gitops.generator.charts.deterministic import render_chart_deterministically
+from btp_gitops.generator.charts.deterministic import pinned_value_notes, render_chart_deterministically
 from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest
 from btp_gitops.generator.core.errors import InvalidSpec, PathNotAllowed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import ScopeIndex
@@ -35,6 +35,7 @@ from btp_gitops.generator.domains.kyma.model import (
 from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from btp_gitops.generator.transforms.metadata import add_labels, set_default_namespace
 from btp_gitops.generator.transforms.ordering import annotate_argocd_sync_waves
+from btp_gitops.generator.transforms.volatile import still_pinned
 
 APP_PREFIX = "kyma-"
 
@@ -99,8 +100,9 @@ def _chart_manifests(
         requested_by=_where(template, "spec.chart.path"),
         source=template.source,
     )
-    _, manifests, notes = render_chart_deterministically(engine, request)
+    _, manifests, pinned = render_chart_deterministically(engine, request)
     manifests, excluded = drop_hook_phases(manifests, UNINSTALL_ONLY_HOOKS)
+    notes = pinned_value_notes(still_pinned(pinned, manifests))
     notes += [
         Note(
             Level.INFO,

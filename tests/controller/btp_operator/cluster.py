@@ -87,7 +87,7 @@ def module_labels(version: str = CHART_VERSION) -> dict[str, str]:
 
 def service_crd_docs() -> list[dict[str, Any]]:
     """The services.cloud.sap.com CRDs as the module ships them, plus our BtpOperator CRD."""
-    text = (MODULE_RESOURCES / "apply" / "crd.yml").read_text(encoding="utf-8")
+    text = (MODULE_RESOURCES / "apply" / "crd.yaml").read_text(encoding="utf-8")
     services = [doc for doc in yaml.safe_load_all(text) if doc]
     ours = [doc for doc in load_crds(our_crd_files()) if doc["spec"]["names"]["kind"] == "BtpOperator"]
     return services + ours
@@ -251,7 +251,7 @@ class ModuleCluster:
         binding, and refuses it, as in a cluster whose operator is gone."""
         names = []
         for document in parse_artifact_file(
-            (MODULE_RESOURCES / "apply" / "webhook.yml").read_text(), "webhook.yml"
+            (MODULE_RESOURCES / "apply" / "webhook.yaml").read_text(), "webhook.yaml"
         ):
             body = document.body
             body["metadata"]["labels"] = {**body["metadata"]["labels"], **module_labels()}
@@ -442,7 +442,7 @@ def reconcile_until(
 
 def module_resources_copy(target: Path, delete_documents: str = "") -> Path:
     """A copy of the project's module-resources/ with `delete/to-delete.yml` replaced."""
-    for path in sorted(MODULE_RESOURCES.rglob("*.yml")):
+    for path in sorted(p for p in MODULE_RESOURCES.rglob("*") if p.is_file()):
         destination = target / path.relative_to(MODULE_RESOURCES)
         destination.parent.mkdir(parents=True, exist_ok=True)
         destination.write_bytes(path.read_bytes())

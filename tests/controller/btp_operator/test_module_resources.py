@@ -94,6 +94,22 @@ def test_plural_guess_follows_kubernetes_names() -> None:
     ]
 
 
+def test_apply_files_are_read_by_either_yaml_extension_and_nothing_else(tmp_path: Path) -> None:
+    """Files keep their template's extension (`.yaml` or `.yml`); anything else in apply/ is not
+    an object file."""
+    module = load_module_resources(
+        _artifact(
+            tmp_path,
+            {
+                "configmap.yaml": CONFIG_MAP.format(name="a", version="1.0.0"),
+                "extra.yml": CONFIG_MAP.format(name="b", version="1.0.0"),
+                "README.md": "not objects: [",
+            },
+        )
+    )
+    assert sorted(str(obj["metadata"]["name"]) for obj in module.apply_objects) == ["a", "b"]
+
+
 def test_a_chart_version_label_wins_over_helms_label(tmp_path: Path) -> None:
     text = CONFIG_MAP.format(name="a", version="1.0.0").replace(
         "    helm.sh/chart", "    chart-version: 1.2.0\n    helm.sh/chart"
@@ -154,7 +170,7 @@ def test_a_missing_delete_list_is_an_empty_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("files", "message"),
     [
-        ({}, "holds no .yml files"),
+        ({}, "holds no .yaml or .yml files"),
         (
             {"configmap.yml": "---\n# Source: c/templates/x.yaml\nkind: [unclosed\n"},
             "apply/configmap.yml: not valid YAML",
