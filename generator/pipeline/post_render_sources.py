@@ -141,7 +141,7 @@ def _checked(sources: list[SourceDocument], schemas: SchemaRegistry) -> None:
     """The checks a render makes of its sources, plus the namespace Helm would otherwise fill in."""
     validate_sources(sources, schemas)
     problems = metadata_name_problems(sources) + _namespace_problems(sources)
-    raise_if_problems(InvalidSpec, "source names that cannot become objects", problems)
+    raise_if_problems(InvalidSpec, "objects of the stream that cannot be rendered", problems)
 
 
 def _render_cap(documents: list[SourceDocument]) -> list[tuple[AppRender, int]]:
