@@ -192,17 +192,29 @@ def test_helm3_dry_run_keeps_the_jobs_among_the_plain_objects(
     assert "helm.sh/hook: post-install,post-upgrade" in manifest
 
 
-def test_helm4_kyma_chart_with_catalog(helm_home: HelmHome, yaml_snapshot: Any) -> None:
-    args = post_renderer_args(
-        "helm4", "--domain=kyma", f"--catalog={KYMA / 'catalog'}", f"--allow-path={KYMA}"
+@pytest.mark.parametrize("helm", ["helm3", "helm4"])
+def test_kyma_chart_with_catalog(helm: str, helm_home: HelmHome, tmp_path: Path, yaml_snapshot: Any) -> None:
+    """The chart's Kyma becomes its modules, as `render --catalog` renders the same Kyma; the
+    chart's ConfigMap passes untouched; the module's default CR is a post-install hook."""
+    catalog = (f"--catalog={KYMA / 'catalog'}", f"--allow-path={KYMA}")
+    args = post_renderer_args(helm, "--domain=kyma", *catalog)
+    plain = template(helm, helm_home, KYMA_CHART)
+    first = template(helm, helm_home, KYMA_CHART, *args)
+    assert first == template(helm, helm_home, KYMA_CHART, *args)
+    [kyma] = [d for d in documents(plain) if body(d)["kind"] == "Kyma"]
+    (tmp_path / "kyma.yaml").write_text(kyma)
+    by_render = subprocess.run(
+        [str(CLI), "render", str(tmp_path / "kyma.yaml"), "--stdout", *catalog],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
-    plain = template("helm4", helm_home, KYMA_CHART)
-    first = template("helm4", helm_home, KYMA_CHART, *args)
-    assert first == template("helm4", helm_home, KYMA_CHART, *args)
-    found = kinds(first)
-    assert "Kyma" not in found
-    assert {"CustomResourceDefinition", "Deployment", "DaemonSet", "Greeter"} <= set(found)
-    greeter = next(body(d) for d in documents(first) if body(d)["kind"] == "Greeter")
+    assert by_render.returncode == 0, by_render.stderr
+    post = assert_same_as_render(first, by_render.stdout)
+    assert not any(key[1] == "Kyma" for key in post)
+    assert {"CustomResourceDefinition", "Deployment", "DaemonSet", "Greeter"} <= {key[1] for key in post}
+    [greeter] = [b for key, b in post.items() if key[1] == "Greeter"]
     assert greeter["metadata"]["annotations"]["helm.sh/hook"] == "post-install"
     settings = [d.rstrip() for d in documents(plain) if "name: platform-settings" in d]
     assert len(settings) == 1
