@@ -13,20 +13,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from btp_gitops.generator.cli.options import allow_paths, chart_engine
 from btp_gitops.generator.cli.output import print_notes
 from btp_gitops.generator.core.errors import InputError, Problem, SourceSyntaxError, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.io.cluster import ClusterReader
 from btp_gitops.generator.io.input_files import UnreadableInput, read_stream_text
+from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.io.sources import load_sources
 from btp_gitops.generator.pipeline.post_render import (
+    BTP_OPERATOR,
     CERTIFICATE_MODES,
-    MODULES,
+    DOMAINS,
     PostRenderRequest,
     post_render,
 )
 from btp_gitops.generator.pipeline.post_render import certificate_plan as post_render_certificate_plan
+from btp_gitops.generator.pipeline.post_render_sources import KYMA, SourceDomainInputs
 from btp_gitops.generator.transforms.certificates import CertificatePlan
 from btp_gitops.generator.transforms.operator_secret import (
     REQUIRED_SECRET,
@@ -97,14 +101,54 @@ def _existing_certificates(args: argparse.Namespace, plan: CertificatePlan) -> E
     return existing_certificates_from_secrets(found, plan)
 
 
+_BTP_OPERATOR_ONLY = (
+    "credentials",
+    "from_cluster",
+    "existing_certificates",
+    "issuer",
+    "issuer_namespace",
+    "chart_version",
+    "manager_image",
+)
+
+
+def _source_domain_inputs(args: argparse.Namespace) -> SourceDomainInputs:
+    """CAP and Kyma: schemas, namespace, and for Kyma the catalog and the chart engine."""
+    given = [f"--{name.replace('_', '-')}" for name in _BTP_OPERATOR_ONLY if getattr(args, name)]
+    given += ["--certificates"] if args.certificates != "cert-manager" else []
+    if given:
+        raise UsageError(f"{', '.join(given)}: only for --domain {BTP_OPERATOR}, not {args.domain}")
+    if args.domain != KYMA and (args.catalog or args.allow_path):
+        raise UsageError(f"--catalog and --allow-path are read for --domain {KYMA} only")
+    if args.domain == KYMA and not args.catalog:
+        raise UsageError(f"--domain {KYMA} renders the Kyma's modules from a catalog: pass --catalog DIR")
+    return SourceDomainInputs(
+        schemas=load_schema_registry(args.schemas),
+        namespace=args.namespace,
+        catalogs=tuple(Path(c) for c in args.catalog),
+        engine=chart_engine(args) if args.domain == KYMA else None,
+        allow_paths=allow_paths(args),
+    )
+
+
 def run_post_render(args: argparse.Namespace) -> int:
+    if args.domain != BTP_OPERATOR:
+        request = PostRenderRequest(domain=args.domain, namespace=args.namespace)
+        inputs = _source_domain_inputs(args)
+        result = post_render(_read_stdin(), request, datetime.now(UTC), generate_rsa_4096_key, sources=inputs)
+        sys.stdout.write(result.text)
+        sys.stdout.flush()
+        print_notes(result.notes, sys.stderr)
+        return ExitCode.OK
+    if args.catalog or args.allow_path:
+        raise UsageError(f"--catalog and --allow-path are read for --domain {KYMA} only")
     if args.certificates != "self-signed" and args.existing_certificates:
         raise UsageError("--existing-certificates is only read with --certificates self-signed")
     issuer = {"name": args.issuer, "kind": args.issuer_kind} if args.issuer else None
     if issuer and args.issuer_namespace:
         issuer["namespace"] = args.issuer_namespace
     request = PostRenderRequest(
-        module=args.module,
+        domain=args.domain,
         certificate_mode=args.certificates,
         namespace=args.namespace,
         chart_version=args.chart_version,
@@ -126,11 +170,20 @@ def run_post_render(args: argparse.Namespace) -> int:
 def add_post_render_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "post-render",
-        help="Helm post-renderer: module transforms on the manifest stream (stdin to stdout)",
+        help="Helm post-renderer: a domain's rendering on the manifest stream (stdin to stdout)",
         description="Reads the manifests Helm rendered on stdin and writes them back, transformed, on "
         "stdout (Helm 3 --post-renderer, Helm 4 postrenderer/v1 plugin). Diagnostics go to stderr.",
     )
-    parser.add_argument("--module", choices=MODULES, default="btp-operator")
+    parser.add_argument(
+        "--domain",
+        "--module",
+        dest="domain",
+        choices=DOMAINS,
+        default=BTP_OPERATOR,
+        help="btp-operator: the module transforms on the chart's objects (default); cap: CAP Operator's "
+        "objects rendered into their workloads, Jobs and routing as render does; kyma: the Kyma's "
+        "modules from --catalog. With cap and kyma every other object passes through untouched",
+    )
     parser.add_argument(
         "--certificates",
         choices=CERTIFICATE_MODES,
@@ -146,7 +199,31 @@ def add_post_render_parser(commands: Any) -> None:
     parser.add_argument("--issuer", metavar="NAME", help="an existing cert-manager issuer to use")
     parser.add_argument("--issuer-kind", choices=("Issuer", "ClusterIssuer"), default="Issuer")
     parser.add_argument("--issuer-namespace", help="gardener: namespace of --issuer (else Gardener's)")
-    parser.add_argument("--namespace", default="kyma-system", help="namespace of namespaced objects")
+    parser.add_argument(
+        "--namespace",
+        help="btp-operator: namespace of namespaced objects (default: kyma-system); cap, kyma: namespace "
+        "of the domain's objects the chart leaves without one (Helm's release namespace)",
+    )
+    parser.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="kyma: module catalog, ModuleTemplates and ModuleReleaseMetas (files, directories); repeatable",
+    )
+    parser.add_argument(
+        "--allow-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="kyma: also let the catalog name files (charts, raw manifests) under DIR; repeatable",
+    )
+    parser.add_argument(
+        "--helm-binary",
+        metavar="PATH",
+        help="kyma: render module charts with this helm CLI instead of the embedded Helm engine",
+    )
+    parser.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--chart-version", help="chart-version label (default: from helm.sh/chart labels)")
     parser.add_argument(
         "--credentials",

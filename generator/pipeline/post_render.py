@@ -1,7 +1,10 @@
-"""`post-render`: the module transforms over a manifest stream Helm rendered, stdin to stdout.
+"""`post-render`: a domain's rendering over a manifest stream Helm rendered, stdin to stdout.
 
     read stream ──> module transforms (same as render) ──> certificates ──> write stream
     streams/helm      domains/btp_operator                 transforms/…     streams/helm
+
+    read stream ──> CAP or Kyma objects rendered as render renders them ──> write stream
+    streams/helm      pipeline/post_render_sources (other objects untouched)  streams/helm
 
 Pure: the caller reads stdin, the credentials and any existing certificates, and passes in the
 clock and the key factory (self-signed mode); this returns the text for stdout and the notes for
@@ -24,6 +27,12 @@ from btp_gitops.generator.core.names import path_message
 from btp_gitops.generator.core.objects import Manifest, annotations_of, describe
 from btp_gitops.generator.core.report import Note
 from btp_gitops.generator.domains import btp_operator
+from btp_gitops.generator.pipeline.post_render_sources import (
+    GENERATED_FILENAME,
+    SOURCE_DOMAINS,
+    SourceDomainInputs,
+    post_render_sources,
+)
 from btp_gitops.generator.streams.helm import (
     FILENAME_ANNOTATION,
     SOURCE_PREFIX,
@@ -44,17 +53,17 @@ from btp_gitops.generator.transforms.self_signed_certificates import (
     issue_webhook_certificates_self_signed,
 )
 
-MODULES = ("btp-operator",)
+BTP_OPERATOR = "btp-operator"
+DOMAINS = (BTP_OPERATOR, *SOURCE_DOMAINS)
 CERTIFICATE_MODES = ("cert-manager", "gardener", "self-signed")
 KeyFactory = Callable[[], rsa.RSAPrivateKey]
-GENERATED_FILENAME = "btp-gitops/templates/post-render.yaml"
 
 
 @dataclass(frozen=True, slots=True)
 class PostRenderRequest:
-    module: str = "btp-operator"
+    domain: str = BTP_OPERATOR
     certificate_mode: str = "cert-manager"
-    namespace: str = btp_operator.MODULE_NAMESPACE
+    namespace: str | None = None  # btp-operator: the module's namespace (default kyma-system)
     chart_version: str | None = None
     credentials: OperatorCredentials | None = None
     enable_limited_cache: bool = True
@@ -76,7 +85,7 @@ def certificate_plan(request: PostRenderRequest) -> CertificatePlan:
     issuer = request.issuer or {}
     return CertificatePlan(
         prefix=btp_operator.RELEASE_NAME,
-        namespace=request.namespace,
+        namespace=request.namespace or btp_operator.MODULE_NAMESPACE,
         issuer_name=issuer.get("name"),
         issuer_kind=issuer.get("kind", "Issuer"),
         issuer_group=issuer.get("group", "cert-manager.io"),
@@ -153,17 +162,25 @@ def post_render(
     request: PostRenderRequest,
     now: datetime,
     new_key: KeyFactory,
+    *,
     stream_name: str = "<stdin>",
+    sources: SourceDomainInputs | None = None,
 ) -> PostRenderResult:
-    """Transform one stream. `now` and `new_key` are used only by self-signed certificates."""
+    """Transform one stream. `now` and `new_key` are used only by self-signed certificates;
+    `sources` (schemas, namespace, Kyma's catalog) by the CAP and Kyma domains."""
     stream = read_helm_stream(text, stream_name)
     if problems := filename_problems(stream, stream_name):
         raise SourceSyntaxError("the manifest stream is not valid post-renderer input", problems)
     helm4 = stream.annotated_by_helm4
+    if request.domain in SOURCE_DOMAINS:
+        if sources is None:
+            raise ValueError(f"post-render of {request.domain} objects needs their schemas")
+        added, found = post_render_sources(stream, request.domain, sources, now, stream_name)
+        return PostRenderResult(write_helm_stream(stream), helm4, len(stream.documents), added, found)
     manifests = [document.as_manifest() for document in stream.documents]
     settings = btp_operator.StreamSettings(
         issue_certificates=certificate_step(request, now, new_key),
-        namespace=request.namespace,
+        namespace=request.namespace or btp_operator.MODULE_NAMESPACE,
         chart_version=request.chart_version,
         credentials=request.credentials,
         enable_limited_cache=request.enable_limited_cache,

@@ -198,3 +198,44 @@ def flux_stages(manifests: list[Manifest]) -> list[tuple[Manifest, FluxStage]]:
     if problems:
         raise InvalidSpec("objects have sync waves without a Flux stage", problems)
     return placed
+
+
+# Helm (post-render). Helm applies a release's plain objects at once, in its kind order, and then
+# runs its hooks one by one in weight order, waiting for each hook Job to finish; only hooks are
+# ordered. A post-rendered app therefore keeps its stages as follows (docs/gitops/post-render.md):
+#
+# - CRDS, RESOURCES, ROUTING: plain objects of the release (Helm's kind order puts CRDs and
+#   Namespaces first; `--wait` holds the hooks until the workloads are ready).
+# - CUSTOM_RESOURCES: a `post-install` hook. Helm resolves every plain object's kind before it
+#   creates any, so a custom resource whose CRD is in the same release cannot be a plain object;
+#   not `post-upgrade`, because Helm deletes a hook before it creates it again, and deleting a
+#   module's custom resource makes its operator remove what it manages.
+# - RELEASE_JOBS step n: a `post-install,post-upgrade` hook Job, weight tier * 1000 + its Argo CD
+#   wave, so content Jobs run one after another after the workloads, and the apps of a later tier
+#   (CAP tenants, tier 1) after every Job of the first (their application's version).
+#
+# The sync wave itself is removed: Helm does not read it.
+HELM_HOOK = "helm.sh/hook"
+HELM_HOOK_WEIGHT = "helm.sh/hook-weight"
+HELM_HOOK_DELETE_POLICY = "helm.sh/hook-delete-policy"
+_HELM_TIER_WEIGHTS = 1000
+_HELM_HOOKS = {
+    Stage.CUSTOM_RESOURCES: "post-install",
+    Stage.RELEASE_JOBS: "post-install,post-upgrade",
+}
+
+
+def helm_hooks(manifests: list[Manifest], tier: int = 0) -> list[Manifest]:
+    """An app's objects for a Helm release: the stages Helm needs ordered as hooks, the sync wave
+    removed. `tier` orders apps: every hook of tier n runs before those of tier n + 1."""
+    result = []
+    for manifest, stage in flux_stages(manifests):
+        hook = _HELM_HOOKS.get(stage.stage)
+        if hook is not None:
+            annotations = annotations_of(manifest.body)
+            annotations[HELM_HOOK] = hook
+            weight = tier * _HELM_TIER_WEIGHTS + argocd_sync_wave(stage.stage, stage.step)
+            annotations[HELM_HOOK_WEIGHT] = str(weight)
+            annotations[HELM_HOOK_DELETE_POLICY] = "before-hook-creation"
+        result.append(manifest)
+    return result

@@ -191,3 +191,44 @@ def test_post_render_behind_helm(product: InstalledProduct, tmp_path: Path) -> N
         o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "sap-btp-operator-config"
     ]
     assert config["data"]["CLUSTER_ID"] == CLUSTER_ID
+
+
+@pytest.mark.tools
+def test_post_render_of_a_cap_chart_behind_helm(product: InstalledProduct, tmp_path: Path) -> None:
+    """`--domain cap` from the installed executable: the CAP schemas and rules ship in the wheel,
+    and it writes what the checkout's CLI writes for the chart of the post-render tests."""
+    chart = Path(shutil.copytree(ROOT / "tests" / "post_render" / "cap_chart", tmp_path / "cap_chart"))
+    outputs = []
+    for cli in (product.cli, CLI):
+        done = subprocess.run(
+            [
+                str(tool_path("helm3")),
+                "template",
+                "bookstore",
+                str(chart),
+                "--namespace",
+                "bookstore",
+                "--post-renderer",
+                str(cli),
+                "--post-renderer-args",
+                "post-render",
+                "--post-renderer-args=--domain=cap",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=product.home,
+            env={
+                **product.env(),
+                "HELM_CONFIG_HOME": str(tmp_path / "h"),
+                "HELM_CACHE_HOME": str(tmp_path / "h"),
+                "HELM_DATA_HOME": str(tmp_path / "h"),
+            },
+            check=False,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1]
+    kinds = [o["kind"] for o in yaml.safe_load_all(outputs[0]) if o]
+    assert kinds.count("Deployment") == 2
+    assert kinds.count("Job") == 3

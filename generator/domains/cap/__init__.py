@@ -8,6 +8,8 @@ ClusterDomain.
     identity         names, owner labels and hashes CAP Operator derives
     exposures        which version serves traffic, semantic versions
     render           the application and version apps
+    post_render      which objects of a Helm stream are CAP sources, and the order of the apps'
+                     hooks in one release
     tenants/         the CAPTenant records and their apps (its own face, re-exported here)
 
 This face lists what other packages (pipeline, controller) may use.
@@ -35,6 +37,12 @@ from btp_gitops.generator.domains.cap.model import (
     TenantOperation,
     Version,
     Workload,
+)
+from btp_gitops.generator.domains.cap.post_render import (
+    CLUSTER_SCOPED_KINDS,
+    SOURCE_KINDS,
+    is_cap_source,
+    release_tier,
 )
 from btp_gitops.generator.domains.cap.render import render_cap_applications
 from btp_gitops.generator.domains.cap.tenants import (
@@ -79,12 +87,14 @@ __all__ = [
     "CAP_TENANT",
     "CAP_TENANT_FINALIZER",
     "CAV_VERSION",
+    "CLUSTER_SCOPED_KINDS",
     "CONTINUE_ON_FAILURE_ANNOTATION",
     "DEPROVISION_ANNOTATION",
     "OWNER_IDENTIFIER",
     "OWNER_IDENTIFIER_HASH",
     "PREFIX",
     "PROVIDER_SUFFIX",
+    "SOURCE_KINDS",
     "SUBSCRIPTION_CONTEXT_ANNOTATION",
     "SUBSCRIPTION_GUID",
     "TENANT_OPERATION_TYPE",
@@ -105,10 +115,12 @@ __all__ = [
     "build_tenant_catalog",
     "derived_provider_tenant",
     "desired_version",
+    "is_cap_source",
     "operation_job_name",
     "operation_jobs",
     "owner_labels",
     "plan_tenant",
+    "release_tier",
     "render_cap_applications",
     "render_cap_tenants",
     "semantic_version",

@@ -13,6 +13,7 @@ This face lists what other packages (pipeline, cli) may use.
 """
 
 from btp_gitops.generator.domains.kyma.maintenance import PolicyText
+from btp_gitops.generator.domains.kyma.model import CATALOG_KINDS, KYMA
 from btp_gitops.generator.domains.kyma.record import RECORD_FILE
 from btp_gitops.generator.domains.kyma.render import (
     KymaContext,
@@ -23,6 +24,8 @@ from btp_gitops.generator.domains.kyma.render import (
 from btp_gitops.generator.domains.kyma.status import KymaReport, report_table
 
 __all__ = [
+    "CATALOG_KINDS",
+    "KYMA",
     "RECORD_FILE",
     "KymaContext",
     "KymaPlan",

@@ -47,8 +47,11 @@ _HASH_LENGTH = 8
 _UNSAFE = re.compile(r"[^a-z0-9-]+")
 
 
+TENANT_APP_PREFIX = "cap-tenant."
+
+
 def tenant_app(tenant: Tenant) -> str:
-    return f"cap-tenant.{tenant.namespace}.{tenant.name}"
+    return f"{TENANT_APP_PREFIX}{tenant.namespace}.{tenant.name}"
 
 
 def version_gate_name(version: Version) -> str:
