@@ -212,7 +212,10 @@ def test_the_application_name_template_gives_the_names_the_render_checks(
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: names\nversion: 0.1.0\n")
     # `.path.basename` as the git directory generator provides it.
     (chart / "templates" / "name.yaml").write_text(
-        '{{- with dict "path" (dict "basename" .Values.basename) }}name: ' + name_template + "\n{{- end }}\n"
+        # Quoted: the template's `{{-` would eat the blank after `name:`.
+        '{{- with dict "path" (dict "basename" .Values.basename) }}name: \''
+        + name_template
+        + "'\n{{- end }}\n"
     )
     helm = subprocess.run(
         [str(tool_path("helm4")), "template", "x", str(chart), "--set-string", f"basename={app}"],
