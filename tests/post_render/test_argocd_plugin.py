@@ -334,3 +334,12 @@ def test_a_link_out_of_the_repository_is_refused(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "Argo CD parameter catalog: 'elsewhere' leads outside the repository" in result.stderr
+
+
+def test_argocd_parameters_belong_to_the_plugins_stdout_render(tmp_path: Path, run_cli: RunCli) -> None:
+    result = run_cli(
+        "render", EXAMPLES / "btp-operator", "--out", tmp_path / "out", "--argocd-parameters", cwd=ROOT
+    )
+    assert result.returncode == 2
+    assert "--argocd-parameters is for Argo CD's plugin: it needs --stdout" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -18,7 +18,8 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from btp_gitops.generator.wiring.objects import argocd_application_name
+from btp_gitops.generator.core.errors import InputError
+from btp_gitops.generator.wiring.objects import argocd_application_name, check_argocd_names
 from tests.conftest import EXAMPLES, ROOT, RunCli, read_tree, tree_as_yaml
 from tests.support.crds import load_crds, pinned_crds_dir, third_party_crd_files
 from tests.support.dry_run import RenderedObject, ServedResources, create_namespace, dry_run_apply, refusals
@@ -234,6 +235,16 @@ def test_the_application_name_template_gives_the_names_the_render_checks(
         assert name == f"{cluster}-{app}"
     else:
         assert name.startswith(f"{cluster}-"[:54].rstrip(".-"))
+
+
+def test_an_app_whose_application_would_take_the_wirings_name_is_refused() -> None:
+    """`<cluster>-<app>` against `btp-gitops-<cluster>`: only contrived names meet, but they must
+    not make the ApplicationSet fight the wiring's Application over one object."""
+    check_argocd_names("demo", ["btp-operator", "gitops-demo", "btp-gitops"])
+    with pytest.raises(
+        InputError, match="app 'btp-gitops' of cluster 'btp-gitops' would get the Argo CD Application"
+    ):
+        check_argocd_names("btp-gitops", ["kyma-greeter", "btp-gitops"])
 
 
 @pytest.mark.parametrize(
