@@ -144,7 +144,11 @@ def _templated(value: str) -> bool:
 
 def destination_server(text: str) -> str:
     """An API server URL as Argo CD names a cluster: https (or http), a host, nothing else odd."""
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an API server URL: {text!r}") from None
     if (
         parts.scheme not in ("https", "http")
         or not parts.hostname

@@ -259,6 +259,8 @@ def test_an_app_whose_application_would_take_the_wirings_name_is_refused() -> No
         ),
         ((*EMIT, "--argocd-destination-server", "kubernetes.default.svc"), "not an API server URL"),
         ((*EMIT, "--argocd-destination-server", "https://a/{{.path}}"), "not an API server URL"),
+        ((*EMIT, "--argocd-destination-server", "https://a:port"), "not an API server URL"),
+        ((*EMIT, "--argocd-destination-server", "https://[::1"), "not an API server URL"),
         ((*EMIT, "--argocd-destination-name", "in cluster"), "not a cluster name as Argo CD lists them"),
         ((*EMIT, "--argocd-destination-name", "{{.path.basename}}"), "not a cluster name"),
         ((*EMIT, "--argocd-retry-limit", "-1"), "give 0 to 100, not -1"),
