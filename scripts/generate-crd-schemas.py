@@ -52,7 +52,7 @@ SHIPPED_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
     "gardener-dns": (("dns.gardener.cloud", "DNSEntry"),),
     "prometheus-operator": (("monitoring.coreos.com", "ServiceMonitor"),),
     "external-secrets": (("external-secrets.io", "ExternalSecret"), ("external-secrets.io", "SecretStore")),
-    "argo-cd": (("argoproj.io", "ApplicationSet"),),
+    "argo-cd": (("argoproj.io", "Application"), ("argoproj.io", "ApplicationSet")),
     "flux": (("kustomize.toolkit.fluxcd.io", "Kustomization"), ("source.toolkit.fluxcd.io", "GitRepository")),
 }
 

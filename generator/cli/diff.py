@@ -34,6 +34,8 @@ def run_diff(args: argparse.Namespace) -> int:
         kyma=kyma_options(args),
         target=target_options(args),
         allow_paths=allow_paths(args),
+        new_cluster=args.new_cluster,
+        allow_layout_change=args.allow_layout_change,
     )
     result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
     sys.stdout.write(diff_report(result, args.output, args.max_length))
@@ -63,6 +65,18 @@ def add_diff_parser(commands: Any) -> None:
     )
     add_source_options(parser)
     add_target_options(parser)
+    parser.add_argument(
+        "--new-cluster",
+        action="store_true",
+        help="the cluster is not rendered yet: compare with an empty cluster directory (without it, a "
+        "missing clusters/<cluster> is an error: a misspelt --cluster would show everything as added)",
+    )
+    parser.add_argument(
+        "--allow-layout-change",
+        action="store_true",
+        help="compare even when the repository was rendered with another --target or --emit-wiring "
+        "(without it that is an error: every file would show as moved)",
+    )
     parser.add_argument(
         "--output",
         choices=("text", "markdown", "json"),

@@ -4,8 +4,11 @@ and its wiring, manifest validation."""
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import (
@@ -22,7 +25,14 @@ from btp_gitops.generator.pipeline.render import (
     KymaOptions,
 )
 from btp_gitops.generator.pipeline.validate import ValidateOptions
-from btp_gitops.generator.wiring.objects import ARGOCD, TARGETS, TargetOptions
+from btp_gitops.generator.wiring.objects import (
+    ARGOCD,
+    IN_CLUSTER,
+    TARGETS,
+    ArgoCDDestination,
+    ArgoCDRetry,
+    TargetOptions,
+)
 
 
 def chart_engine(args: argparse.Namespace) -> ChartRenderer:
@@ -84,8 +94,156 @@ def target_options(args: argparse.Namespace) -> TargetOptions:
         revision=args.revision,
         argocd_project=args.argocd_project,
         argocd_namespace=args.argocd_namespace,
+        argocd_destination=argocd_destination(args),
+        argocd_retry=argocd_retry(args),
         flux_namespace=args.flux_namespace,
         flux_source=args.flux_source,
+    )
+
+
+# --- Argo CD: where the Applications deploy and how a failed sync is retried ---------------------
+
+_GO_DURATION = re.compile(r"(?:[0-9]+(?:h|m|s))+")  # what Argo CD's time.ParseDuration takes, in h/m/s
+_DURATION_PART = re.compile(r"([0-9]+)(h|m|s)")
+_MAX_DURATION_SECONDS = 24 * 3600
+_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
+
+
+def duration_seconds(text: str) -> int:
+    """A Go duration of hours, minutes and seconds (`5s`, `1m30s`, `3m`), in seconds."""
+    if not _GO_DURATION.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"not a duration like 5s, 1m30s or 3m: {text!r}")
+    seconds = sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
+    if not 0 < seconds <= _MAX_DURATION_SECONDS:
+        raise argparse.ArgumentTypeError(f"give a duration from 1s to 24h, not {text}")
+    return seconds
+
+
+def go_duration(text: str) -> str:
+    duration_seconds(text)
+    return text
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"give {low} to {high}, not {value}")
+        return value
+
+    return parse
+
+
+def _templated(value: str) -> bool:
+    # The Application template is a Go template: a value holding its delimiters would be run.
+    return "{{" in value or "}}" in value
+
+
+def destination_server(text: str) -> str:
+    """An API server URL as Argo CD names a cluster: https (or http), a host, nothing else odd."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an API server URL: {text!r}") from None
+    if (
+        parts.scheme not in ("https", "http")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+        or any(c.isspace() or not c.isprintable() for c in text)
+        or _templated(text)
+        or len(text) > 2048
+    ):
+        raise argparse.ArgumentTypeError(
+            f"not an API server URL like https://kubernetes.default.svc or https://10.0.0.1:6443: {text!r}"
+        )
+    return text
+
+
+def destination_name(text: str) -> str:
+    """A cluster name as registered in Argo CD (`argocd cluster list`): free text to Argo CD, e.g. an
+    EKS ARN, so only what cannot be meant is refused."""
+    if (
+        not text
+        or len(text) > 253
+        or any(c.isspace() or not c.isprintable() for c in text)
+        or _templated(text)
+    ):
+        raise argparse.ArgumentTypeError(
+            f"not a cluster name as Argo CD lists them (1 to 253 printable characters, no spaces): {text!r}"
+        )
+    return text
+
+
+def argocd_destination(args: argparse.Namespace) -> ArgoCDDestination:
+    if args.argocd_destination_name is not None:
+        return ArgoCDDestination("name", args.argocd_destination_name)
+    return ArgoCDDestination("server", args.argocd_destination_server or IN_CLUSTER)
+
+
+def argocd_retry(args: argparse.Namespace) -> ArgoCDRetry:
+    retry = ArgoCDRetry(
+        limit=args.argocd_retry_limit,
+        duration=args.argocd_retry_duration,
+        factor=args.argocd_retry_factor,
+        max_duration=args.argocd_retry_max_duration,
+    )
+    if duration_seconds(retry.max_duration) < duration_seconds(retry.duration):
+        raise UsageError(
+            f"--argocd-retry-max-duration {retry.max_duration} is shorter than --argocd-retry-duration "
+            f"{retry.duration}: the longest wait cannot be shorter than the first"
+        )
+    return retry
+
+
+def add_argocd_options(parser: argparse.ArgumentParser) -> None:
+    """Argo CD's Applications (with --target argocd --emit-wiring)."""
+    defaults = ArgoCDRetry()
+    destination = parser.add_mutually_exclusive_group()
+    destination.add_argument(
+        "--argocd-destination-server",
+        type=destination_server,
+        metavar="URL",
+        help=f"the API server the Applications deploy to (default: {IN_CLUSTER}, Argo CD's own cluster)",
+    )
+    destination.add_argument(
+        "--argocd-destination-name",
+        type=destination_name,
+        metavar="NAME",
+        help="instead: the cluster the Applications deploy to, by its name in Argo CD",
+    )
+    parser.add_argument(
+        "--argocd-retry-limit",
+        type=bounded_int(0, 100),
+        default=defaults.limit,
+        metavar="N",
+        help=f"retry a failed sync N times (default: {defaults.limit}; 0: no retry)",
+    )
+    parser.add_argument(
+        "--argocd-retry-duration",
+        type=go_duration,
+        default=defaults.duration,
+        metavar="DURATION",
+        help=f"wait before the first retry (default: {defaults.duration})",
+    )
+    parser.add_argument(
+        "--argocd-retry-factor",
+        type=bounded_int(1, 10),
+        default=defaults.factor,
+        metavar="N",
+        help=f"each later wait is the one before times N (default: {defaults.factor})",
+    )
+    parser.add_argument(
+        "--argocd-retry-max-duration",
+        type=go_duration,
+        default=defaults.max_duration,
+        metavar="DURATION",
+        help=f"the longest wait between retries (default: {defaults.max_duration})",
     )
 
 
@@ -183,6 +341,7 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--argocd-project", default="default", metavar="NAME", help="default: default")
     parser.add_argument("--argocd-namespace", default="argocd", metavar="NS", help="default: argocd")
+    add_argocd_options(parser)
     parser.add_argument("--flux-namespace", default="flux-system", metavar="NS", help="default: flux-system")
     parser.add_argument(
         "--flux-source",

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from btp_gitops.generator.cli.argocd_parameters import PARAMETERS_ENV, apply_argocd_parameters
 from btp_gitops.generator.cli.options import (
     add_engine_options,
     add_source_options,
@@ -66,7 +67,11 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
 
 
 def run_render(args: argparse.Namespace) -> int:
+    if args.argocd_parameters and not args.stdout:
+        raise UsageError("--argocd-parameters is for Argo CD's plugin: it needs --stdout")
     if args.stdout:
+        if args.argocd_parameters:
+            apply_argocd_parameters(args)
         return run_render_to_stdout(args)
     request = RenderRequest(
         sources=tuple(Path(s) for s in args.sources),
@@ -119,6 +124,12 @@ def add_render_parser(commands: Any) -> None:
         "--stdout",
         action="store_true",
         help="write the objects to stdout as one YAML stream instead (for an Argo CD plugin)",
+    )
+    render.add_argument(
+        "--argocd-parameters",
+        action="store_true",
+        help=f"with --stdout, in Argo CD's plugin: also take the options the Application's plugin "
+        f"parameters set (${PARAMETERS_ENV}; see docs/gitops/argocd-cmp.md)",
     )
     render.add_argument("--commit", action="store_true", help="commit the result when the tree changed")
     render.add_argument(

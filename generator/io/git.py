@@ -4,6 +4,7 @@ a rendered tree at a ref (for `diff --against REF`)."""
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,9 @@ def commit_subtree(root: Path, subtree: str, build_message: Callable[[TreeChange
 class TreeAtRef:
     commit: str
     files: dict[str, bytes]  # paths relative to the subtree; empty when the ref has no such subtree
+    found: bool = True  # the ref has the subtree (a directory)
+    # Directories beside the subtree (its parent's), None when the ref has no such parent.
+    siblings: tuple[str, ...] | None = None
 
 
 def read_tree_at(repo_dir: Path | None, ref: str, subtree: str) -> TreeAtRef:
@@ -151,15 +155,27 @@ def read_tree_at(repo_dir: Path | None, ref: str, subtree: str) -> TreeAtRef:
         top = Path(repo.working_tree_dir or where).resolve()
         base = repo_dir.resolve() if repo_dir else top
         prefix = Path(os.path.relpath(base / subtree, top)).as_posix()
+        siblings = _directories_at(commit.tree, posixpath.dirname(prefix))
         try:
             tree = commit.tree / prefix
         except KeyError:
-            return TreeAtRef(commit.hexsha, {})
+            return TreeAtRef(commit.hexsha, {}, found=False, siblings=siblings)
         if tree.type != "tree":
-            return TreeAtRef(commit.hexsha, {})
+            return TreeAtRef(commit.hexsha, {}, found=False, siblings=siblings)
         files = {
             str(item.path).removeprefix(f"{prefix}/"): item.data_stream.read()
             for item in tree.traverse()
             if isinstance(item, git.Blob)
         }
-        return TreeAtRef(commit.hexsha, dict(sorted(files.items())))
+        return TreeAtRef(commit.hexsha, dict(sorted(files.items())), siblings=siblings)
+
+
+def _directories_at(root: git.Tree, path: str) -> tuple[str, ...] | None:
+    """The names of the directories in `path` of a commit's tree; None when it has no such directory."""
+    try:
+        tree = root / path if path not in ("", ".") else root
+    except KeyError:
+        return None
+    if tree.type != "tree":
+        return None
+    return tuple(sorted(str(item.name) for item in tree.trees))

@@ -6,6 +6,12 @@ The tree to compare with is `clusters/<cluster>/` of a directory (a checkout of 
 or of a commit of a Git repository, read from Git's objects without a checkout. It is also what
 the render reads back as its previous state (Kyma's records), exactly as `render` reads the
 repo it writes into, so the diff shows what `render` would write there.
+
+Before anything is rendered, the tree is checked to be what the command line means: the cluster
+directory exists (a misspelt `--cluster`, or a directory or ref that is no rendered repository,
+would otherwise show every object as added), unless `--new-cluster` says it is not rendered yet;
+and it was laid out with the same `--target` and `--emit-wiring` (wiring.layout reads that back
+from the tree), unless `--allow-layout-change` asks to see the change of layout.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
+from btp_gitops.generator.core.errors import UsageError
 from btp_gitops.generator.core.ownership import MANIFEST_FILE
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.diff.compare import ClusterDiff, compare_trees
@@ -23,6 +30,7 @@ from btp_gitops.generator.io.git import read_tree_at
 from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT, check_no_links, directory_lock, read_tree
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
 from btp_gitops.generator.transforms.guards import assert_no_private_key_in_text
+from btp_gitops.generator.wiring.layout import detect_layout
 from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, TargetOptions
 
 _SHORT_COMMIT = 12
@@ -37,6 +45,19 @@ class DiffRequest:
     repo: Path | None = None  # the GitOps repo for a ref (a folder of a work tree); None: cwd's work tree
     target: TargetOptions = DEFAULT_TARGET
     allow_paths: tuple[Path, ...] = ()  # --allow-path: more roots sources may name files in
+    new_cluster: bool = False  # --new-cluster: the cluster directory may not exist yet
+    allow_layout_change: bool = False  # --allow-layout-change: compare across --target/--emit-wiring
+
+
+@dataclass(frozen=True, slots=True)
+class ComparedTree:
+    """The tree a diff compares with, and what the checks need to know of where it was found."""
+
+    label: str  # how the report names it
+    files: dict[str, bytes]  # relative to clusters/<cluster>/, the ownership manifest left out
+    found: bool  # clusters/<cluster> is a directory there
+    clusters: tuple[str, ...] | None  # the directories in clusters/; None: there is no clusters/
+    owned: bool  # it holds the ownership manifest a render writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +67,8 @@ class DiffResult:
     render: RenderResult
 
 
-def tree_to_compare(request: DiffRequest) -> tuple[str, dict[str, bytes]]:
-    """(how to name it in the report, its files relative to `clusters/<cluster>/`).
+def tree_to_compare(request: DiffRequest) -> ComparedTree:
+    """The tree at `--against`, its files relative to `clusters/<cluster>/`.
 
     The writer's ownership manifest is left out: it is no object, and the render in memory does
     not produce it. Links are not followed (a link's target could be any file of the machine).
@@ -57,20 +78,72 @@ def tree_to_compare(request: DiffRequest) -> tuple[str, dict[str, bytes]]:
     if directory.is_dir():
         check_no_links(directory, subtree)
         label = f"directory {request.against}"
-        clusters = (directory / subtree).parent
-        if clusters.is_dir():  # a render writing there now: read its old tree or its new one
-            with directory_lock(clusters, DEFAULT_LOCK_TIMEOUT, shared=True):
-                files = read_tree(directory / subtree)
+        clusters_dir = (directory / subtree).parent
+        found = (directory / subtree).is_dir()
+        clusters = (
+            tuple(sorted(p.name for p in clusters_dir.iterdir() if p.is_dir() and not p.is_symlink()))
+            if clusters_dir.is_dir()
+            else None
+        )
+        if clusters_dir.is_dir():  # a render writing there now: read its old tree or its new one
+            with directory_lock(clusters_dir, DEFAULT_LOCK_TIMEOUT, shared=True):
+                files = read_tree(directory / subtree) if found else {}
         else:
             files = {}
     else:
-        found = read_tree_at(request.repo, request.against, subtree)
-        label, files = f"{request.against} ({found.commit[:_SHORT_COMMIT]})", found.files
-    return label, {path: data for path, data in files.items() if path != MANIFEST_FILE}
+        at = read_tree_at(request.repo, request.against, subtree)
+        label, files, found, clusters = (
+            f"{request.against} ({at.commit[:_SHORT_COMMIT]})",
+            at.files,
+            at.found,
+            at.siblings,
+        )
+    owned = MANIFEST_FILE in files
+    files = {path: data for path, data in files.items() if path != MANIFEST_FILE}
+    return ComparedTree(label, files, found, clusters, owned)
+
+
+def check_tree(request: DiffRequest, tree: ComparedTree) -> None:
+    """Refuse a comparison that would show the wrong thing: with a cluster directory that is not
+    there or not rendered, or one laid out for another target (see the module docstring)."""
+    where = f"clusters/{request.cluster} at {tree.label}"
+    if not tree.found:
+        if request.new_cluster:
+            return
+        if tree.clusters is None:
+            reason = "there is no clusters/ directory: not a repository btp-gitops renders into"
+        elif tree.clusters:
+            reason = f"the clusters there are {', '.join(tree.clusters)}: is --cluster misspelt?"
+        else:
+            reason = "clusters/ holds no cluster directory"
+        raise UsageError(
+            f"{where} does not exist; {reason} (--new-cluster compares with an empty cluster directory, "
+            "for a cluster not rendered yet)"
+        )
+    if not tree.owned and not request.new_cluster:
+        raise UsageError(
+            f"{where} was not written by `btp-gitops render` (it has no {MANIFEST_FILE}): not a "
+            "rendered cluster directory (--new-cluster compares with it all the same)"
+        )
+    layout = detect_layout(tree.files)
+    wanted = request.target
+    if (
+        layout is not None
+        and (layout.target, layout.emit) != (wanted.target, wanted.emit)
+        and not request.allow_layout_change
+    ):
+        asked = f"--target {wanted.target}" + (" --emit-wiring" if wanted.emit else "")
+        raise UsageError(
+            f"{where} was rendered with {layout.options} ({layout.evidence}), this diff renders "
+            f"with {asked}: give the options the repository is rendered with, or "
+            "--allow-layout-change to see the change of layout"
+        )
 
 
 def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaRegistry) -> DiffResult:
-    label, old = tree_to_compare(request)
+    tree = tree_to_compare(request)
+    check_tree(request, tree)
+    label, old = tree.label, tree.files
     previous = {path: data.decode("utf-8", errors="replace") for path, data in old.items()}
     result = render_cluster(
         request.sources,

@@ -19,5 +19,8 @@ def flux_app_stages(apps: list[AppRender]) -> dict[str, list[str]]:
 
 def cluster_wiring(cluster: str, apps: list[AppRender], target: TargetOptions) -> dict[str, str]:
     """Files relative to `clusters/<cluster>/`; none for Argo CD without --emit-wiring."""
-    stages = flux_app_stages(apps) if target.target == FLUX else {}
+    if target.target == FLUX:
+        stages = flux_app_stages(apps)
+    else:  # Argo CD: the app names only (their Applications' names are checked)
+        stages = {app.app: [] for app in apps if app.manifests}
     return wiring_files(cluster, stages, target)

@@ -5,9 +5,14 @@ objects and its own kustomization.yaml, and `clusters/<cluster>/kustomization.ya
 `.wiring` as its only resource. Nothing gets applied twice:
 
 - Argo CD (`--target argocd`): the ApplicationSet's git directory generator makes one Application
-  per directory matching `clusters/<cluster>/*`. Argo CD's repo server never lists directories
-  whose name starts with a dot, and the generator excludes `.wiring` explicitly as well, so the
-  wiring is never an Application of its own.
+  per directory matching `clusters/<cluster>/*`, named `<cluster>-<app>` (so that one Argo CD
+  serving several clusters never sees two `btp-operator` Applications; bounded to 63 characters
+  like every name here, see `argocd_application_name`). Argo CD's repo server never lists
+  directories whose name starts with a dot, and the generator excludes `.wiring` explicitly as
+  well, so the wiring is never an Application of its own. Beside the ApplicationSet, the wiring
+  holds the Application that syncs the wiring itself (app of apps, as `flux bootstrap` does): it
+  reads `clusters/<cluster>`, whose kustomization.yaml lists `.wiring` only, so after it is
+  applied once a change of the ApplicationSet in Git is synced like any other.
 - Flux (`--target flux`): each stage directory `<app>/<NN>-<slug>/` is the path of exactly one
   Kustomization; `.wiring/` is the path of none of them.
 - The cluster-level kustomization.yaml makes the cluster directory itself a safe entry point: an
@@ -27,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from btp_gitops.generator.core.errors import InputError
 from btp_gitops.generator.core.layout import KUSTOMIZATION, file_names, kustomization
 from btp_gitops.generator.core.objects import KubeObject
 from btp_gitops.generator.core.yamlio import dump_object
@@ -51,7 +57,34 @@ CA_BUNDLE_FIELDS = (
 # CRs whose CRD arrives in the same sync must not fail Argo CD's dry run.
 ARGOCD_SYNC_OPTIONS = ("ServerSideApply=true", "SkipDryRunOnMissingResource=true")
 IN_CLUSTER = "https://kubernetes.default.svc"
-_MAX_NAME = 63  # Flux copies a Kustomization's name into label values
+_MAX_NAME = 63  # Flux copies a Kustomization's name into label values, Argo CD an Application's
+_HASHED_PREFIX = _MAX_NAME - 9  # what is kept of a longer name: then "-" and 8 hex digits of its hash
+
+
+@dataclass(frozen=True, slots=True)
+class ArgoCDDestination:
+    """Where the Applications deploy: Argo CD's `destination.server` (an API server URL) or
+    `destination.name` (a cluster registered in Argo CD), never both."""
+
+    field: str = "server"  # "server" or "name"
+    value: str = IN_CLUSTER
+
+
+@dataclass(frozen=True, slots=True)
+class ArgoCDRetry:
+    """`syncPolicy.retry`: Argo CD retries a failed automated sync only with it (otherwise not
+    before the next commit). The defaults are the ones Argo CD applies to a retry without backoff."""
+
+    limit: int = 5  # failed attempts retried; 0 writes no retry at all
+    duration: str = "5s"  # wait before the first retry
+    factor: int = 2  # each later wait is the one before times this
+    max_duration: str = "3m"  # the longest wait
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "limit": self.limit,
+            "backoff": {"duration": self.duration, "factor": self.factor, "maxDuration": self.max_duration},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +97,8 @@ class TargetOptions:
     revision: str = "main"  # branch Argo CD and Flux follow
     argocd_project: str = "default"
     argocd_namespace: str = "argocd"
+    argocd_destination: ArgoCDDestination = ArgoCDDestination()
+    argocd_retry: ArgoCDRetry = ArgoCDRetry()
     flux_namespace: str = "flux-system"
     flux_source: str = "flux-system"  # the GitRepository read without emit (`flux bootstrap`'s)
 
@@ -85,13 +120,43 @@ def bounded_name(name: str) -> str:
     if len(name) <= _MAX_NAME:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{name[: _MAX_NAME - 9].rstrip('.-')}-{digest}"
+    return f"{name[:_HASHED_PREFIX].rstrip('.-')}-{digest}"
+
+
+def argocd_application_name(cluster: str, app: str) -> str:
+    """The name of the Application the ApplicationSet makes for one app directory: `<cluster>-<app>`,
+    bounded like every name of the wiring. `argocd_application_name_template` computes the same in
+    the ApplicationSet controller."""
+    return bounded_name(f"{cluster}-{app}")
+
+
+def argocd_application_name_template(cluster: str) -> str:
+    """`argocd_application_name(cluster, <directory name>)` as an ApplicationSet Go template (Sprig
+    functions, as the ApplicationSet controller provides them): the app directories are found by
+    the controller at sync time, so the name is computed there. `cluster` is a DNS-1123 label
+    (checked before anything is rendered): nothing in it needs quoting in a Go string literal."""
+    return (
+        f'{{{{- $name := printf "%s-%s" "{cluster}" .path.basename -}}}}'
+        f"{{{{- if le (len $name) {_MAX_NAME} -}}}}{{{{ $name }}}}"
+        f'{{{{- else -}}}}{{{{ regexReplaceAll "[.-]+$" (trunc {_HASHED_PREFIX} $name) "" }}}}'
+        "-{{ trunc 8 (sha256sum $name) }}{{- end -}}"
+    )
+
+
+def _argocd_sync_policy(options: TargetOptions, sync_options: Sequence[str]) -> dict[str, Any]:
+    policy: dict[str, Any] = {"automated": {"prune": True, "selfHeal": True}}
+    if sync_options:
+        policy["syncOptions"] = list(sync_options)
+    if options.argocd_retry.limit:
+        policy["retry"] = options.argocd_retry.spec()
+    return policy
 
 
 def argocd_application_set(cluster: str, options: TargetOptions) -> KubeObject:
-    """One Application per app directory of the cluster, synced in waves, pruned."""
+    """One Application per app directory of the cluster, synced in waves, pruned, retried."""
     repo_url = _required_repo_url(options)
     root = f"clusters/{cluster}"
+    destination = options.argocd_destination
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "ApplicationSet",
@@ -112,7 +177,7 @@ def argocd_application_set(cluster: str, options: TargetOptions) -> KubeObject:
                 }
             ],
             "template": {
-                "metadata": {"name": "{{.path.basename}}"},
+                "metadata": {"name": argocd_application_name_template(cluster)},
                 "spec": {
                     "project": options.argocd_project,
                     "source": {
@@ -120,11 +185,8 @@ def argocd_application_set(cluster: str, options: TargetOptions) -> KubeObject:
                         "targetRevision": options.revision,
                         "path": "{{.path.path}}",
                     },
-                    "destination": {"server": IN_CLUSTER},
-                    "syncPolicy": {
-                        "automated": {"prune": True, "selfHeal": True},
-                        "syncOptions": list(ARGOCD_SYNC_OPTIONS),
-                    },
+                    "destination": {destination.field: destination.value},
+                    "syncPolicy": _argocd_sync_policy(options, ARGOCD_SYNC_OPTIONS),
                     "ignoreDifferences": [
                         {"group": group, "kind": kind, "jqPathExpressions": [path]}
                         for group, kind, path in CA_BUNDLE_FIELDS
@@ -133,6 +195,41 @@ def argocd_application_set(cluster: str, options: TargetOptions) -> KubeObject:
             },
         },
     }
+
+
+def argocd_wiring_application(cluster: str, options: TargetOptions) -> KubeObject:
+    """The Application that syncs the wiring itself (app of apps): `clusters/<cluster>`, whose
+    kustomization.yaml holds `.wiring` only, i.e. the ApplicationSet and this Application. Argo CD's
+    own objects live where Argo CD runs, so its destination is always Argo CD's own cluster and
+    namespace, whatever `--argocd-destination-*` says for the apps. No resources finalizer:
+    deleting it leaves the ApplicationSet and the apps alone."""
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": wiring_name(cluster), "namespace": options.argocd_namespace},
+        "spec": {
+            "project": options.argocd_project,
+            "source": {
+                "repoURL": _required_repo_url(options),
+                "targetRevision": options.revision,
+                "path": f"clusters/{cluster}",
+            },
+            "destination": {"server": IN_CLUSTER, "namespace": options.argocd_namespace},
+            "syncPolicy": _argocd_sync_policy(options, ()),
+        },
+    }
+
+
+def check_argocd_names(cluster: str, apps: Sequence[str]) -> None:
+    """The Applications of one cluster's apps and the wiring's Application must not share a name
+    (`<cluster>-<app>` against `btp-gitops-<cluster>`: only contrived names meet)."""
+    for app in apps:
+        if argocd_application_name(cluster, app) == wiring_name(cluster):
+            raise InputError(
+                f"app {app!r} of cluster {cluster!r} would get the Argo CD Application name "
+                f"{wiring_name(cluster)!r}, which the wiring's own Application has: rename the app "
+                "or the cluster"
+            )
 
 
 def flux_git_repository(cluster: str, options: TargetOptions) -> KubeObject:
@@ -187,7 +284,8 @@ def flux_kustomizations(
 def wiring_objects(
     cluster: str, app_stages: Mapping[str, Sequence[str]], options: TargetOptions
 ) -> list[KubeObject]:
-    """The wiring of one cluster; `app_stages` maps each app to its stage directories (Flux)."""
+    """The wiring of one cluster; `app_stages` maps each app to its stage directories (Flux; for
+    Argo CD the apps, with no stages)."""
     if options.target == FLUX:
         source = [flux_git_repository(cluster, options)] if options.emit else []
         stages = [
@@ -196,7 +294,10 @@ def wiring_objects(
             for obj in flux_kustomizations(cluster, app, app_stages[app], options)
         ]
         return [*source, *stages]
-    return [argocd_application_set(cluster, options)] if options.emit else []
+    if not options.emit:
+        return []
+    check_argocd_names(cluster, list(app_stages))
+    return [argocd_application_set(cluster, options), argocd_wiring_application(cluster, options)]
 
 
 def wiring_files(

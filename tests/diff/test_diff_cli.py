@@ -195,9 +195,7 @@ def test_an_older_ref_and_a_repo_inside_a_larger_work_tree(tmp_path: Path, run_c
     assert "+  ENABLE_LIMITED_CACHE: 'false'" in against_first.stdout
 
 
-def test_an_empty_or_missing_cluster_directory_shows_everything_added(
-    tmp_path: Path, run_cli: RunCli
-) -> None:
+def test_a_new_cluster_shows_everything_added(tmp_path: Path, run_cli: RunCli) -> None:
     repo = git.Repo.init(tmp_path / "new", initial_branch="main")
     (tmp_path / "new" / "README.md").write_text("GitOps\n")
     repo.git.add("README.md")
@@ -210,6 +208,7 @@ def test_an_empty_or_missing_cluster_directory_shows_everything_added(
         "main",
         "--repo",
         tmp_path / "new",
+        "--new-cluster",
         "--output",
         "json",
     )
@@ -236,6 +235,7 @@ def test_diff_writes_nothing(gitops: Path, run_cli: RunCli, changed_source: Path
             "--emit-wiring",
             "--repo-url",
             "https://example.com/g.git",
+            "--allow-layout-change",
         )
 
         assert result.returncode == 0, result.stderr
@@ -297,6 +297,7 @@ def test_markdown_stays_under_the_limit_with_a_note(tmp_path: Path, run_cli: Run
         btp_operator_source(tmp_path / "src"),
         "--against",
         empty,
+        "--new-cluster",
         "--output",
         "markdown",
         "--max-length",
@@ -307,3 +308,143 @@ def test_markdown_stays_under_the_limit_with_a_note(tmp_path: Path, run_cli: Run
     assert len(result.stdout) <= 3000
     assert "| `btp-operator` |" in result.stdout
     assert "> [!NOTE]\n> Truncated to 3,000 characters: the diffs of " in result.stdout
+
+
+# --- the tree compared with must be the one meant -------------------------------------------------
+
+URL = ("--repo-url", "https://example.com/gitops.git")
+LAYOUTS = {
+    "argocd": ("--target", "argocd"),
+    "argocd-wired": ("--target", "argocd", "--emit-wiring", *URL),
+    "flux": ("--target", "flux"),
+    "flux-wired": ("--target", "flux", "--emit-wiring", *URL),
+}
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One committed GitOps repo per layout, each with cluster `demo` rendered from the same source."""
+    source = btp_operator_source(tmp_path_factory.mktemp("layout-src") / "btp-operator")
+    repos = {}
+    for name, options in LAYOUTS.items():
+        repo = tmp_path_factory.mktemp(name) / "repo"
+        rendered = subprocess.run(
+            [str(CLI), "render", source, "--out", repo, "--cluster", CLUSTER, "--commit", *options],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=False,
+        )
+        assert rendered.returncode == 0, rendered.stderr
+        repos[name] = repo
+    repos["source"] = source
+    return repos
+
+
+@pytest.mark.parametrize("by", ["ref", "directory"])
+@pytest.mark.parametrize(
+    ("repo", "cluster", "message"),
+    [
+        (
+            "argocd",
+            "demi",
+            "clusters/demi at {at} does not exist; the clusters there are demo: is --cluster misspelt? "
+            "(--new-cluster compares with an empty cluster directory, for a cluster not rendered yet)",
+        ),
+        (
+            "sources",
+            CLUSTER,
+            "clusters/demo at {at} does not exist; there is no clusters/ directory: not a repository "
+            "btp-gitops renders into",
+        ),
+        (
+            "empty-clusters",
+            CLUSTER,
+            "clusters/demo at {at} does not exist; clusters/ holds no cluster directory",
+        ),
+        (
+            "hand-made",
+            CLUSTER,
+            "clusters/demo at {at} was not written by `btp-gitops render` (it has no .btp-gitops-files)",
+        ),
+    ],
+)
+def test_a_cluster_directory_that_is_not_there_is_an_error(
+    layouts: dict[str, Path], tmp_path: Path, run_cli: RunCli, by: str, repo: str, cluster: str, message: str
+) -> None:
+    if repo == "argocd":
+        root = layouts["argocd"]
+    else:  # a Git repository that is no rendered one
+        root = tmp_path / repo
+        files = {
+            "sources": {"btpoperatorconfig.yaml": "kind: BtpOperatorConfig\n"},
+            "empty-clusters": {"clusters/README.md": "no cluster yet\n"},
+            "hand-made": {"clusters/demo/app/deployment.yaml": "kind: Deployment\n"},
+        }[repo]
+        for path, text in files.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text)
+        with git.Repo.init(root, initial_branch="main") as created:
+            created.git.add("-A")
+            created.git.commit("-m", "not rendered", env=IDENTITY)
+    with git.Repo(root) as opened:
+        head = opened.head.commit.hexsha[:12]
+    against = ("--against", "HEAD", "--repo", root) if by == "ref" else ("--against", root)
+    at = f"HEAD ({head})" if by == "ref" else f"directory {root}"
+
+    result = run_cli("diff", layouts["source"], *against, "--cluster", cluster, "--exit-code", cwd=ROOT)
+
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert message.format(at=at) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_new_cluster_compares_with_an_empty_directory_where_there_is_none(
+    layouts: dict[str, Path], tmp_path: Path, run_cli: RunCli
+) -> None:
+    result = run_cli(
+        "diff",
+        layouts["source"],
+        "--against",
+        tmp_path,
+        "--cluster",
+        CLUSTER,
+        "--new-cluster",
+        "--output",
+        "json",
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)["summary"]
+    assert summary["added"] > 20 and summary["changed"] == summary["removed"] == 0
+
+
+EVIDENCE = {
+    "argocd": "--target argocd (it has no .wiring/ and no stage directories)",
+    "argocd-wired": "--target argocd --emit-wiring (.wiring/ holds an Argo CD ApplicationSet)",
+    "flux": "--target flux (.wiring/ holds Flux Kustomizations)",
+    "flux-wired": "--target flux --emit-wiring (.wiring/ holds Flux Kustomizations and a GitRepository)",
+}
+
+
+@pytest.mark.parametrize("rendered", sorted(LAYOUTS))
+@pytest.mark.parametrize("asked", sorted(LAYOUTS))
+def test_a_layout_other_than_the_repositorys_is_reported(
+    layouts: dict[str, Path], run_cli: RunCli, rendered: str, asked: str
+) -> None:
+    """Every pair of layouts: the same one compares (nothing changed); any other is one error
+    naming both, not dozens of moved files; --allow-layout-change shows the change all the same."""
+    against = ("--against", "HEAD", "--repo", layouts[rendered], "--cluster", CLUSTER, "--exit-code")
+
+    result = run_cli("diff", layouts["source"], *against, *LAYOUTS[asked], cwd=ROOT)
+
+    if rendered == asked:
+        assert result.returncode == 0, result.stderr
+        return
+    assert result.returncode == 2, result.stderr
+    asked_options = " ".join(o for o in LAYOUTS[asked] if o not in URL)
+    assert f"was rendered with {EVIDENCE[rendered]}, this diff renders with {asked_options}:" in result.stderr
+    assert result.stdout == ""
+    allowed = run_cli("diff", layouts["source"], *against, *LAYOUTS[asked], "--allow-layout-change", cwd=ROOT)
+    assert allowed.returncode == 1, allowed.stderr

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import btp_gitops
-from tests.conftest import CLI, EXAMPLES, ROOT, read_tree
+from tests.conftest import CHART, CLI, EXAMPLES, ROOT, read_tree
 from tests.image.conftest import BuiltImage, Bundle
 
 pytestmark = [pytest.mark.image, pytest.mark.tools]
@@ -117,7 +117,7 @@ def test_argocd_cmp_generate_command_renders_the_app(bundle: Bundle, tmp_path: P
 
     found = bundle.run(discover, entrypoint=False, cwd=app, uid=ARGOCD_UID, env=env)
     assert found.returncode == 0, found.stderr
-    assert found.stdout.strip() == "./btpoperatorconfig.yaml"
+    assert found.stdout.strip() in ("./btpoperatorconfig.yaml", "./btpoperator.yaml")
 
     result = bundle.run(generate, entrypoint=False, cwd=app, uid=ARGOCD_UID, env=env)
     assert result.returncode == 0, result.stderr
@@ -136,6 +136,40 @@ def test_argocd_cmp_generate_command_renders_the_app(bundle: Bundle, tmp_path: P
     assert result.stdout == local.stdout
     kinds = {doc["kind"] for doc in yaml.safe_load_all(result.stdout) if doc}
     assert {"Deployment", "CustomResourceDefinition", "MutatingWebhookConfiguration"} <= kinds
+
+
+def test_argocd_cmp_takes_cap_sources_and_parameters(bundle: Bundle) -> None:
+    """A directory of CAP sources is discovered, rendered for the cluster the Application's
+    parameter names; a parameter that cannot work is refused; the chart's directory is not ours."""
+    plugin = yaml.safe_load((ROOT / "argocd-cmp" / "plugin.yaml").read_text())
+    generate = plugin["spec"]["generate"]["command"]
+    discover = plugin["spec"]["discover"]["find"]["command"]
+    root = bundle.copy_in(
+        {"apps/bookshop": EXAMPLES / "cap-app", "charts/sap-btp-operator": CHART}, owner=ARGOCD_UID
+    )
+    app = f"{root}/apps/bookshop"
+    env = {"HOME": "/", "ARGOCD_APP_NAME": "bookshop", "ARGOCD_APP_SOURCE_PATH": "apps/bookshop"}
+
+    found = bundle.run(discover, entrypoint=False, cwd=app, uid=ARGOCD_UID, env=env)
+    chart = bundle.run(
+        discover, entrypoint=False, cwd=f"{root}/charts/sap-btp-operator", uid=ARGOCD_UID, env=env
+    )
+    assert found.returncode == 0 and found.stdout.strip(), found.stderr
+    assert chart.returncode == 0 and chart.stdout == "", chart.stderr
+
+    parameters = '[{"name": "cluster", "string": "eu10"}, {"name": "validate", "string": "true"}]'
+    result = bundle.run(
+        generate, entrypoint=False, cwd=app, uid=ARGOCD_UID, env={**env, "ARGOCD_APP_PARAMETERS": parameters}
+    )
+    assert result.returncode == 0, result.stderr
+    kinds = {doc["kind"] for doc in yaml.safe_load_all(result.stdout) if doc}
+    assert {"CAPApplication", "CAPTenant", "Deployment"} <= kinds
+    outside = '[{"name": "allow-path", "array": ["../../.."]}]'
+    refused = bundle.run(
+        generate, entrypoint=False, cwd=app, uid=ARGOCD_UID, env={**env, "ARGOCD_APP_PARAMETERS": outside}
+    )
+    assert refused.returncode == 2
+    assert "leads outside the repository" in refused.stderr
 
 
 def test_controller_help_and_its_bundled_module_resources(bundle: Bundle) -> None:

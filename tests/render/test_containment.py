@@ -492,11 +492,13 @@ def test_diff_reads_only_inside_its_roots(tmp_path: Path, run_cli: RunCli, outsi
     source = tmp_path / "src"
     _kyma({"rawManifest": {"path": "../outside/manifests"}})(source, outside)
     (tmp_path / "repo").mkdir()
-    result = run_cli("diff", source, "--against", tmp_path / "repo", cwd=tmp_path)
+    result = run_cli("diff", source, "--against", tmp_path / "repo", "--new-cluster", cwd=tmp_path)
     assert result.returncode == ExitCode.INPUT, result.stderr
     assert "outside/manifests: outside the source roots (see --allow-path)" in result.stderr
     _assert_no_canary(result)
-    allowed = run_cli("diff", source, "--against", tmp_path / "repo", "--allow-path", outside, cwd=tmp_path)
+    allowed = run_cli(
+        "diff", source, "--against", tmp_path / "repo", "--new-cluster", "--allow-path", outside, cwd=tmp_path
+    )
     assert allowed.returncode == 0, allowed.stderr
     assert CANARY in allowed.stdout  # what --allow-path is for: now the outside file is read
 

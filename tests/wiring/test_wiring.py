@@ -8,6 +8,8 @@ kube-apiserver with those CRDs installed. Each check is shown to refuse a broken
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,13 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
+from btp_gitops.generator.core.errors import InputError
+from btp_gitops.generator.wiring.objects import argocd_application_name, check_argocd_names
 from tests.conftest import EXAMPLES, ROOT, RunCli, read_tree, tree_as_yaml
 from tests.support.crds import load_crds, pinned_crds_dir, third_party_crd_files
 from tests.support.dry_run import RenderedObject, ServedResources, create_namespace, dry_run_apply, refusals
 from tests.support.kubeapi import KubeAPI, install_crds
+from tests.support.tools import tool_path
 
 CLUSTER = "demo"
 REPO_URL = "https://github.com/example/platform-gitops.git"
@@ -98,6 +103,16 @@ def test_argocd_options_shape_the_application_set(tmp_path: Path, run_cli: RunCl
         "platform",
         "--argocd-namespace",
         "gitops",
+        "--argocd-destination-name",
+        "arn:aws:eks:eu-central-1:123456789012:cluster/prod",
+        "--argocd-retry-limit",
+        "10",
+        "--argocd-retry-duration",
+        "30s",
+        "--argocd-retry-factor",
+        "3",
+        "--argocd-retry-max-duration",
+        "1h",
     )
     [application_set] = [load(p) for p in (cluster / ".wiring").glob("applicationset-*.yaml")]
     assert application_set["metadata"] == {"name": f"btp-gitops-{CLUSTER}", "namespace": "gitops"}
@@ -110,6 +125,126 @@ def test_argocd_options_shape_the_application_set(tmp_path: Path, run_cli: RunCl
     template = application_set["spec"]["template"]["spec"]
     assert template["project"] == "platform"
     assert template["source"] == {"repoURL": REPO_URL, "targetRevision": "release", "path": "{{.path.path}}"}
+    assert template["destination"] == {"name": "arn:aws:eks:eu-central-1:123456789012:cluster/prod"}
+    retry = {"limit": 10, "backoff": {"duration": "30s", "factor": 3, "maxDuration": "1h"}}
+    assert template["syncPolicy"]["retry"] == retry
+    # The wiring's own Application: Argo CD's objects stay in Argo CD's cluster and namespace.
+    [wiring] = [load(p) for p in (cluster / ".wiring").glob("application-*.yaml")]
+    assert wiring["metadata"] == {"name": f"btp-gitops-{CLUSTER}", "namespace": "gitops"}
+    assert wiring["spec"]["project"] == "platform"
+    assert wiring["spec"]["destination"] == {
+        "server": "https://kubernetes.default.svc",
+        "namespace": "gitops",
+    }
+    assert wiring["spec"]["source"] == {
+        "repoURL": REPO_URL,
+        "targetRevision": "release",
+        "path": f"clusters/{CLUSTER}",
+    }
+    assert wiring["spec"]["syncPolicy"] == {"automated": {"prune": True, "selfHeal": True}, "retry": retry}
+    assert "finalizers" not in wiring["metadata"]
+
+
+def test_argocd_destination_server_and_no_retry(tmp_path: Path, run_cli: RunCli) -> None:
+    cluster = render(
+        run_cli,
+        tmp_path,
+        *EMIT,
+        "--argocd-destination-server",
+        "https://10.0.0.1:6443",
+        "--argocd-retry-limit",
+        "0",
+    )
+    wiring = {load(p)["kind"]: load(p) for p in (cluster / ".wiring").glob("application*.yaml")}
+    template = wiring["ApplicationSet"]["spec"]["template"]["spec"]
+    assert template["destination"] == {"server": "https://10.0.0.1:6443"}
+    assert "retry" not in template["syncPolicy"]
+    assert "retry" not in wiring["Application"]["spec"]["syncPolicy"]
+
+
+@pytest.mark.tools
+def test_the_wiring_application_syncs_the_wiring_directory(tmp_path: Path, run_cli: RunCli) -> None:
+    """What the wiring's Application reads (`clusters/<cluster>`, built by kustomize as Argo CD does
+    with a kustomization.yaml) is exactly the ApplicationSet and that Application: the apps stay
+    the ApplicationSet's."""
+    cluster = render(run_cli, tmp_path, *EMIT, sources=FLUX_SOURCES)
+    built = subprocess.run(
+        [str(tool_path("kustomize")), "build", str(cluster)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert built.returncode == 0, built.stderr
+    objects = [(o["kind"], o["metadata"]["name"]) for o in yaml.safe_load_all(built.stdout)]
+    assert sorted(objects) == [
+        ("Application", f"btp-gitops-{CLUSTER}"),
+        ("ApplicationSet", f"btp-gitops-{CLUSTER}"),
+    ]
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize(
+    ("cluster", "app"),
+    [
+        ("demo", "btp-operator"),
+        ("demo", "cap.bookshop.bookshop"),
+        ("production-eu10", "cap-tenant.bookshop.a-customer-with-a-long-subdomain-name"),
+        # Cut at a dot: the hashed name must not keep it.
+        ("c" * 40, "d" * 13 + ".x" + "y" * 30),
+        ("a" * 63, "b" * 63),
+    ],
+)
+def test_the_application_name_template_gives_the_names_the_render_checks(
+    tmp_path: Path, run_cli: RunCli, cluster: str, app: str
+) -> None:
+    """The ApplicationSet controller names each Application with the template's Go/Sprig
+    functions; Helm runs the same template engine and functions, so the template is run there
+    with the directory name and compared with `argocd_application_name`: unique per cluster,
+    a DNS-1123 subdomain of at most 63 characters."""
+    result = run_cli(
+        "render", EXAMPLES / "btp-operator", "--out", tmp_path / "repo", "--cluster", cluster, *EMIT, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    [path] = (tmp_path / "repo" / "clusters" / cluster / ".wiring").glob("applicationset-*.yaml")
+    name_template = load(path)["spec"]["template"]["metadata"]["name"]
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: names\nversion: 0.1.0\n")
+    # `.path.basename` as the git directory generator provides it.
+    (chart / "templates" / "name.yaml").write_text(
+        # Quoted: the template's `{{-` would eat the blank after `name:`.
+        '{{- with dict "path" (dict "basename" .Values.basename) }}name: \''
+        + name_template
+        + "'\n{{- end }}\n"
+    )
+    helm = subprocess.run(
+        [str(tool_path("helm4")), "template", "x", str(chart), "--set-string", f"basename={app}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert helm.returncode == 0, helm.stderr
+    [document] = [d for d in yaml.safe_load_all(helm.stdout) if d]
+    name = document["name"]
+    assert name == argocd_application_name(cluster, app)
+    assert len(name) <= 63
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name)
+    if len(f"{cluster}-{app}") <= 63:
+        assert name == f"{cluster}-{app}"
+    else:
+        assert name.startswith(f"{cluster}-"[:54].rstrip(".-"))
+
+
+def test_an_app_whose_application_would_take_the_wirings_name_is_refused() -> None:
+    """`<cluster>-<app>` against `btp-gitops-<cluster>`: only contrived names meet, but they must
+    not make the ApplicationSet fight the wiring's Application over one object."""
+    check_argocd_names("demo", ["btp-operator", "gitops-demo", "btp-gitops"])
+    with pytest.raises(
+        InputError, match="app 'btp-gitops' of cluster 'btp-gitops' would get the Argo CD Application"
+    ):
+        check_argocd_names("btp-gitops", ["kyma-greeter", "btp-gitops"])
 
 
 @pytest.mark.parametrize(
@@ -118,6 +253,24 @@ def test_argocd_options_shape_the_application_set(tmp_path: Path, run_cli: RunCl
         (("--emit-wiring",), "--emit-wiring needs --repo-url"),
         (("--stdout", "--target", "flux"), "--stdout is for Argo CD's plugin"),
         (("--stdout", *EMIT), "--stdout is for Argo CD's plugin"),
+        (
+            (*EMIT, "--argocd-destination-name", "prod", "--argocd-destination-server", "https://a:6443"),
+            "not allowed with argument --argocd-destination-name",
+        ),
+        ((*EMIT, "--argocd-destination-server", "kubernetes.default.svc"), "not an API server URL"),
+        ((*EMIT, "--argocd-destination-server", "https://a/{{.path}}"), "not an API server URL"),
+        ((*EMIT, "--argocd-destination-server", "https://a:port"), "not an API server URL"),
+        ((*EMIT, "--argocd-destination-server", "https://[::1"), "not an API server URL"),
+        ((*EMIT, "--argocd-destination-name", "in cluster"), "not a cluster name as Argo CD lists them"),
+        ((*EMIT, "--argocd-destination-name", "{{.path.basename}}"), "not a cluster name"),
+        ((*EMIT, "--argocd-retry-limit", "-1"), "give 0 to 100, not -1"),
+        ((*EMIT, "--argocd-retry-factor", "1.5"), "not a whole number"),
+        ((*EMIT, "--argocd-retry-duration", "5"), "not a duration like 5s"),
+        ((*EMIT, "--argocd-retry-max-duration", "48h"), "give a duration from 1s to 24h"),
+        (
+            (*EMIT, "--argocd-retry-duration", "5m", "--argocd-retry-max-duration", "1m"),
+            "--argocd-retry-max-duration 1m is shorter than --argocd-retry-duration 5m",
+        ),
     ],
 )
 def test_wiring_options_that_cannot_work_are_usage_errors(

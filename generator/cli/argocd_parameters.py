@@ -1,0 +1,153 @@
+"""The parameters of the Argo CD plugin (argocd-cmp/plugin.yaml), read by `render --stdout
+--argocd-parameters` in the plugin's generate command.
+
+Argo CD hands an Application's `spec.source.plugin.parameters` to the generate command as JSON in
+`ARGOCD_APP_PARAMETERS` (`[{"name": "catalog", "array": ["../catalog"]}, ...]`; only parameters
+the Application sets, never the announced defaults) and mirrors them as `PARAM_<NAME>` variables,
+whose names lose the difference between `-`, `.` and `_`; the JSON is read. Each parameter is one
+`render` option: `PARAMETERS` below and the static announcement in plugin.yaml list the same names
+(a test keeps them equal).
+
+Whoever may edit an Application sets these, so they are checked like any input: only the known
+names, each of its own shape; the paths must be relative and stay inside the repository Argo CD
+checked out (the working directory is the app's directory in it, `ARGOCD_APP_SOURCE_PATH` says
+where that is), so that a parameter never lets sources read a file of the sidecar into the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from btp_gitops.generator.core.errors import UsageError
+
+PARAMETERS_ENV = "ARGOCD_APP_PARAMETERS"
+SOURCE_PATH_ENV = "ARGOCD_APP_SOURCE_PATH"
+_MAX_JSON = 256 * 1024
+_MAX_VALUE = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    name: str  # as the Application names it
+    dest: str  # the render option's attribute
+    shape: str  # "string", "array" (of strings) or "boolean" (a string "true" or "false")
+    path: bool = False  # a path (or paths) relative to the app's directory, inside the repository
+
+
+PARAMETERS = (
+    Parameter("cluster", "cluster", "string"),
+    Parameter("catalog", "catalog", "array", path=True),
+    Parameter("maintenance-policy", "maintenance_policy", "string", path=True),
+    Parameter("at", "at", "string"),
+    Parameter("allow-path", "allow_path", "array", path=True),
+    Parameter("validate", "validate", "boolean"),
+    Parameter("kubernetes-version", "kubernetes_version", "string"),
+)
+_BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
+
+
+def repository_root(cwd: Path, source_path: str | None) -> Path:
+    """The checked-out repository: the working directory less the app's path in it."""
+    if not source_path:
+        return cwd
+    parts = [p for p in PurePosixPath(source_path).parts if p not in (".", "/")]
+    if ".." in parts or len(parts) > len(cwd.parts) - 1:
+        raise UsageError(f"{SOURCE_PATH_ENV}={source_path!r}: not a path inside the repository")
+    root = cwd
+    for _ in parts:
+        root = root.parent
+    return root
+
+
+def _contained_path(parameter: Parameter, value: str, cwd: Path, root: Path) -> str:
+    if PurePosixPath(value).is_absolute():
+        raise UsageError(
+            f"Argo CD parameter {parameter.name}: {value!r} is absolute; give a path relative to the "
+            "app's directory, inside the repository"
+        )
+    resolved = (cwd / value).resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise UsageError(
+            f"Argo CD parameter {parameter.name}: {value!r} leads outside the repository Argo CD checked out"
+        )
+    return value
+
+
+def _value(parameter: Parameter, entry: Mapping[str, object]) -> str | list[str] | bool:
+    fields = {key for key in ("string", "array", "map") if key in entry}
+    wanted = "array" if parameter.shape == "array" else "string"
+    if fields != {wanted}:
+        shape = "an array" if wanted == "array" else "a string"
+        raise UsageError(f"Argo CD parameter {parameter.name}: give it as {shape}")
+    raw = entry[wanted]
+    items = raw if isinstance(raw, list) else [raw]
+    if not all(isinstance(item, str) and len(item) <= _MAX_VALUE and "\0" not in item for item in items):
+        raise UsageError(
+            f"Argo CD parameter {parameter.name}: every value must be a string of at most {_MAX_VALUE} "
+            "characters"
+        )
+    if parameter.shape == "boolean":
+        if raw not in ("true", "false"):
+            raise UsageError(f"Argo CD parameter {parameter.name}: give true or false, not {raw!r}")
+        return raw == "true"
+    if parameter.shape == "array":
+        return [str(item) for item in items]
+    return str(raw)
+
+
+def read_parameters(environ: Mapping[str, str]) -> dict[Parameter, str | list[str] | bool]:
+    """The parameters the Application sets, checked against the announced ones."""
+    text = environ.get(PARAMETERS_ENV, "")
+    if not text.strip() or text.strip() == "null":
+        return {}
+    if len(text) > _MAX_JSON:
+        raise UsageError(f"{PARAMETERS_ENV}: longer than {_MAX_JSON} characters")
+    try:
+        entries = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{PARAMETERS_ENV}: not JSON ({error.msg} at character {error.pos})") from None
+    if not isinstance(entries, list):
+        raise UsageError(f"{PARAMETERS_ENV}: not a list of parameters")
+    found: dict[Parameter, str | list[str] | bool] = {}
+    for index, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            raise UsageError(f"{PARAMETERS_ENV}: entry {index + 1} has no name")
+        parameter = _BY_NAME.get(name)
+        if parameter is None:
+            known = ", ".join(p.name for p in PARAMETERS)
+            raise UsageError(f"Argo CD parameter {name[:100]!r} is not one of the plugin's: {known}")
+        if parameter in found:
+            raise UsageError(f"Argo CD parameter {name} is given twice")
+        found[parameter] = _value(parameter, entry)
+    return found
+
+
+def apply_argocd_parameters(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> None:
+    """Set the render options the Application's parameters name: a string or boolean parameter
+    replaces the option (also one given in the plugin's BTP_GITOPS_ARGS), an array adds to it. An
+    empty string leaves the option as it is (the UI sends one for a field left empty)."""
+    environ = os.environ if environ is None else environ
+    parameters = read_parameters(environ)
+    if not parameters:
+        return
+    cwd = Path.cwd()
+    root = repository_root(cwd, environ.get(SOURCE_PATH_ENV))
+
+    def checked(parameter: Parameter, value: str) -> str:
+        return _contained_path(parameter, value, cwd, root) if parameter.path else value
+
+    for parameter, given in parameters.items():
+        if isinstance(given, list):
+            items = [checked(parameter, item) for item in given]
+            setattr(args, parameter.dest, [*getattr(args, parameter.dest), *items])
+        elif isinstance(given, str):
+            if given:
+                setattr(args, parameter.dest, checked(parameter, given))
+        else:
+            setattr(args, parameter.dest, given)
