@@ -64,18 +64,47 @@ def repository_root(cwd: Path, source_path: str | None) -> Path:
     return root
 
 
-def _contained_path(parameter: Parameter, value: str, cwd: Path, root: Path) -> str:
+def _contained(what: str, value: str, cwd: Path, root: Path) -> str:
     if PurePosixPath(value).is_absolute():
         raise UsageError(
-            f"Argo CD parameter {parameter.name}: {value!r} is absolute; give a path relative to the "
-            "app's directory, inside the repository"
+            f"{what}: {value!r} is absolute; give a path relative to the app's directory, inside the "
+            "repository"
         )
     resolved = (cwd / value).resolve()
     if not resolved.is_relative_to(root.resolve()):
-        raise UsageError(
-            f"Argo CD parameter {parameter.name}: {value!r} leads outside the repository Argo CD checked out"
-        )
+        raise UsageError(f"{what}: {value!r} leads outside the repository Argo CD checked out")
     return value
+
+
+def _contained_path(parameter: Parameter, value: str, cwd: Path, root: Path) -> str:
+    return _contained(f"Argo CD parameter {parameter.name}", value, cwd, root)
+
+
+# The render's path options, as the plugin's command line may carry them (the sources, and what the
+# Application's BTP_GITOPS_ARGS add): attribute -> option name.
+_PATH_OPTIONS = {
+    "sources": "source",
+    "catalog": "--catalog",
+    "maintenance_policy": "--maintenance-policy",
+    "allow_path": "--allow-path",
+    "crds": "--crds",
+}
+
+
+def contain_plugin_options(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
+    """The plugin env (BTP_GITOPS_ARGS) is set by whoever may edit an Application, like the
+    parameters: every path on the command line must stay inside the checked-out repository, and
+    no helm binary may be named (it would run a file of the repository in the sidecar)."""
+    if getattr(args, "helm_binary", None):
+        raise UsageError(
+            "--helm-binary cannot be used in Argo CD's plugin: charts render with the embedded Helm engine"
+        )
+    cwd = Path.cwd()
+    root = repository_root(cwd, environ.get(SOURCE_PATH_ENV))
+    for dest, option in _PATH_OPTIONS.items():
+        given = getattr(args, dest, None)
+        for value in given if isinstance(given, list) else [given] if given else []:
+            _contained(f"Argo CD plugin, {option}", str(value), cwd, root)
 
 
 def _value(parameter: Parameter, entry: Mapping[str, object]) -> str | list[str] | bool:
@@ -134,6 +163,7 @@ def apply_argocd_parameters(args: argparse.Namespace, environ: Mapping[str, str]
     empty string leaves the option as it is (the UI sends one for a field left empty)."""
     environ = os.environ if environ is None else environ
     parameters = read_parameters(environ)
+    contain_plugin_options(args, environ)
     if not parameters:
         return
     cwd = Path.cwd()

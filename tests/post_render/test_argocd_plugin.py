@@ -325,6 +325,51 @@ def test_parameters_that_cannot_work_are_usage_errors(tmp_path: Path, parameters
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("plugin_args", "message"),
+    [
+        ("--helm-binary ../../.modules/x", "--helm-binary cannot be used in Argo CD's plugin"),
+        ("--allow-path /", "Argo CD plugin, --allow-path: '/' is absolute"),
+        ("--catalog ../../../outside", "Argo CD plugin, --catalog: '../../../outside' leads outside"),
+        ("--maintenance-policy ../../../policy.json", "Argo CD plugin, --maintenance-policy:"),
+        ("--crds /tmp", "Argo CD plugin, --crds: '/tmp' is absolute"),
+    ],
+)
+def test_the_plugin_env_cannot_reach_outside_the_repository(
+    tmp_path: Path, plugin_args: str, message: str
+) -> None:
+    """BTP_GITOPS_ARGS comes from the Application, like the parameters: the same containment, and
+    no helm binary of the repository's choosing run in the sidecar."""
+    app = kyma_repository(tmp_path)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "policy.json").write_text("{}")
+    result = run_like_argocd(
+        plugin_spec()["generate"]["command"],
+        app,
+        source_path="clusters/beta",
+        ARGOCD_ENV_BTP_GITOPS_ARGS=plugin_args,
+        **parameter_env([{"name": "catalog", "array": ["../../catalog"]}]),
+    )
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+
+
+def test_the_plugin_env_may_name_paths_inside_the_repository(tmp_path: Path, run_cli: RunCli) -> None:
+    app = kyma_repository(tmp_path)
+    generated = run_like_argocd(
+        plugin_spec()["generate"]["command"],
+        app,
+        source_path="clusters/beta",
+        ARGOCD_ENV_BTP_GITOPS_ARGS="--catalog ../../catalog --allow-path ../../.modules",
+    )
+    assert generated.returncode == 0, generated.stderr
+    assert generated.stdout == stdout_render(
+        run_cli, app, "--catalog", "../../catalog", "--allow-path", "../../.modules"
+    )
+
+
 def test_a_link_out_of_the_repository_is_refused(tmp_path: Path) -> None:
     app = kyma_repository(tmp_path)
     (app / "elsewhere").symlink_to(tmp_path)
