@@ -212,9 +212,7 @@ def _remove_stale_locks(git_dir: Path) -> None:
     the restarted container reuses. Left in place, `index.lock` makes every checkout fail and the
     process could never start again. Git writes objects and refs to a temporary file and renames
     it, so what a killed command leaves is a lock, never a half-written object."""
-    candidates = [git_dir / name for name in ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock")]
-    candidates += (git_dir / "refs").rglob("*.lock") if (git_dir / "refs").is_dir() else []
-    for lock in candidates:
+    for lock in sorted(git_dir.rglob("*.lock")):  # index, HEAD, config, packed-refs, refs, ...
         if lock.is_file():
             lock.unlink()
             log.warning(
