@@ -203,6 +203,23 @@ def _trailer_separator(text: str) -> str:
     return "\n" if own_trailers else "\n\n"
 
 
+def _remove_stale_locks(git_dir: Path) -> None:
+    """Remove the lock files a Git command killed mid-way left in a clone this process now owns.
+
+    Only called when the writer opens its clone, before it runs any Git command there: the workdir
+    is the writer's own (one per replica), so a lock found then belongs to a process that is gone,
+    e.g. a container killed by the OOM killer with its Git children, whose emptyDir (and clone)
+    the restarted container reuses. Left in place, `index.lock` makes every checkout fail and the
+    process could never start again. Git writes objects and refs to a temporary file and renames
+    it, so what a killed command leaves is a lock, never a half-written object."""
+    for lock in sorted(git_dir.rglob("*.lock")):  # index, HEAD, config, packed-refs, refs, ...
+        if lock.is_file():
+            lock.unlink()
+            log.warning(
+                "removed %s, left behind by a Git command that did not finish", lock.relative_to(git_dir)
+            )
+
+
 class SourceRepo:
     """The source repository as the controller edits it: one clone, one writer thread."""
 
@@ -687,6 +704,7 @@ class SourceRepo:
         workdir = self._tree
         try:
             if (workdir / ".git").is_dir():
+                _remove_stale_locks(workdir / ".git")
                 repo = git.Repo(workdir)
             elif workdir.exists() and any(workdir.iterdir()):
                 raise GitError(f"{workdir} is neither empty nor a clone of {self._remote}")

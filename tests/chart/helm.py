@@ -164,10 +164,25 @@ def container(deployment: dict[str, Any]) -> dict[str, Any]:
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "all-on": ALL_ON,
+    # also every tunable of the Git network operations and the HTTP stack off its default,
+    # fractional seconds included
     "git-https-server-tls": {
-        "source": {"repo": "https://git.example.com/platform/sources.git"},
+        "source": {
+            "repo": "https://git.example.com/platform/sources.git",
+            "gitTimeout": 7.5,
+            "gitProbeInterval": 45,
+        },
         "git": {"auth": "https", "existingSecret": "btp-gitops-git"},
-        "subscriptionServer": {"tls": {"existingSecret": "subscription-server-tls"}},
+        "subscriptionServer": {
+            "tls": {"existingSecret": "subscription-server-tls"},
+            "limits": {
+                "maxBodyBytes": 65536,
+                "bodyTimeout": 2.5,
+                "idleTimeout": 120,
+                "maxConcurrent": 16,
+                "maxQueued": 0,
+            },
+        },
         "metrics": {"serviceMonitor": {"enabled": True}},
     },
     "existing-gateway-one-replica": {

@@ -44,6 +44,8 @@ CONTROLLER_FLAGS = frozenset(
         "--source-repo",
         "--source-branch",
         "--workdir",
+        "--git-timeout",
+        "--git-probe-interval",
         "--module-resources",
         "--prometheus-url",
         "--cleanup-interval",
@@ -60,7 +62,14 @@ SUBSCRIPTION_SERVER_FLAGS = frozenset(
         "--source-repo",
         "--source-branch",
         "--workdir",
+        "--git-timeout",
+        "--git-probe-interval",
         "--callback-timeout-ms",
+        "--max-body-bytes",
+        "--body-timeout",
+        "--idle-timeout",
+        "--max-concurrent",
+        "--max-queued",
         "--log-format",
         "--log-level",
     }
@@ -209,6 +218,8 @@ ALL_ON_CONTROLLER_ARGS = [
     "--source-repo=git@github.com:example/platform-sources.git",
     "--source-branch=production",
     "--workdir=/var/lib/btp-gitops/source",
+    "--git-timeout=30",
+    "--git-probe-interval=10",
     "--module-resources=/srv/module-resources",
     "--prometheus-url=http://prometheus-operated.monitoring.svc:9090",
     "--cleanup-interval=600",
@@ -222,7 +233,14 @@ ALL_ON_SERVER_ARGS = [
     "--source-repo=git@github.com:example/platform-sources.git",
     "--source-branch=production",
     "--workdir=/var/lib/btp-gitops/source",
+    "--git-timeout=30",
+    "--git-probe-interval=10",
     "--callback-timeout-ms=900000",
+    "--max-body-bytes=1048576",
+    "--body-timeout=30",
+    "--idle-timeout=15",
+    "--max-concurrent=128",
+    "--max-queued=512",
     "--log-format=json",
     "--log-level=info",
 ]
@@ -245,6 +263,8 @@ def test_arguments_of_the_other_branches() -> None:
         "--lease-name=btp-gitops-controller",
         "--probe-address=0.0.0.0:8081",
         "--workdir=/var/lib/btp-gitops/source",
+        "--git-timeout=30",
+        "--git-probe-interval=10",
         "--cleanup-interval=600",
         "--hard-delete-timeout=1200",
         "--log-format=json",
@@ -304,6 +324,45 @@ def test_the_cli_accepts_the_arguments(variant: str) -> None:
         else:
             assert parsed.address == ("0.0.0.0", 8080)
         assert str(parsed.workdir) == "/var/lib/btp-gitops/source"
+
+
+def test_git_and_http_limits_reach_both_processes_as_given() -> None:
+    """Values off their defaults (fractional seconds, a queue of 0) arrive unchanged in the real
+    argument parser: numbers are not reformatted (no `7.5` becoming `7` or `1.048576e+06`)."""
+    parser = build_parser()
+    objects = render("git-https-server-tls")
+    server = parser.parse_args(container(find(objects, "Deployment", SERVER))["args"])
+    controller = parser.parse_args(container(find(objects, "Deployment", CONTROLLER))["args"])
+    for parsed in (server, controller):
+        assert (parsed.git_timeout, parsed.git_probe_interval) == (7.5, 45.0)
+    assert (
+        server.max_body_bytes,
+        server.body_timeout,
+        server.idle_timeout,
+        server.max_concurrent,
+        server.max_queued,
+    ) == (65536, 2.5, 120.0, 16, 0)
+
+
+def test_the_defaults_of_the_values_are_the_defaults_of_the_cli() -> None:
+    """The default render passes exactly what the CLI would assume without the flags, so an
+    install with default values behaves as documented for the CLI."""
+    parser = build_parser()
+    objects = render("default")
+    git = ("git_timeout", "git_probe_interval")
+    http_limits = ("max_concurrent", "max_queued")
+    compared = {
+        CONTROLLER: ("controller", (*git, "cleanup_interval", "hard_delete_timeout")),
+        SERVER: (
+            "subscription-server",
+            (*git, "callback_timeout_ms", "max_body_bytes", "body_timeout", "idle_timeout", *http_limits),
+        ),
+    }
+    for name, (command, keys) in compared.items():
+        rendered = vars(parser.parse_args(container(find(objects, "Deployment", name))["args"]))
+        cli = vars(parser.parse_args([command]))
+        for key in keys:
+            assert rendered[key] == cli[key], f"{command}: {key} {rendered[key]!r} != {cli[key]!r}"
 
 
 # --------------------------------------------------------------------------

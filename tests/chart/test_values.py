@@ -133,6 +133,47 @@ REFUSED_BY_SCHEMA = [
     pytest.param(
         {"imagePullSecrets": ["registry"]}, "at '/imagePullSecrets/0'", id="pull-secret-not-an-object"
     ),
+    pytest.param({"source": {"gitTimeout": 0}}, "at '/source/gitTimeout'", id="git-timeout-zero"),
+    pytest.param(
+        {"source": {"gitProbeInterval": "10s"}},
+        "at '/source/gitProbeInterval'",
+        id="probe-interval-a-duration",
+    ),
+    pytest.param(
+        {"subscriptionServer": {"limits": {"maxBodyBytes": 0}}},
+        "at '/subscriptionServer/limits/maxBodyBytes'",
+        id="body-limit-zero",
+    ),
+    pytest.param(
+        {"subscriptionServer": {"limits": {"maxBodyBytes": "1Mi"}}},
+        "at '/subscriptionServer/limits/maxBodyBytes'",
+        id="body-limit-a-quantity",
+    ),
+    pytest.param(
+        {"subscriptionServer": {"limits": {"bodyTimeout": -1}}},
+        "at '/subscriptionServer/limits/bodyTimeout'",
+        id="body-timeout-negative",
+    ),
+    pytest.param(
+        {"subscriptionServer": {"limits": {"idleTimeout": 0}}},
+        "at '/subscriptionServer/limits/idleTimeout'",
+        id="idle-timeout-zero",
+    ),
+    pytest.param(
+        {"subscriptionServer": {"limits": {"maxConcurrent": 1.5}}},
+        "at '/subscriptionServer/limits/maxConcurrent'",
+        id="concurrency-fractional",
+    ),
+    pytest.param(
+        {"subscriptionServer": {"limits": {"maxQueued": -1}}},
+        "at '/subscriptionServer/limits/maxQueued'",
+        id="queue-negative",
+    ),
+    pytest.param(
+        {"subscriptionServer": {"limits": {"maxBody": 10}}},
+        "at '/subscriptionServer/limits': additional properties 'maxBody'",
+        id="unknown-limit",
+    ),
     pytest.param(
         {"controller": {"moduleResources": "module-resources"}},
         "at '/controller/moduleResources'",

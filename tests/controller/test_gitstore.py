@@ -443,6 +443,39 @@ def test_a_new_writer_on_the_same_workdir_picks_up_where_the_last_stopped(
     assert files == {"README.md", "theirs.txt", "again.txt"} | {f"queued-{n}.txt" for n in range(5)}
 
 
+def test_a_writer_starts_on_a_clone_whose_git_commands_were_killed_mid_way(
+    remote: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A container killed with its Git children (OOM, kill -9) leaves lock files in the clone its
+    restart reuses (an emptyDir outlives the container); with them every checkout fails."""
+    workdir = tmp_path / "work"
+    first = SourceRepo(settings_for(remote, workdir))
+    first.start()
+    first.apply(WriteFile("before.txt", "before\n"), "Before", timeout=30)
+    first.stop()
+    dot_git = workdir / ".git"
+    locks = [dot_git / "index.lock", dot_git / "HEAD.lock", dot_git / "refs" / "heads" / "main.lock"]
+    for lock in locks:
+        lock.write_text("")
+    with pytest.raises(git.GitCommandError, match=r"index\.lock"):
+        git.Repo(workdir).git.checkout("--force", "HEAD")  # what Git itself makes of them
+
+    second = SourceRepo(settings_for(remote, workdir))
+    with caplog.at_level(logging.WARNING, logger="btp_gitops.controller.gitstore"):
+        second.start()
+    try:
+        outcome = second.apply(WriteFile("after.txt", "after\n"), "After", timeout=30)
+    finally:
+        second.stop()
+    assert outcome.commit == remote_head(remote)
+    assert not any(lock.exists() for lock in locks)
+    removed = sorted(r.getMessage() for r in caplog.records if "left behind" in r.getMessage())
+    assert removed == sorted(
+        f"removed {lock.relative_to(dot_git)}, left behind by a Git command that did not finish"
+        for lock in locks
+    )
+
+
 def test_changes_queued_on_a_writer_that_never_started_fail_when_it_stops(
     remote: Path, tmp_path: Path
 ) -> None:

@@ -157,4 +157,6 @@ securityContext:
 - {{ printf "--source-branch=%s" .Values.source.branch | quote }}
 {{- end }}
 - --workdir=/var/lib/btp-gitops/source
+- {{ printf "--git-timeout=%v" .Values.source.gitTimeout | quote }}
+- {{ printf "--git-probe-interval=%v" .Values.source.gitProbeInterval | quote }}
 {{- end -}}

@@ -8,13 +8,7 @@ re-subscribe of it. Nothing is faked but the token issuer (conftest's local stan
 from __future__ import annotations
 
 import concurrent.futures
-import http.client
-import json
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,83 +17,31 @@ import yaml
 
 from btp_gitops.controller.records import consumer_tenant_name
 from btp_gitops.controller.subscription.handlers import CREATED, DELETED, UPDATED
-from tests.controller.subscription.conftest import APP, Bindings, BusyWriter, Sources, bearer, saas_payload
+from tests.controller.subscription.conftest import APP, Bindings, BusyWriter, Sources
 from tests.controller.subscription.peers import Pki, TokenFactory
+from tests.controller.subscription.replicas import Replica, launch_replica, wait_ready
 from tests.support.kubeapi import KubeAPI
-from tests.support.waiting import free_port
 
 pytestmark = pytest.mark.kube
 
-CLI = Path(sys.executable).parent / "btp-gitops"
 DEPROVISION = "btp-gitops.io/deprovision"
-
-
-@dataclass(frozen=True)
-class Replica:
-    name: str
-    port: int
-    process: subprocess.Popen[str]
-    log: Path
-
-    def send(self, method: str, tenant_id: str, sub_domain: str, token: str) -> tuple[int, Any]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        try:
-            connection.request(
-                method,
-                f"/provision/tenants/{tenant_id}",
-                body=json.dumps(saas_payload(tenant_id, sub_domain)).encode(),
-                headers={"Content-Type": "application/json", **bearer(token, None)},
-            )
-            response = connection.getresponse()
-            status, body = response.status, response.read()
-        finally:
-            connection.close()
-        try:
-            return status, json.loads(body)
-        except ValueError:
-            return status, body
-
-
-def _ready(port: int) -> bool:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        connection.request("GET", "/readyz")
-        return connection.getresponse().status == 200
-    except OSError:
-        return False
-    finally:
-        connection.close()
 
 
 @pytest.fixture
 def replicas(
     kube_api: KubeAPI, sources: Sources, pki: Pki, bindings: Bindings, tmp_path: Path
 ) -> Iterator[tuple[Replica, Replica]]:
-    started: list[Replica] = []
-    for name in ("a", "b"):
-        port = free_port()
-        log = tmp_path / f"replica-{name}.log"
-        args = [
-            str(CLI), "subscription-server", "--kubeconfig", str(kube_api.kubeconfig),
-            "--source-repo", str(sources.remote), "--workdir", str(tmp_path / f"workdir-{name}"),
-            "--address", f"127.0.0.1:{port}", "--jwks-ca-file", str(pki.ca_file), "--log-format", "json",
-        ]  # fmt: skip
-        with log.open("w") as stderr:
-            process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
-        started.append(Replica(name, port, process, log))
+    started = [
+        launch_replica(name, kube_api.kubeconfig, sources.remote, tmp_path / f"workdir-{name}", pki.ca_file)
+        for name in ("a", "b")
+    ]
     try:
-        deadline = time.monotonic() + 60
         for replica in started:
-            while not _ready(replica.port):
-                assert replica.process.poll() is None, replica.log.read_text()
-                assert time.monotonic() < deadline, f"replica {replica.name} did not become ready"
-                time.sleep(0.1)
+            wait_ready(replica)
         yield started[0], started[1]
     finally:
         for replica in started:
-            if replica.process.poll() is None:
-                replica.process.kill()
-                replica.process.wait(10)
+            replica.stop()
 
 
 def _record(sources: Sources, tenant_id: str) -> dict[str, Any] | None:
