@@ -4,6 +4,7 @@ model        typed views of Kyma, ModuleTemplate and ModuleReleaseMeta source do
 catalog      the module catalog: templates and release metas, and its own consistency rules
 resolution   a Kyma's module entry -> one template, by ModuleReleaseMeta or by channel
 maintenance  maintenance window policies (Lifecycle Manager's JSON format)
+selector     label selectors: a restricted module's spec.kymaSelector
 record       the versions a previous render resolved, kept beside the apps
 status       module and Kyma states, in the shape of the Kyma CR's status
 content      a resolved module -> its objects and default CR, labelled and ordered
@@ -12,7 +13,7 @@ render       plan (record, skip-reconciliation, resolve, decide) and render the 
 This face lists what other packages (pipeline, cli) may use.
 """
 
-from btp_gitops.generator.domains.kyma.maintenance import PolicyText
+from btp_gitops.generator.domains.kyma.maintenance import DEFAULT_MIN_WINDOW, PolicyText
 from btp_gitops.generator.domains.kyma.record import RECORD_FILE
 from btp_gitops.generator.domains.kyma.render import (
     KymaContext,
@@ -23,6 +24,7 @@ from btp_gitops.generator.domains.kyma.render import (
 from btp_gitops.generator.domains.kyma.status import KymaReport, report_table
 
 __all__ = [
+    "DEFAULT_MIN_WINDOW",
     "RECORD_FILE",
     "KymaContext",
     "KymaPlan",

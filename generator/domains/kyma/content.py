@@ -32,6 +32,7 @@ from btp_gitops.generator.domains.kyma.model import (
     RawManifest,
     Template,
 )
+from btp_gitops.generator.domains.kyma.status import ResourceRef
 from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from btp_gitops.generator.transforms.metadata import add_labels, set_default_namespace
 from btp_gitops.generator.transforms.ordering import annotate_argocd_sync_waves
@@ -144,12 +145,17 @@ def render_module(module: ModuleRender, engine: ChartRenderer, read: ReadManifes
     return AppRender(app_name(module.module), manifests, notes)
 
 
-def kept_app(app: str, previous: Mapping[str, str], where: str) -> AppRender:
-    """An app exactly as the previous render wrote it (laid out again, the same bytes come out)."""
+def kept_app(
+    app: str, previous: Mapping[str, str], where: str, without: ResourceRef | None = None
+) -> AppRender:
+    """An app as the previous render wrote it (laid out again, the same bytes come out; the
+    pipeline carries the files themselves over), or without one object (`without`: the default
+    CR of a module being removed)."""
     manifests = []
     budget = AliasBudget()  # the alias limit holds for the whole app
     for path, text in sorted(previous.items()):
-        if path.startswith(f"{app}/") and path != f"{app}/{KUSTOMIZATION}":
+        # Kustomizations are laid out again: the app's own, and Flux's one per stage directory.
+        if path.startswith(f"{app}/") and path.rsplit("/", 1)[-1] != KUSTOMIZATION:
             try:
                 body = load_trusted_document(text, budget)
             except (yaml.YAMLError, RecursionError):
@@ -160,5 +166,6 @@ def kept_app(app: str, previous: Mapping[str, str], where: str) -> AppRender:
                     f"cannot keep app {app} as it was rendered before",
                     [Problem(f"{where}/{path}", "not a Kubernetes object: fix or remove the file")],
                 )
-            manifests.append(Manifest(body, f"{where}/{path}"))
+            if without is None or not without.matches(body):
+                manifests.append(Manifest(body, f"{where}/{path}"))
     return AppRender(app, manifests)
