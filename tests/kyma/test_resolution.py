@@ -18,7 +18,6 @@ import semver
 
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.domains.kyma.catalog import build_catalog, foreign_documents
-from btp_gitops.generator.domains.kyma.status import ModuleState
 from btp_gitops.generator.domains.kyma.resolution import (
     Resolved,
     Unresolved,
@@ -29,6 +28,7 @@ from btp_gitops.generator.domains.kyma.resolution import (
     resolve_module,
     semantic_version,
 )
+from btp_gitops.generator.domains.kyma.status import ModuleState
 from tests.kyma.helpers import HEADER, catalog_of, documents, kyma, release_meta, template
 
 BETA = {"operator.kyma-project.io/beta": "true"}
