@@ -32,6 +32,7 @@ from btp_gitops.generator.domains.kyma.record import RECORD_FILE, read_record
 from btp_gitops.generator.domains.kyma.render import KymaContext, KymaPlan, plan_kyma_modules
 from btp_gitops.generator.domains.kyma.selector import SelectorError, restricted_match
 from btp_gitops.generator.domains.kyma.status import ModuleStatus
+from btp_gitops.generator.transforms.ordering import FluxStage, Stage, stage_of_directory, stage_steps
 from tests.kyma.helpers import documents, release_meta
 
 WEDNESDAY = datetime(2025, 10, 8, 12, 0, tzinfo=UTC)
@@ -568,3 +569,17 @@ def test_an_upgrade_that_requires_downtime_enters_a_window_with_enough_left() ->
         "2025-10-08T11:00:00+00:00 to 2025-10-08T12:30:00+00:00"
     )
     assert (result.untouched_apps, result.problems) == (frozenset(), [])
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+def test_a_flux_stage_directory_reads_back_as_its_stage(stage: Stage) -> None:
+    for step in (0, 1):
+        if step < stage_steps(stage):
+            placed = FluxStage(stage, step)
+            assert stage_of_directory(placed.directory) == placed
+    assert stage_of_directory(f"{stage.value * 10:02d}-{stage.slug}-{stage_steps(stage)}") is None
+
+
+@pytest.mark.parametrize("directory", ["templates", "10-resource", "1-resources", "99-crds", "00-crds-x"])
+def test_other_directories_are_no_stage(directory: str) -> None:
+    assert stage_of_directory(directory) is None

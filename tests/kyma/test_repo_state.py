@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import git
+import pytest
 
 from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import RunCli, read_tree
@@ -180,7 +181,7 @@ def test_unmanaged_and_dropped_modules_leave_the_repo(
 
     edit_kyma(kyma_source, spec={"modules": []})
     report = render_json(kyma_source, "--out", repo)
-    assert sorted(modules_of(report)) == ["auditlog"]
+    assert sorted(modules_of(report)) == ["auditlog"]  # nothing of greeter was left to remove
     assert record(repo) == {"auditlog": "1.2.0"}
 
 
@@ -213,3 +214,63 @@ def test_a_broken_record_is_refused(tmp_path: Path, kyma_source: Path, run_cli: 
         "  clusters/default/.kyma-modules.json: not a record btp-gitops wrote (JSONDecodeError("
     )
     assert read_tree(repo) == before
+
+
+@pytest.mark.parametrize("target", ["argocd", "flux"])
+def test_a_module_dropped_from_spec_goes_default_cr_first(
+    tmp_path: Path, kyma_source: Path, render_json: Render, target: str
+) -> None:
+    repo = tmp_path / "repo"
+    render_json(kyma_source, "--out", repo, "--target", target, "--commit")
+    installed = app(repo, "kyma-greeter")
+    [cr_file] = [
+        path
+        for path, data in installed.items()
+        if b"apiVersion: modules.example.com/v1alpha1\nkind: Greeter\n" in data
+    ]
+    edit_kyma(kyma_source, spec={"modules": []})
+
+    first = render_json(kyma_source, "--out", repo, "--target", target, "--commit")
+
+    greeter = modules_of(first)["greeter"]
+    assert (greeter["state"], greeter["app"]) == ("Deleting", "kyma-greeter")
+    assert greeter["message"] == (
+        "removed from spec.modules: its default CR Greeter default is deleted first; the module's "
+        "resources are deleted with the next render"
+    )
+    kept = app(repo, "kyma-greeter")
+    assert cr_file not in kept
+    # every other file as it was, in the same stage directories (Flux)
+    assert {p: d for p, d in kept.items() if not p.endswith("kustomization.yaml")} == {
+        p: d for p, d in installed.items() if not p.endswith("kustomization.yaml") and p != cr_file
+    }
+    assert first["kymas"][0]["state"] == "Ready"  # Deleting modules do not count
+
+    second = render_json(kyma_source, "--out", repo, "--target", target, "--commit")
+
+    assert not (repo / "clusters/default/kyma-greeter").exists()
+    assert modules_of(second)["greeter"]["message"] == (
+        "removed from spec.modules: its default CR was deleted before, the module's resources are deleted"
+    )
+    assert record(repo) == {"auditlog": "1.2.0"}
+    third = render_json(kyma_source, "--out", repo, "--target", target, "--commit")
+    assert (sorted(modules_of(third)), third["commit"]) == (["auditlog"], None)
+
+
+def test_a_module_without_default_cr_is_removed_at_once(
+    tmp_path: Path, kyma_source: Path, render_json: Render
+) -> None:
+    repo = tmp_path / "repo"
+    edit_kyma(kyma_source, spec={"modules": [{"name": "greeter", "customResourcePolicy": "Ignore"}]})
+    render_json(kyma_source, "--out", repo)
+    edit_kyma(kyma_source, spec={"modules": []})
+
+    report = render_json(kyma_source, "--out", repo)
+
+    assert not (repo / "clusters/default/kyma-greeter").exists()
+    greeter = modules_of(report)["greeter"]
+    assert (greeter["state"], greeter["message"]) == (
+        "Deleting",
+        "removed from spec.modules: the module's resources are deleted",
+    )
+    assert record(repo) == {"auditlog": "1.2.0"}

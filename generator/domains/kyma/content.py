@@ -21,7 +21,7 @@ from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest
 from btp_gitops.generator.core.errors import InvalidSpec, PathNotAllowed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.core.layout import KUSTOMIZATION
-from btp_gitops.generator.core.objects import Manifest, describe, name_of
+from btp_gitops.generator.core.objects import Manifest, describe, get_path, name_of
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document
@@ -35,7 +35,12 @@ from btp_gitops.generator.domains.kyma.model import (
 from btp_gitops.generator.domains.kyma.status import ResourceRef
 from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from btp_gitops.generator.transforms.metadata import add_labels, set_default_namespace
-from btp_gitops.generator.transforms.ordering import annotate_argocd_sync_waves
+from btp_gitops.generator.transforms.ordering import (
+    ARGOCD_SYNC_WAVE,
+    annotate_argocd_stage,
+    annotate_argocd_sync_waves,
+    stage_of_directory,
+)
 
 APP_PREFIX = "kyma-"
 
@@ -166,6 +171,15 @@ def kept_app(
                     f"cannot keep app {app} as it was rendered before",
                     [Problem(f"{where}/{path}", "not a Kubernetes object: fix or remove the file")],
                 )
-            if without is None or not without.matches(body):
-                manifests.append(Manifest(body, f"{where}/{path}"))
+            if without is not None and without.matches(body):
+                continue
+            manifest = Manifest(body, f"{where}/{path}")
+            # Laid out for Flux, the stage is the directory (the sync wave was taken off): put it back.
+            parts = path.split("/")
+            stage = stage_of_directory(parts[1]) if len(parts) == 3 else None
+            if stage is not None and ARGOCD_SYNC_WAVE not in (
+                get_path(body, "metadata", "annotations") or {}
+            ):
+                manifest = annotate_argocd_stage(manifest, stage.stage, stage.step)
+            manifests.append(manifest)
     return AppRender(app, manifests)
