@@ -27,11 +27,13 @@ import pytest
 import yaml
 
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
+from btp_gitops.generator.core.validation import problems_in
 from btp_gitops.generator.domains.kyma.maintenance import PolicyText
 from btp_gitops.generator.domains.kyma.record import RECORD_FILE, read_record
 from btp_gitops.generator.domains.kyma.render import KymaContext, KymaPlan, plan_kyma_modules
 from btp_gitops.generator.domains.kyma.selector import SelectorError, restricted_match
 from btp_gitops.generator.domains.kyma.status import ModuleStatus
+from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.transforms.ordering import FluxStage, Stage, stage_of_directory, stage_steps
 from tests.kyma.helpers import documents, release_meta
 
@@ -583,3 +585,51 @@ def test_a_flux_stage_directory_reads_back_as_its_stage(stage: Stage) -> None:
 @pytest.mark.parametrize("directory", ["templates", "10-resource", "1-resources", "99-crds", "00-crds-x"])
 def test_other_directories_are_no_stage(directory: str) -> None:
     assert stage_of_directory(directory) is None
+
+
+# --- The ModuleReleaseMeta schema: spec.kymaSelector and spec.ocmComponentName ----------------------
+
+MRM = "catalog.yaml: document 1 (ModuleReleaseMeta kyma-system/deployer)"
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        pytest.param(
+            {
+                "kymaSelector": {
+                    "matchLabels": {ACCOUNT: "ga-1"},
+                    "matchExpressions": [{"key": REGION, "operator": "NotIn", "values": ["cn"]}],
+                },
+                "ocmComponentName": "kyma-project.io/module/deployer",
+            },
+            [],
+            id="valid",
+        ),
+        pytest.param(
+            {"kymaSelector": {"matchExpressions": [{"key": REGION, "operator": "Equals"}]}},
+            [
+                f"{MRM}: spec.kymaSelector.matchExpressions[0].operator: must be one of 'In', 'NotIn', "
+                "'Exists', 'DoesNotExist', got 'Equals'"
+            ],
+            id="unknown-operator",
+        ),
+        pytest.param(
+            {"kymaSelector": {"matchLabel": {ACCOUNT: "ga-1"}}},
+            [f"{MRM}: spec.kymaSelector.matchLabel: unknown field"],
+            id="misspelt-field",
+        ),
+        pytest.param(
+            {"ocmComponentName": "Deployer"},
+            [
+                f"{MRM}: spec.ocmComponentName: 'Deployer' does not match "
+                "'^[a-z][-a-z0-9]*([.][a-z][-a-z0-9]*)*[.][a-z]{2,}(/[a-z][-a-z0-9_]*([.][a-z][-a-z0-9_]*)*)+$'"
+            ],
+            id="invalid-ocm-component-name",
+        ),
+    ],
+)
+def test_the_release_meta_schema(spec: dict[str, Any], expected: list[str]) -> None:
+    [document] = documents(release_meta("deployer", {"regular": "1.0.0"}, **spec))
+    problems = sorted(p.render() for p in problems_in(document, load_schema_registry()))
+    assert problems == expected
