@@ -1,12 +1,15 @@
 """Table tests of module resolution (generator.domains.kyma.resolution), one rule per row.
 
-Covered: the desired channel (module, Kyma, `regular`); classic resolution by label and channel
-or fixed version, with the errors for no template and for several (naming the candidates) and the
-hint for deprecated references by name or FQDN; ModuleReleaseMeta resolution (channel -> version
--> `<module>-<version>`), with its errors for a missing channel, a missing template and several
-release metas, and its precedence over classic templates; beta and internal gating; mandatory
-modules (listed by mistake, resolved by release meta or highest classic version, ties and missing
-templates); the entry checks (`none`, version with channel, duplicates); the catalog checks.
+Covered: the desired channel (module, Kyma, `regular`; `none` for a fixed version); classic
+resolution by channel or by a fixed version in channel `none`, with the errors for no template
+(Warning) and for several (Error, naming the candidates) and the hint for deprecated references by
+name or FQDN; ModuleReleaseMeta resolution (channel -> version -> `<module>-<version>`), with its
+errors for a missing channel, a missing template and several release metas, and its precedence
+over classic templates; beta and internal gating; invalid OCM component names; mandatory modules
+(resolved by release meta or highest classic version, ties, missing templates and versions,
+invalid component names, each failure naming its catalog object); the entry checks (`none`,
+version with channel, duplicates); the catalog checks. Every failure is one module's, in Lifecycle
+Manager's state, and its problem points at the Kyma's entry.
 
 Nothing is faked: YAML text in (parsed by PyYAML), the real resolver, values out.
 """
