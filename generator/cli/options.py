@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -16,7 +16,7 @@ from btp_gitops.generator.core.errors import (
     Problem,
     UsageError,
 )
-from btp_gitops.generator.domains.kyma import PolicyText
+from btp_gitops.generator.domains.kyma import DEFAULT_MIN_WINDOW, PolicyText
 from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version
@@ -72,7 +72,23 @@ def kyma_options(args: argparse.Namespace) -> KymaOptions:
         except UnreadableInput as error:
             problem = Problem(display_path(path), error.reason)
             raise InputError("cannot read the maintenance policy", [problem]) from error
-    return KymaOptions(tuple(Path(c) for c in args.catalog), policy, render_time(args.at))
+    return KymaOptions(
+        tuple(Path(c) for c in args.catalog),
+        policy,
+        render_time(args.at),
+        timedelta(minutes=args.min_maintenance_window),
+    )
+
+
+def minutes(text: str) -> float:
+    """A number of minutes from 0 to a week."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give a number of minutes, not {text!r}") from None
+    if not 0 <= value <= 7 * 24 * 60:
+        raise argparse.ArgumentTypeError(f"give 0 to 10080 minutes, not {text}")
+    return value
 
 
 def allow_paths(args: argparse.Namespace) -> tuple[Path, ...]:
@@ -300,6 +316,14 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         "--maintenance-policy",
         metavar="FILE",
         help="maintenance windows for Kyma module upgrades that need downtime (Lifecycle Manager's format)",
+    )
+    parser.add_argument(
+        "--min-maintenance-window",
+        type=minutes,
+        default=DEFAULT_MIN_WINDOW.total_seconds() / 60,
+        metavar="MINUTES",
+        help="a maintenance window with less than this left is not entered, as Lifecycle Manager's "
+        f"--min-maintenance-window-size (default: {DEFAULT_MIN_WINDOW.total_seconds() / 60:g})",
     )
     parser.add_argument(
         "--at",

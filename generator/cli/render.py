@@ -23,7 +23,7 @@ from btp_gitops.generator.cli.options import (
     validate_options,
 )
 from btp_gitops.generator.cli.output import print_notes
-from btp_gitops.generator.core.errors import UsageError
+from btp_gitops.generator.core.errors import Problem, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.domains.kyma import report_table
 from btp_gitops.generator.io.progress import progress_for
@@ -56,6 +56,7 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
         kyma=kyma_options(args),
         allow_paths=allow_paths(args),
     )
+    result.raise_if_strict(args.strict)
     if args.validate:
         where = Path(f"clusters/{args.cluster}")  # the files go to stdout: name them as in a repo
         result.notes += validate_render(where, result.files, validate_options(args))
@@ -63,7 +64,20 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
     for app in result.apps:
         print_notes(app.notes, sys.stderr)
     print_notes(result.notes, sys.stderr)
-    return ExitCode.OK
+    return module_problems_exit(result.module_problems)
+
+
+def module_problems_exit(problems: list[Problem]) -> ExitCode:
+    """Exit 9 when Kyma modules could not be resolved (their previous apps kept), each named on stderr."""
+    if not problems:
+        return ExitCode.OK
+    print(
+        f"warning: rendered with {len(problems)} Kyma module problem(s); their previous files are kept:",
+        file=sys.stderr,
+    )
+    for problem in problems:
+        print(f"  {problem.render()}", file=sys.stderr)
+    return ExitCode.MODULE_PROBLEMS
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -84,6 +98,7 @@ def run_render(args: argparse.Namespace) -> int:
         allow_paths=allow_paths(args),
         allow_empty=args.allow_empty,
         lock_timeout=args.lock_timeout,
+        strict=args.strict,
     )
     progress = progress_for(sys.stderr, os.environ)
     try:
@@ -95,7 +110,7 @@ def run_render(args: argparse.Namespace) -> int:
     if args.output == "json":
         json.dump(result.report(), sys.stdout, indent=2, sort_keys=True)
         print()
-        return ExitCode.OK
+        return module_problems_exit(result.module_problems)
     objects = sum(len(app.manifests) for app in result.apps)
     changes = result.changes
     print(
@@ -112,7 +127,7 @@ def run_render(args: argparse.Namespace) -> int:
         print("\n".join(report_table(kyma)))
     if request.commit:
         print(f"committed {result.commit}" if result.commit else "nothing to commit")
-    return ExitCode.OK
+    return module_problems_exit(result.module_problems)
 
 
 def add_render_parser(commands: Any) -> None:
@@ -132,6 +147,12 @@ def add_render_parser(commands: Any) -> None:
         f"parameters set (${PARAMETERS_ENV}; see docs/gitops/argocd-cmp.md)",
     )
     render.add_argument("--commit", action="store_true", help="commit the result when the tree changed")
+    render.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 3, nothing written) when a Kyma module cannot be resolved, instead of keeping its "
+        "previous files, rendering the other modules and exiting 9",
+    )
     render.add_argument(
         "--allow-empty",
         action="store_true",

@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     ERROR = 6
     CONTROLLER = 7
     LEASE_LOST = 8
+    MODULE_PROBLEMS = 9
     INTERNAL = 70
     INTERRUPTED = 130
     BROKEN_PIPE = 141
@@ -43,6 +44,10 @@ MEANINGS: Final[Mapping[ExitCode, str]] = {
     ExitCode.ERROR: "an error btp-gitops raised on purpose that no other code names",
     ExitCode.CONTROLLER: "the controller or the subscription server stopped: the cluster or a service failed",
     ExitCode.LEASE_LOST: "the controller lost its leader Lease and exits so that a new leader takes over",
+    ExitCode.MODULE_PROBLEMS: (
+        "rendered with module problems: some Kyma modules could not be resolved and keep their "
+        "previous files (`--strict`: a failure, exit 3)"
+    ),
     ExitCode.INTERNAL: "a bug in btp-gitops or a broken installation (the trace is printed)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.BROKEN_PIPE: "the reader of stdout went away (`... | head`), as for a tool killed by SIGPIPE",

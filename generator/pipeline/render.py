@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.btp_operator import render_btp_operator
 from btp_gitops.generator.domains.cap import render_cap_applications
 from btp_gitops.generator.domains.kyma import (
+    DEFAULT_MIN_WINDOW,
     RECORD_FILE,
     KymaContext,
     KymaPlan,
@@ -78,6 +79,7 @@ class KymaOptions:
     catalogs: tuple[Path, ...] = ()
     maintenance_policy: PolicyText | None = None  # the file as the CLI read it
     at: datetime | None = None  # when maintenance windows are checked; None: now
+    min_window: timedelta = DEFAULT_MIN_WINDOW  # a running window with less left is not entered
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,7 @@ class RenderRequest:
     allow_paths: tuple[Path, ...] = ()  # --allow-path: more roots sources may name files in
     allow_empty: bool = False  # may remove every app, or most objects, of a populated cluster
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another run writing --out
+    strict: bool = False  # a Kyma module that cannot be resolved fails the render, nothing written
 
 
 @dataclass(slots=True)
@@ -104,6 +107,7 @@ class RenderResult:
     notes: list[Note] = field(default_factory=list)
     kymas: list[KymaReport] = field(default_factory=list)
     records: dict[str, str] = field(default_factory=dict)  # beside the apps (no objects), read back next time
+    module_problems: list[Problem] = field(default_factory=list)  # Kyma modules not resolved (apps kept)
 
     def report(self) -> dict[str, Any]:
         data = report_dict(self.cluster, self.apps, self.notes)
@@ -114,7 +118,15 @@ class RenderResult:
             "removed": list(self.changes.removed),
         }
         data["commit"] = self.commit
+        data["moduleProblems"] = [problem.render() for problem in self.module_problems]
         return data
+
+    def raise_if_strict(self, strict: bool) -> None:
+        """With --strict, a module that could not be resolved fails the render like any input error."""
+        if strict:
+            raise_if_problems(
+                InvalidSpec, "Kyma modules that cannot be resolved (--strict)", self.module_problems
+            )
 
 
 def cluster_subtree(cluster: str) -> str:
@@ -228,7 +240,19 @@ def kyma_context(
         at=options.at or datetime.now(UTC),
         previous=previous,
         where=where,
+        min_window=options.min_window,
     )
+
+
+def carry_over(files: dict[str, str], apps: frozenset[str], previous: Mapping[str, str]) -> dict[str, str]:
+    """`files` with the kept apps' files exactly as the previous render wrote them: a module that
+    could not be resolved (or waits, or may not go down a version) keeps its bytes, whatever this
+    version of btp-gitops would lay out, so Argo CD and Flux see nothing to change or prune."""
+    if not apps:
+        return files
+    fresh = {path: text for path, text in files.items() if path.split("/", 1)[0] not in apps}
+    kept = {path: text for path, text in previous.items() if "/" in path and path.split("/", 1)[0] in apps}
+    return dict(sorted({**fresh, **kept}.items()))
 
 
 def render_cluster(
@@ -256,7 +280,10 @@ def render_cluster(
     progress.update("rendering", 0)
     apps = render_domains(source_set, engine, kyma_plan, roots)
     reject_duplicate_objects(apps)
-    files = {**lay_out_cluster(apps, target.target, progress), **cluster_wiring(cluster, apps, target)}
+    laid_out = carry_over(
+        lay_out_cluster(apps, target.target, progress), kyma_plan.untouched_apps, previous or {}
+    )
+    files = {**laid_out, **cluster_wiring(cluster, apps, target)}
     # A credential is the graver finding: reported even where a name would also be refused.
     assert_no_credentials([m for app in apps for m in app.manifests], files)
     reject_unsafe_paths(apps, {**files, **kyma_plan.record_files})
@@ -266,6 +293,7 @@ def render_cluster(
         files=files,
         kymas=list(kyma_plan.reports),
         records=dict(kyma_plan.record_files),
+        module_problems=kyma_plan.problems,
     )
 
 
@@ -412,6 +440,7 @@ def render_into_repo(
             progress=progress,
             allow_paths=request.allow_paths,
         )
+        result.raise_if_strict(request.strict)
         if request.validate is not None:
             progress.update("validating output", 0)
             result.notes += validate_render(where, result.files, request.validate)

@@ -35,6 +35,7 @@ How each tool expresses the stages (the stages are the contract; only this mappi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from enum import IntEnum
 from typing import NamedTuple
@@ -156,6 +157,19 @@ class FluxStage(NamedTuple):
         """`<NN>-<slug>[-<step>]`, the stage's directory inside the app."""
         base = f"{self.stage.value * 10:02d}-{self.stage.slug}"
         return f"{base}-{self.step}" if self.step else base
+
+
+def stage_of_directory(directory: str) -> FluxStage | None:
+    """The Flux stage whose directory inside an app is `directory`, or None: how an app laid out
+    for Flux before is read back into stages (the inverse of `FluxStage.directory`)."""
+    match = re.fullmatch(r"(\d{2})-([a-z-]+?)(?:-(\d+))?", directory)
+    if match is None:
+        return None
+    for stage in Stage:
+        step = int(match.group(3) or 0)
+        if f"{stage.value * 10:02d}" == match.group(1) and stage.slug == match.group(2):
+            return FluxStage(stage, step) if step < stage_steps(stage) else None
+    return None
 
 
 def _without_sync_wave(manifest: Manifest) -> Manifest:

@@ -36,7 +36,7 @@ def assert_refused(run_cli: RunCli, repo: Path, *args: str | Path, code: int, st
     assert read_tree(repo) == before
 
 
-def test_every_unresolvable_module_is_reported_at_once(
+def test_with_strict_every_unresolvable_module_is_reported_at_once(
     kyma_source: Path, rendered_repo: Path, run_cli: RunCli
 ) -> None:
     edit_kyma(
@@ -46,14 +46,17 @@ def test_every_unresolvable_module_is_reported_at_once(
     assert_refused(
         run_cli,
         rendered_repo,
+        "--strict",
         code=ExitCode.INPUT,
         stderr=(
-            "error: cannot resolve the modules of Kyma kyma-system/default (3 problems)\n"
-            f"  {KYMA}: spec.modules[0].channel: no templates were found: in channel beta for module greeter "
-            "(channels with templates: fast, regular)\n"
-            f"  {KYMA}: spec.modules[1].name: template kyma-system/relay-0.2.0 is beta: only a Kyma labelled "
-            'operator.kyma-project.io/beta: "true" may use it\n'
-            f"  {KYMA}: spec.modules[2].name: no templates were found: in channel regular for module nope\n"
+            "error: Kyma modules that cannot be resolved (--strict) (3 problems)\n"
+            f"  {KYMA}: spec.modules[0].channel: module greeter: no templates were found: for module greeter "
+            "in channel beta (channels with templates: fast, regular)\n"
+            f"  {KYMA}: spec.modules[1].name: module relay: module template not allowed: beta module: template "
+            'kyma-system/relay-0.2.0 is beta, only a Kyma labelled operator.kyma-project.io/beta: "true" may '
+            "use it\n"
+            f"  {KYMA}: spec.modules[2].name: module nope: no templates were found: for module nope in channel "
+            "regular\n"
         ),
     )
 
@@ -196,6 +199,7 @@ def test_an_invalid_policy_names_the_field(
         code=ExitCode.INPUT,
         stderr=(
             "error: invalid maintenance policy (1 problem)\n"
-            "  policy.json: default.begin: must carry a UTC offset (Z or +hh:mm)\n"
+            "  policy.json: default.begin: must be a timestamp like 2025-10-10T20:00:00Z or a time of day like "
+            "20:00:00Z, got '20:00'\n"
         ),
     )

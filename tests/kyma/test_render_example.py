@@ -121,7 +121,7 @@ def test_the_report_is_a_table(rendered: tuple[Path, list[str]]) -> None:
         "  auditlog  -        1.2.0    Ready  kyma-system/auditlog-1.2.0   mandatory: ModuleReleaseMeta "
         "kyma-system/auditlog has version 1.2.0",
         "  greeter   regular  1.0.0    Ready  kyma-system/greeter-regular  template kyma-system/greeter-regular: "
-        "operator.kyma-project.io/module-name=greeter, channel regular",
+        "spec.moduleName=greeter, channel regular",
         f"committed {git.Repo(rendered[0]).commit('HEAD~1').hexsha}",
     ]
     assert second.splitlines()[1:5] == [
@@ -130,7 +130,7 @@ def test_the_report_is_a_table(rendered: tuple[Path, list[str]]) -> None:
         "  auditlog  -        1.2.0    Ready  kyma-system/auditlog-1.2.0  mandatory: ModuleReleaseMeta "
         "kyma-system/auditlog has version 1.2.0",
         "  greeter   fast     1.1.0    Ready  kyma-system/greeter-fast    template kyma-system/greeter-fast: "
-        "operator.kyma-project.io/module-name=greeter, channel fast",
+        "spec.moduleName=greeter, channel fast",
     ]
 
 
@@ -175,7 +175,14 @@ def test_the_json_report_has_the_status_shape(tmp_path: Path, run_cli: RunCli) -
         "app": "kyma-relay",
         "maintenance": False,
         "mandatory": False,
+        "resource": {
+            "apiVersion": "modules.example.com/v1alpha1",
+            "kind": "Relay",
+            "metadata": {"name": "default", "namespace": "kyma-system"},
+        },
     }
+    assert "resource" not in modules_of(report)["greeter"]  # customResourcePolicy: Ignore
+    assert report["moduleProblems"] == []
     assert report["changes"]["added"][0] == ".kyma-modules.json"
 
 

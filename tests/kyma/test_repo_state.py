@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import git
+import pytest
 
 from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import RunCli, read_tree
@@ -55,9 +56,9 @@ def test_a_lower_version_keeps_the_rendered_one(
     greeter = modules_of(report)["greeter"]
     assert (greeter["state"], greeter["version"], greeter["channel"]) == ("Warning", "1.1.0", "fast")
     assert greeter["message"] == (
-        "ignore channel skew: 1.0.0 (template kyma-system/greeter-regular: "
-        "operator.kyma-project.io/module-name=greeter, channel regular) is lower than the rendered version "
-        "1.1.0, which is kept (no downgrade)"
+        "module template update not allowed: ignore channel skew (from fast to regular), as a higher "
+        "version (1.1.0) of the module was previously installed: 1.0.0 (template kyma-system/greeter-regular: "
+        "spec.moduleName=greeter, channel regular) is not rendered, 1.1.0 is kept (no downgrade)"
     )
     assert report["kymas"][0]["state"] == "Warning"
     assert record(repo) == {"auditlog": "1.2.0", "greeter": "1.1.0"}
@@ -85,7 +86,7 @@ def test_an_upgrade_that_requires_downtime_waits_for_the_window(
     greeter = modules_of(waiting)["greeter"]
     assert (greeter["state"], greeter["version"], greeter["maintenance"]) == ("Ready", "1.0.0", True)
     assert greeter["message"] == (
-        "waiting for the next maintenance window to upgrade from 1.0.0 to 1.1.0 "
+        "waiting for next maintenance window to update module version from 1.0.0 to 1.1.0 "
         "(next window 2025-10-11T20:00:00+00:00 to 2025-10-12T02:00:00+00:00)"
     )
 
@@ -104,24 +105,37 @@ def test_an_upgrade_that_requires_downtime_waits_for_the_window(
     assert record(repo)["greeter"] == "1.1.0"
 
 
-def test_a_kyma_that_skips_windows_or_no_policy_upgrades_at_once(
-    tmp_path: Path, kyma_source: Path, render_json: Render
+def test_a_kyma_that_skips_windows_upgrades_at_once_without_a_policy_it_is_an_error(
+    tmp_path: Path, kyma_source: Path, render_json: Render, run_cli: RunCli
 ) -> None:
     skipping, without_policy = tmp_path / "skipping", tmp_path / "without-policy"
     for repo in (skipping, without_policy):
-        render_json(kyma_source, "--out", repo)
+        render_json(kyma_source, "--out", repo, "--commit")
     edit_kyma(kyma_source, spec={"channel": "fast", "skipMaintenanceWindows": True})
     report = render_json(
         kyma_source, "--out", skipping, "--maintenance-policy", POLICY, "--at", WEDNESDAY_NOON
     )
     assert modules_of(report)["greeter"]["version"] == "1.1.0"
 
+    # As Lifecycle Manager: a module that requires downtime while no policy is configured is not
+    # upgraded, and is in Error.
     edit_kyma(kyma_source, spec={"skipMaintenanceWindows": None})
-    report = render_json(kyma_source, "--out", without_policy, "--at", WEDNESDAY_NOON)
-    assert modules_of(report)["greeter"]["version"] == "1.1.0"
-    assert modules_of(report)["greeter"]["message"].endswith(
-        "; requires downtime, upgraded from 1.0.0 to 1.1.0 at once (no maintenance policy)"
+    installed = app(without_policy, "kyma-greeter")
+    result = run_cli(
+        "render", kyma_source, "--out", without_policy, "--at", WEDNESDAY_NOON, "--output", "json"
     )
+    assert result.returncode == ExitCode.MODULE_PROBLEMS, result.stderr
+    report = json.loads(result.stdout)
+    greeter = modules_of(report)["greeter"]
+    message = (
+        "failed to determine if maintenance window is active: no maintenance window policy configured; "
+        "the upgrade from 1.0.0 to 1.1.0 requires downtime and is not made"
+    )
+    assert (greeter["state"], greeter["version"], greeter["message"]) == ("Error", "1.0.0", message)
+    assert report["kymas"][0]["state"] == "Error"
+    assert app(without_policy, "kyma-greeter") == installed
+    assert [p.split(": ", 3)[-1] for p in report["moduleProblems"]] == [f"module greeter: {message}"]
+    assert record(without_policy)["greeter"] == "1.0.0"
 
 
 def test_skip_reconciliation_keeps_the_previous_render(
@@ -167,7 +181,7 @@ def test_unmanaged_and_dropped_modules_leave_the_repo(
 
     edit_kyma(kyma_source, spec={"modules": []})
     report = render_json(kyma_source, "--out", repo)
-    assert sorted(modules_of(report)) == ["auditlog"]
+    assert sorted(modules_of(report)) == ["auditlog"]  # nothing of greeter was left to remove
     assert record(repo) == {"auditlog": "1.2.0"}
 
 
@@ -200,3 +214,63 @@ def test_a_broken_record_is_refused(tmp_path: Path, kyma_source: Path, run_cli: 
         "  clusters/default/.kyma-modules.json: not a record btp-gitops wrote (JSONDecodeError("
     )
     assert read_tree(repo) == before
+
+
+@pytest.mark.parametrize("target", ["argocd", "flux"])
+def test_a_module_dropped_from_spec_goes_default_cr_first(
+    tmp_path: Path, kyma_source: Path, render_json: Render, target: str
+) -> None:
+    repo = tmp_path / "repo"
+    render_json(kyma_source, "--out", repo, "--target", target, "--commit")
+    installed = app(repo, "kyma-greeter")
+    [cr_file] = [
+        path
+        for path, data in installed.items()
+        if b"apiVersion: modules.example.com/v1alpha1\nkind: Greeter\n" in data
+    ]
+    edit_kyma(kyma_source, spec={"modules": []})
+
+    first = render_json(kyma_source, "--out", repo, "--target", target, "--commit")
+
+    greeter = modules_of(first)["greeter"]
+    assert (greeter["state"], greeter["app"]) == ("Deleting", "kyma-greeter")
+    assert greeter["message"] == (
+        "removed from spec.modules: its default CR Greeter default is deleted first; the module's "
+        "resources are deleted with the next render"
+    )
+    kept = app(repo, "kyma-greeter")
+    assert cr_file not in kept
+    # every other file as it was, in the same stage directories (Flux)
+    assert {p: d for p, d in kept.items() if not p.endswith("kustomization.yaml")} == {
+        p: d for p, d in installed.items() if not p.endswith("kustomization.yaml") and p != cr_file
+    }
+    assert first["kymas"][0]["state"] == "Ready"  # Deleting modules do not count
+
+    second = render_json(kyma_source, "--out", repo, "--target", target, "--commit")
+
+    assert not (repo / "clusters/default/kyma-greeter").exists()
+    assert modules_of(second)["greeter"]["message"] == (
+        "removed from spec.modules: its default CR was deleted before, the module's resources are deleted"
+    )
+    assert record(repo) == {"auditlog": "1.2.0"}
+    third = render_json(kyma_source, "--out", repo, "--target", target, "--commit")
+    assert (sorted(modules_of(third)), third["commit"]) == (["auditlog"], None)
+
+
+def test_a_module_without_default_cr_is_removed_at_once(
+    tmp_path: Path, kyma_source: Path, render_json: Render
+) -> None:
+    repo = tmp_path / "repo"
+    edit_kyma(kyma_source, spec={"modules": [{"name": "greeter", "customResourcePolicy": "Ignore"}]})
+    render_json(kyma_source, "--out", repo)
+    edit_kyma(kyma_source, spec={"modules": []})
+
+    report = render_json(kyma_source, "--out", repo)
+
+    assert not (repo / "clusters/default/kyma-greeter").exists()
+    greeter = modules_of(report)["greeter"]
+    assert (greeter["state"], greeter["message"]) == (
+        "Deleting",
+        "removed from spec.modules: the module's resources are deleted",
+    )
+    assert record(repo) == {"auditlog": "1.2.0"}

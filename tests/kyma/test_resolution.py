@@ -1,12 +1,15 @@
 """Table tests of module resolution (generator.domains.kyma.resolution), one rule per row.
 
-Covered: the desired channel (module, Kyma, `regular`); classic resolution by label and channel
-or fixed version, with the errors for no template and for several (naming the candidates) and the
-hint for deprecated references by name or FQDN; ModuleReleaseMeta resolution (channel -> version
--> `<module>-<version>`), with its errors for a missing channel, a missing template and several
-release metas, and its precedence over classic templates; beta and internal gating; mandatory
-modules (listed by mistake, resolved by release meta or highest classic version, ties and missing
-templates); the entry checks (`none`, version with channel, duplicates); the catalog checks.
+Covered: the desired channel (module, Kyma, `regular`; `none` for a fixed version); classic
+resolution by channel or by a fixed version in channel `none`, with the errors for no template
+(Warning) and for several (Error, naming the candidates) and the hint for deprecated references by
+name or FQDN; ModuleReleaseMeta resolution (channel -> version -> `<module>-<version>`), with its
+errors for a missing channel, a missing template and several release metas, and its precedence
+over classic templates; beta and internal gating; invalid OCM component names; mandatory modules
+(resolved by release meta or highest classic version, ties, missing templates and versions,
+invalid component names, each failure naming its catalog object); the entry checks (`none`,
+version with channel, duplicates); the catalog checks. Every failure is one module's, in Lifecycle
+Manager's state, and its problem points at the Kyma's entry.
 
 Nothing is faked: YAML text in (parsed by PyYAML), the real resolver, values out.
 """
@@ -28,6 +31,7 @@ from btp_gitops.generator.domains.kyma.resolution import (
     resolve_module,
     semantic_version,
 )
+from btp_gitops.generator.domains.kyma.status import ModuleState
 from tests.kyma.helpers import HEADER, catalog_of, documents, kyma, release_meta, template
 
 BETA = {"operator.kyma-project.io/beta": "true"}
@@ -42,7 +46,17 @@ CATALOG = catalog_of(
     template("mixed-stable", module="mixed", channel="regular", version="1.0.0"),
     template("mixed-beta", module="mixed", channel="regular", version="1.1.0", labels=BETA),
     template("vault-regular", module="vault", channel="regular", version="2.0.0", labels=INTERNAL),
+    template("greeter-none-1.1.0", module="greeter", channel="none", version="1.1.0"),
     template("auditor-1", module="auditor", version="1.0.0", mandatory=True),
+    template(
+        "badname-regular",
+        module="badname",
+        channel="regular",
+        version="1.0.0",
+        descriptor={"component": {"name": "Example.com/BadName"}},
+    ),
+    release_meta("nopath", {"regular": "1.0.0"}),
+    template("nopath-1.0.0", version="1.0.0", descriptor={"component": {"name": "kyma-project.io"}}),
     template(
         "legacy-template",
         channel="regular",
@@ -93,8 +107,8 @@ RESOLVED = [
     pytest.param(
         "{modules: [{name: greeter, version: 1.1.0}]}",
         None,
-        ("greeter-fast", "1.1.0", ""),
-        id="classic-fixed-version",
+        ("greeter-none-1.1.0", "1.1.0", "none"),
+        id="classic-fixed-version-in-channel-none",
     ),
     pytest.param(
         "{modules: [{name: relay}]}", None, ("relay-0.2.0", "0.2.0", "regular"), id="release-meta-channel"
@@ -108,7 +122,7 @@ RESOLVED = [
     pytest.param(
         "{modules: [{name: relay, version: 0.4.0}]}",
         None,
-        ("relay-0.4.0", "0.4.0", ""),
+        ("relay-0.4.0", "0.4.0", "none"),
         id="release-meta-fixed-version",
     ),
     pytest.param(
@@ -158,74 +172,94 @@ def test_release_meta_resolution_names_its_component_and_why() -> None:
     assert found.how == "ModuleReleaseMeta kyma-system/relay: channel fast has version 0.3.0"
 
 
+NOT_ALLOWED = "module template not allowed"
+WARNING, ERROR = ModuleState.WARNING, ModuleState.ERROR
+
 UNRESOLVED = [
     pytest.param(
         "{modules: [{name: greeter, channel: experimental}]}",
         None,
-        "no templates were found: in channel experimental for module greeter (channels with templates: fast, regular)",
+        "no templates were found: for module greeter in channel experimental (channels with templates: fast, regular)",
         "spec.modules[0].channel",
+        WARNING,
         id="classic-no-template-in-channel",
     ),
     pytest.param(
         "{channel: experimental, modules: [{name: greeter}]}",
         None,
-        "no templates were found: in channel experimental for module greeter (channels with templates: fast, regular)",
+        "no templates were found: for module greeter in channel experimental (channels with templates: fast, regular)",
         "spec.channel",
+        WARNING,
         id="classic-no-template-in-kyma-channel",
     ),
     pytest.param(
         "{modules: [{name: nothing}]}",
         None,
-        "no templates were found: in channel regular for module nothing",
+        "no templates were found: for module nothing in channel regular",
         "spec.modules[0].name",
+        WARNING,
         id="classic-unknown-module",
     ),
     pytest.param(
         "{channel: fast, modules: [{name: nothing}]}",
         None,
-        "no templates were found: in channel fast for module nothing",
+        "no templates were found: for module nothing in channel fast",
         "spec.modules[0].name",
+        WARNING,
         id="classic-unknown-module-points-at-its-name",
     ),
     pytest.param(
         "{modules: [{name: twin}]}",
         None,
-        "no unique template could be identified for module twin in channel regular: "
-        "candidates: [kyma-system/twin-a, kyma-system/twin-b]",
+        "no unique template could be identified: more than one module template found for module twin in "
+        "channel regular: candidates: [kyma-system/twin-a, kyma-system/twin-b]",
         "spec.modules[0].name",
+        ERROR,
         id="classic-several-candidates",
     ),
     pytest.param(
         "{modules: [{name: mixed}]}",
         BETA,
-        "no unique template could be identified for module mixed in channel regular: "
-        "candidates: [kyma-system/mixed-beta, kyma-system/mixed-stable]",
+        "no unique template could be identified: more than one module template found for module mixed in "
+        "channel regular: candidates: [kyma-system/mixed-beta, kyma-system/mixed-stable]",
         "spec.modules[0].name",
+        ERROR,
         id="classic-several-candidates-for-beta-kyma",
     ),
     pytest.param(
         "{modules: [{name: greeter, version: 2.0.0}]}",
         None,
-        "no templates were found: with version 2.0.0 for module greeter (versions: 1.0.0, 1.1.0)",
+        "no templates were found: for module greeter in version 2.0.0 (versions in channel none: 1.1.0)",
         "spec.modules[0].version",
+        WARNING,
         id="classic-fixed-version-missing",
+    ),
+    pytest.param(
+        "{modules: [{name: greeter, version: 1.0.0}]}",
+        None,
+        "no templates were found: for module greeter in version 1.0.0 (versions in channel none: 1.1.0)",
+        "spec.modules[0].version",
+        WARNING,
+        id="classic-fixed-version-only-in-channel-none-not-in-regular",
     ),
     pytest.param(
         "{modules: [{name: legacy-template}]}",
         None,
-        "no templates were found: in channel regular for module legacy-template; templates are found by their "
-        "operator.kyma-project.io/module-name label, references by template name or FQDN are deprecated and not "
-        "supported",
+        "no templates were found: for module legacy-template in channel regular; templates are found by "
+        "their spec.moduleName (or, without one, their operator.kyma-project.io/module-name label), "
+        "references by template name or FQDN are deprecated and not supported",
         "spec.modules[0].name",
+        WARNING,
         id="deprecated-reference-by-name",
     ),
     pytest.param(
         "{modules: [{name: example.com/legacy}]}",
         None,
-        "no templates were found: in channel regular for module example.com/legacy; templates are found by their "
-        "operator.kyma-project.io/module-name label, references by template name or FQDN are deprecated and not "
-        "supported",
+        "no templates were found: for module example.com/legacy in channel regular; templates are found by "
+        "their spec.moduleName (or, without one, their operator.kyma-project.io/module-name label), "
+        "references by template name or FQDN are deprecated and not supported",
         "spec.modules[0].name",
+        WARNING,
         id="deprecated-reference-by-fqdn",
     ),
     pytest.param(
@@ -233,6 +267,7 @@ UNRESOLVED = [
         None,
         "ModuleReleaseMeta kyma-system/relay has no version for channel experimental (channels: fast, regular)",
         "spec.modules[0].channel",
+        ERROR,
         id="release-meta-no-channel-entry",
     ),
     pytest.param(
@@ -241,6 +276,7 @@ UNRESOLVED = [
         "ModuleReleaseMeta kyma-system/gone: channel regular has version 9.9.9, but the catalog has no "
         "ModuleTemplate kyma-system/gone-9.9.9",
         "spec.modules[0].name",
+        ERROR,
         id="release-meta-template-missing",
     ),
     pytest.param(
@@ -248,68 +284,91 @@ UNRESOLVED = [
         None,
         "version 1.0.0 fixed in spec.modules, but the catalog has no ModuleTemplate kyma-system/relay-1.0.0",
         "spec.modules[0].version",
+        ERROR,
         id="release-meta-fixed-version-missing",
     ),
     pytest.param(
         "{modules: [{name: shiny}]}",
         None,
-        'template kyma-system/shiny-regular is beta: only a Kyma labelled operator.kyma-project.io/beta: "true" may use it',
+        f"{NOT_ALLOWED}: beta module: template kyma-system/shiny-regular is beta, only a Kyma labelled "
+        'operator.kyma-project.io/beta: "true" may use it',
         "spec.modules[0].name",
+        ERROR,
         id="beta-template-gated",
     ),
     pytest.param(
         "{modules: [{name: shiny}]}",
         INTERNAL,
-        'template kyma-system/shiny-regular is beta: only a Kyma labelled operator.kyma-project.io/beta: "true" may use it',
+        f"{NOT_ALLOWED}: beta module: template kyma-system/shiny-regular is beta, only a Kyma labelled "
+        'operator.kyma-project.io/beta: "true" may use it',
         "spec.modules[0].name",
+        ERROR,
         id="internal-kyma-is-not-beta",
     ),
     pytest.param(
         "{modules: [{name: vault}]}",
         BETA,
-        "template kyma-system/vault-regular is internal: only a Kyma labelled operator.kyma-project.io/internal: "
-        '"true" may use it',
+        f"{NOT_ALLOWED}: internal module: template kyma-system/vault-regular is internal, only a Kyma labelled "
+        'operator.kyma-project.io/internal: "true" may use it',
         "spec.modules[0].name",
+        ERROR,
         id="internal-template-gated",
     ),
     pytest.param(
         "{modules: [{name: preview}]}",
         None,
-        'ModuleReleaseMeta kyma-system/preview is beta: only a Kyma labelled operator.kyma-project.io/beta: "true" '
-        "may use it",
+        f"{NOT_ALLOWED}: beta module: ModuleReleaseMeta kyma-system/preview is beta, only a Kyma labelled "
+        'operator.kyma-project.io/beta: "true" may use it',
         "spec.modules[0].name",
+        ERROR,
         id="beta-release-meta-gated",
     ),
     pytest.param(
         "{modules: [{name: labelled}]}",
         None,
-        "template kyma-system/labelled-1.0.0 is internal: only a Kyma labelled operator.kyma-project.io/internal: "
-        '"true" may use it',
+        f"{NOT_ALLOWED}: internal module: template kyma-system/labelled-1.0.0 is internal, only a Kyma "
+        'labelled operator.kyma-project.io/internal: "true" may use it',
         "spec.modules[0].name",
+        ERROR,
         id="internal-template-of-release-meta-gated",
     ),
     pytest.param(
-        "{modules: [{name: core}]}",
+        "{modules: [{name: badname}]}",
         None,
-        "module core is mandatory: it is rendered for every Kyma and cannot be listed in spec.modules",
+        "failed to get descriptor: template kyma-system/badname-regular: spec.descriptor.component.name "
+        "'Example.com/BadName' is not a valid OCM component name (a domain, then a path, in lower case, "
+        "at most 255 characters)",
         "spec.modules[0].name",
-        id="mandatory-release-meta-listed",
+        ERROR,
+        id="invalid-ocm-component-name-classic",
     ),
     pytest.param(
-        "{modules: [{name: auditor}]}",
+        "{modules: [{name: nopath}]}",
         None,
-        "module auditor is mandatory: it is rendered for every Kyma and cannot be listed in spec.modules",
+        "failed to get descriptor: template kyma-system/nopath-1.0.0: spec.descriptor.component.name "
+        "'kyma-project.io' is not a valid OCM component name (a domain, then a path, in lower case, "
+        "at most 255 characters)",
         "spec.modules[0].name",
-        id="mandatory-template-listed",
+        ERROR,
+        id="invalid-ocm-component-name-release-meta",
     ),
 ]
 
 
-@pytest.mark.parametrize(("spec", "labels", "message", "field_path"), UNRESOLVED)
-def test_unresolved(spec: str, labels: dict[str, str] | None, message: str, field_path: str) -> None:
+@pytest.mark.parametrize(("spec", "labels", "message", "field_path", "state"), UNRESOLVED)
+def test_unresolved(
+    spec: str, labels: dict[str, str] | None, message: str, field_path: str, state: ModuleState
+) -> None:
     found = resolve(spec, labels)
     assert isinstance(found, Unresolved), found
-    assert (found.message, found.field_path) == (message, field_path)
+    assert (found.message, found.field_path, found.state) == (message, field_path, state)
+    problem = found.problem(kyma(spec, labels))
+    assert (problem.file, problem.object_ref, problem.field_path) == (
+        "kyma.yaml",
+        "Kyma kyma-system/default",
+        field_path,
+    )
+    assert problem.message == f"module {found.module}: {message}"
 
 
 def test_several_release_metas_named_after_the_module() -> None:
@@ -335,7 +394,7 @@ def test_several_release_metas_named_after_the_module() -> None:
         ("{modules: [{name: a}]}", "regular"),
         ("{channel: fast, modules: [{name: a}]}", "fast"),
         ("{channel: fast, modules: [{name: a, channel: experimental}]}", "experimental"),
-        ("{channel: fast, modules: [{name: a, version: 1.0.0}]}", ""),
+        ("{channel: fast, modules: [{name: a, version: 1.0.0}]}", "none"),
     ],
 )
 def test_desired_channel(spec: str, expected: str) -> None:
@@ -385,41 +444,114 @@ def test_mandatory_modules_by_release_meta_and_by_highest_template() -> None:
         template("auditor-1.10", module="auditor", version="1.10.0", mandatory=True),
         template("greeter-regular", module="greeter", channel="regular", version="1.0.0"),
     )
-    found, problems = resolve_mandatory(catalog)
-    assert problems == []
-    assert [(r.module, r.template.name, r.version, r.mandatory) for r in found] == [
+    found = resolve_mandatory(catalog)
+    assert all(isinstance(r, Resolved) for r in found.values()), found
+    resolved = [r for r in found.values() if isinstance(r, Resolved)]
+    assert [(r.module, r.template.name, r.version, r.mandatory) for r in resolved] == [
         ("auditor", "auditor-1.10", "1.10.0", True),
         ("core", "core-1.0.0", "1.0.0", True),
     ]
-    assert found[0].how == "mandatory: template kyma-system/auditor-1.10 is the highest mandatory version"
-    assert found[1].how == "mandatory: ModuleReleaseMeta kyma-system/core has version 1.0.0"
+    assert resolved[0].how == "mandatory: template kyma-system/auditor-1.10 is the highest mandatory version"
+    assert resolved[1].how == "mandatory: ModuleReleaseMeta kyma-system/core has version 1.0.0"
 
 
-def test_mandatory_problems_name_the_catalog_object() -> None:
-    catalog = catalog_of(
-        release_meta("core", mandatory={"version": "2.0.0"}),
-        template("auditor-a", module="auditor", version="1.0.0", mandatory=True),
-        template("auditor-b", module="auditor", version="1.0.0", mandatory=True),
-    )
-    found, problems = resolve_mandatory(catalog)
-    assert found == []
-    assert [(p.object_ref, p.field_path, p.message) for p in problems] == [
-        (
-            "ModuleReleaseMeta kyma-system/core",
-            "spec.mandatory.version",
-            "mandatory version 2.0.0 has no ModuleTemplate kyma-system/core-2.0.0 in the catalog",
-        ),
-        (
-            "ModuleTemplate kyma-system/auditor-a",
-            "spec.version",
-            "no unique mandatory template of module auditor: candidates: [kyma-system/auditor-a, kyma-system/auditor-b]",
-        ),
-        (
-            "ModuleTemplate kyma-system/auditor-b",
-            "spec.version",
-            "no unique mandatory template of module auditor: candidates: [kyma-system/auditor-a, kyma-system/auditor-b]",
-        ),
+def _mandatory_failures(*texts: str) -> list[tuple[str, str, str, str]]:
+    found = resolve_mandatory(catalog_of(*texts))
+    return [
+        (r.module, str(r.source.ref if r.source else None), r.field_path, r.message)
+        for r in found.values()
+        if isinstance(r, Unresolved)
     ]
+
+
+MANDATORY_FAILURES = [
+    pytest.param(
+        [release_meta("core", mandatory={"version": "2.0.0"})],
+        [
+            (
+                "core",
+                "ModuleReleaseMeta kyma-system/core",
+                "spec.mandatory.version",
+                "mandatory version 2.0.0 has no ModuleTemplate kyma-system/core-2.0.0 in the catalog",
+            )
+        ],
+        id="release-meta-template-missing",
+    ),
+    pytest.param(
+        [
+            template("auditor-a", module="auditor", version="1.0.0", mandatory=True),
+            template("auditor-b", module="auditor", version="1.0.0", mandatory=True),
+        ],
+        [
+            (
+                "auditor",
+                "ModuleTemplate kyma-system/auditor-a",
+                "spec.version",
+                "no unique mandatory template of module auditor: candidates: [kyma-system/auditor-a, "
+                "kyma-system/auditor-b]",
+            )
+        ],
+        id="tied-versions",
+    ),
+    pytest.param(
+        [
+            template("warden-1", module="warden", version="1.0.0", mandatory=True),
+            template("warden-next", module="warden", mandatory=True),
+        ],
+        [
+            (
+                "warden",
+                "ModuleTemplate kyma-system/warden-next",
+                "spec.version",
+                "mandatory template kyma-system/warden-next has no version (spec.version, or the "
+                "operator.kyma-project.io/module-version annotation of older templates)",
+            )
+        ],
+        id="template-without-version-is-named",
+    ),
+    pytest.param(
+        [template("lonely", module="lonely", mandatory=True)],
+        [
+            (
+                "lonely",
+                "ModuleTemplate kyma-system/lonely",
+                "spec.version",
+                "mandatory template kyma-system/lonely has no version (spec.version, or the "
+                "operator.kyma-project.io/module-version annotation of older templates)",
+            )
+        ],
+        id="the-only-template-without-version",
+    ),
+    pytest.param(
+        [
+            template(
+                "probe-1",
+                module="probe",
+                version="1.0.0",
+                mandatory=True,
+                descriptor={"component": {"name": "probe"}},
+            )
+        ],
+        [
+            (
+                "probe",
+                "ModuleTemplate kyma-system/probe-1",
+                "spec.descriptor.component.name",
+                "failed to get descriptor: template kyma-system/probe-1: spec.descriptor.component.name "
+                "'probe' is not a valid OCM component name (a domain, then a path, in lower case, at most "
+                "255 characters)",
+            )
+        ],
+        id="invalid-ocm-component-name",
+    ),
+]
+
+
+@pytest.mark.parametrize(("texts", "expected"), MANDATORY_FAILURES)
+def test_mandatory_failures_name_the_catalog_object(
+    texts: list[str], expected: list[tuple[str, str, str, str]]
+) -> None:
+    assert _mandatory_failures(*texts) == expected
 
 
 CATALOG_PROBLEMS = [
@@ -509,17 +641,16 @@ def test_a_mandatory_template_without_semver_ranks_below_every_release() -> None
         template("probe-a", module="probe", version="main", mandatory=True),
         template("probe-b", module="probe", version="dev", mandatory=True),
     )
-    found, problems = resolve_mandatory(catalog)
-    assert [(r.module, r.template.name) for r in found] == [
+    found = resolve_mandatory(catalog)
+    assert [(m, r.template.name) for m, r in found.items() if isinstance(r, Resolved)] == [
         ("auditor", "auditor-0.0.1"),
         ("meter", "meter-nightly"),  # alone: the only candidate, whatever its version says
     ]
-    assert [(p.object_ref, p.message) for p in problems] == [
+    assert [(m, r.message) for m, r in found.items() if isinstance(r, Unresolved)] == [
         (
-            f"ModuleTemplate kyma-system/{name}",
+            "probe",
             "no unique mandatory template of module probe: candidates: [kyma-system/probe-a, kyma-system/probe-b]",
         )
-        for name in ("probe-a", "probe-b")
     ]
 
 
@@ -549,7 +680,7 @@ def test_no_deprecation_hint_for_a_module_found_by_its_label() -> None:
     found = resolve_module(catalog, subject, subject.modules[0])
     assert isinstance(found, Unresolved)
     assert found.message == (
-        "no templates were found: in channel fast for module meter (channels with templates: regular)"
+        "no templates were found: for module meter in channel fast (channels with templates: regular)"
     )
 
 
@@ -565,11 +696,23 @@ def test_a_release_meta_without_channels_says_none() -> None:
 
 
 def test_a_classic_resolution_says_why_by_channel_or_by_version() -> None:
-    catalog = catalog_of(template("solo", module="solo", channel="regular", version="1.0.0"))
+    catalog = catalog_of(
+        template("solo", module="solo", channel="regular", version="1.0.0"),
+        template("solo-pinned", module="solo", channel="none", version="1.0.0"),
+    )
     by_channel = kyma("{modules: [{name: solo}]}")
     by_version = kyma("{modules: [{name: solo, version: 1.0.0}]}")
     found = [resolve_module(catalog, k, k.modules[0]) for k in (by_channel, by_version)]
-    assert [r.how for r in found if isinstance(r, Resolved)] == [
-        "template kyma-system/solo: operator.kyma-project.io/module-name=solo, channel regular",
-        "template kyma-system/solo: operator.kyma-project.io/module-name=solo, version 1.0.0",
+    assert [(r.template.name, r.channel, r.how) for r in found if isinstance(r, Resolved)] == [
+        (
+            "solo",
+            "regular",
+            "template kyma-system/solo: operator.kyma-project.io/module-name=solo, channel regular",
+        ),
+        (
+            "solo-pinned",
+            "none",
+            "template kyma-system/solo-pinned: operator.kyma-project.io/module-name=solo, version 1.0.0 in "
+            "channel none",
+        ),
     ]

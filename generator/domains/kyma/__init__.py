@@ -4,6 +4,7 @@ model        typed views of Kyma, ModuleTemplate and ModuleReleaseMeta source do
 catalog      the module catalog: templates and release metas, and its own consistency rules
 resolution   a Kyma's module entry -> one template, by ModuleReleaseMeta or by channel
 maintenance  maintenance window policies (Lifecycle Manager's JSON format)
+selector     label selectors: a restricted module's spec.kymaSelector
 record       the versions a previous render resolved, kept beside the apps
 status       module and Kyma states, in the shape of the Kyma CR's status
 content      a resolved module -> its objects and default CR, labelled and ordered
@@ -12,7 +13,7 @@ render       plan (record, skip-reconciliation, resolve, decide) and render the 
 This face lists what other packages (pipeline, cli) may use.
 """
 
-from btp_gitops.generator.domains.kyma.maintenance import PolicyText
+from btp_gitops.generator.domains.kyma.maintenance import DEFAULT_MIN_WINDOW, PolicyText
 from btp_gitops.generator.domains.kyma.model import CATALOG_KINDS, KYMA
 from btp_gitops.generator.domains.kyma.record import RECORD_FILE
 from btp_gitops.generator.domains.kyma.render import (
@@ -25,6 +26,7 @@ from btp_gitops.generator.domains.kyma.status import KymaReport, report_table
 
 __all__ = [
     "CATALOG_KINDS",
+    "DEFAULT_MIN_WINDOW",
     "KYMA",
     "RECORD_FILE",
     "KymaContext",

@@ -28,9 +28,10 @@ class Catalog:
     templates: tuple[Template, ...] = ()
     release_metas: tuple[ReleaseMeta, ...] = ()
 
-    def labelled(self, module: str) -> list[Template]:
-        """Classic resolution's candidates: templates labelled with the module's name."""
-        return [t for t in self.templates if t.module_label == module]
+    def templates_of(self, module: str) -> list[Template]:
+        """Classic resolution's candidates: the templates whose spec.moduleName is the module, and
+        those without a moduleName labelled with it (Lifecycle Manager's match)."""
+        return [t for t in self.templates if t.belongs_to(module)]
 
     def release_metas_named(self, module: str) -> list[ReleaseMeta]:
         return [meta for meta in self.release_metas if meta.name == module]

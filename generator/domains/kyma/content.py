@@ -21,7 +21,7 @@ from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest
 from btp_gitops.generator.core.errors import InvalidSpec, PathNotAllowed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.core.layout import KUSTOMIZATION
-from btp_gitops.generator.core.objects import Manifest, describe, name_of
+from btp_gitops.generator.core.objects import Manifest, describe, get_path, name_of
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document
@@ -32,9 +32,15 @@ from btp_gitops.generator.domains.kyma.model import (
     RawManifest,
     Template,
 )
+from btp_gitops.generator.domains.kyma.status import ResourceRef
 from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
 from btp_gitops.generator.transforms.metadata import add_labels, set_default_namespace
-from btp_gitops.generator.transforms.ordering import annotate_argocd_sync_waves
+from btp_gitops.generator.transforms.ordering import (
+    ARGOCD_SYNC_WAVE,
+    annotate_argocd_stage,
+    annotate_argocd_sync_waves,
+    stage_of_directory,
+)
 from btp_gitops.generator.transforms.volatile import still_pinned
 
 APP_PREFIX = "kyma-"
@@ -146,12 +152,17 @@ def render_module(module: ModuleRender, engine: ChartRenderer, read: ReadManifes
     return AppRender(app_name(module.module), manifests, notes)
 
 
-def kept_app(app: str, previous: Mapping[str, str], where: str) -> AppRender:
-    """An app exactly as the previous render wrote it (laid out again, the same bytes come out)."""
+def kept_app(
+    app: str, previous: Mapping[str, str], where: str, without: ResourceRef | None = None
+) -> AppRender:
+    """An app as the previous render wrote it (laid out again, the same bytes come out; the
+    pipeline carries the files themselves over), or without one object (`without`: the default
+    CR of a module being removed)."""
     manifests = []
     budget = AliasBudget()  # the alias limit holds for the whole app
     for path, text in sorted(previous.items()):
-        if path.startswith(f"{app}/") and path != f"{app}/{KUSTOMIZATION}":
+        # Kustomizations are laid out again: the app's own, and Flux's one per stage directory.
+        if path.startswith(f"{app}/") and path.rsplit("/", 1)[-1] != KUSTOMIZATION:
             try:
                 body = load_trusted_document(text, budget)
             except (yaml.YAMLError, RecursionError):
@@ -162,5 +173,15 @@ def kept_app(app: str, previous: Mapping[str, str], where: str) -> AppRender:
                     f"cannot keep app {app} as it was rendered before",
                     [Problem(f"{where}/{path}", "not a Kubernetes object: fix or remove the file")],
                 )
-            manifests.append(Manifest(body, f"{where}/{path}"))
+            if without is not None and without.matches(body):
+                continue
+            manifest = Manifest(body, f"{where}/{path}")
+            # Laid out for Flux, the stage is the directory (the sync wave was taken off): put it back.
+            parts = path.split("/")
+            stage = stage_of_directory(parts[1]) if len(parts) == 3 else None
+            if stage is not None and ARGOCD_SYNC_WAVE not in (
+                get_path(body, "metadata", "annotations") or {}
+            ):
+                manifest = annotate_argocd_stage(manifest, stage.stage, stage.step)
+            manifests.append(manifest)
     return AppRender(app, manifests)

@@ -1,4 +1,4 @@
-"""Maintenance windows: when an upgrade that requires downtime may happen.
+"""Maintenance windows: when an upgrade that requires downtime may happen, as Lifecycle Manager decides.
 
 The policy file is Lifecycle Manager's (JSON, or the same in YAML):
 
@@ -8,19 +8,35 @@ The policy file is Lifecycle Manager's (JSON, or the same in YAML):
                             {"begin": "2025-10-10T20:00:00Z", "end": "2025-10-11T00:00:00Z"}]}],
      "default": {"days": ["Sat", "Sun"], "begin": "21:00:00+00:00", "end": "05:00:00+00:00"}}
 
-A rule matches a Kyma when any of its patterns (regular expressions, searched anywhere) matches
-the Kyma's label of that attribute. The first matching rule's windows apply; when none of them is
-current or ahead, or no rule matches, the default window does. A window with `days` recurs on
-those weekdays between two times of day (crossing midnight when `end` is not after `begin`); one
-without is an absolute interval. Times must carry a UTC offset.
+It is read as Lifecycle Manager reads it (Go's JSON decoding): keys match their field in any
+case (`Rules`, `BEGIN`), a later key of the same field wins, and a time is a full timestamp
+(RFC 3339) or a time of day with its UTC offset, in either kind of window. A key that names no
+field is refused (Lifecycle Manager would skip it, and a misspelt `windows` would silently mean
+"never"), as is a weekday other than Mon..Sun.
+
+Resolving, for a Kyma with given labels at a given time, with a minimum window size (default 20
+minutes, Lifecycle Manager's):
+
+- A rule matches when any of its patterns (regular expressions, searched anywhere) matches the
+  Kyma's label of that attribute. The first matching rule's windows are tried in the order
+  written; the first one with an occurrence that ends more than the minimum size from now wins
+  (a running window with less left is not entered). When that rule offers none, or no rule
+  matches, the `default` window is tried the same way.
+- A window with `days` occurs on those weekdays, from the date of the time checked (UTC) on for
+  eight days, between its two times of day; when `end` is not after `begin` the occurrence ends on
+  the next day. A window without `days` is one absolute interval; one whose end precedes its
+  begin is still the window found when its end is ahead, and it is never active.
+- The module may be upgraded when the window found is active: it has begun and not ended. No
+  window at all (no default window, and nothing ahead) is "failed to determine" for Lifecycle
+  Manager: the module is then in Error, not upgraded.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from btp_gitops.generator.core.errors import InputError, Problem, raise_if_problems
@@ -34,6 +50,12 @@ ATTRIBUTE_LABELS = {
     "platformRegion": "kyma-project.io/platform-region",
 }
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+DEFAULT_MIN_WINDOW = timedelta(minutes=20)  # Lifecycle Manager's --min-maintenance-window-size
+_DAY = timedelta(days=1)
+_LOOKAHEAD_DAYS = 8  # a week and a day: every weekday once, today's twice
+
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+_TIME_OF_DAY = re.compile(r"\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +71,9 @@ class Interval:
     begin: datetime
     end: datetime
 
-    def contains(self, at: datetime) -> bool:
-        return self.begin <= at < self.end
+    def active(self, at: datetime) -> bool:
+        """Begun and not ended, both strictly, as Lifecycle Manager checks it."""
+        return self.begin < at < self.end
 
     def describe(self) -> str:
         return f"{self.begin.isoformat()} to {self.end.isoformat()}"
@@ -58,34 +81,29 @@ class Interval:
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    days: frozenset[int]  # weekday numbers (Monday 0); empty: begin and end are absolute
-    begin: datetime | time
-    end: datetime | time
+    days: frozenset[str]  # weekday abbreviations; empty: begin and end are absolute
+    begin: datetime  # a time of day is kept on 0001-01-01 (Go's zero date is long past as well)
+    end: datetime
 
-    def occurrences(self, around: datetime) -> Iterator[Interval]:
-        """The window's intervals from the day before `around` to a week after it."""
-        first, last = self.begin, self.end
-        if isinstance(first, datetime) and isinstance(last, datetime):
-            yield Interval(first, last)
-            return
-        if isinstance(first, datetime) or isinstance(last, datetime):
-            return  # parse_policy never mixes the two forms
-        local = around.astimezone(first.tzinfo)
-        for offset in range(-1, 8):
-            day: date = local.date() + timedelta(days=offset)
-            if day.weekday() not in self.days:
-                continue
-            begin = datetime.combine(day, first)
-            end = datetime.combine(day, last)
-            if end <= begin:  # crosses midnight
-                end += timedelta(days=1)
-            yield Interval(begin, end)
+    def available(self, at: datetime, min_size: timedelta) -> Interval | None:
+        """The first occurrence that ends more than `min_size` after `at`, or None."""
+        if not self.days:
+            return Interval(self.begin, self.end) if self.end > at + min_size else None
+        today = at.astimezone(UTC).date()
+        begin = datetime.combine(today, self.begin.timetz())
+        end = datetime.combine(today, self.end.timetz())
+        if end <= begin:  # goes through midnight
+            end += _DAY
+        for _ in range(_LOOKAHEAD_DAYS):
+            if WEEKDAYS[begin.weekday()] in self.days and end > at + min_size:
+                return Interval(begin, end)
+            begin, end = begin + _DAY, end + _DAY
+        return None
 
 
-def upcoming(windows: tuple[Window, ...], at: datetime) -> Interval | None:
-    """The earliest interval of `windows` that has not ended at `at` (it may be running)."""
-    intervals = [i for window in windows for i in window.occurrences(at) if i.end > at]
-    return min(intervals, key=lambda i: (i.begin, i.end), default=None)
+def first_available(windows: tuple[Window, ...], at: datetime, min_size: timedelta) -> Interval | None:
+    """The first window, in the order written, with an occurrence available at `at`."""
+    return next((found for w in windows if (found := w.available(at, min_size)) is not None), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +123,33 @@ class Rule:
 class MaintenancePolicy:
     file: str
     rules: tuple[Rule, ...]
-    default: tuple[Window, ...]
+    default: Window | None
 
-    def next_window(self, labels: Mapping[str, str], at: datetime) -> Interval | None:
-        """The window that applies to a Kyma with `labels`: running at `at`, or the next one."""
+    def resolve(
+        self, labels: Mapping[str, str], at: datetime, min_size: timedelta = DEFAULT_MIN_WINDOW
+    ) -> Interval | None:
+        """The window for a Kyma with `labels` at `at` (maybe not active yet), or None when
+        neither the first matching rule nor the default provides one."""
         rule = next((r for r in self.rules if r.matches(labels)), None)
-        found = upcoming(rule.windows, at) if rule else None
-        return found or upcoming(self.default, at)
+        found = first_available(rule.windows, at, min_size) if rule else None
+        if found is None and self.default is not None:
+            found = self.default.available(at, min_size)
+        return found
+
+
+def _fields(value: dict[Any, Any], known: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
+    """The object's values by field, keys matched in any case (the later of two wins), and the
+    keys that name no field."""
+    by_fold = {name.casefold(): name for name in known}
+    found: dict[str, Any] = {}
+    unknown = []
+    for key, item in value.items():
+        name = by_fold.get(str(key).casefold())
+        if name is None:
+            unknown.append(str(key))
+        else:
+            found[name] = item
+    return found, unknown
 
 
 class _Reader:
@@ -124,58 +162,67 @@ class _Reader:
     def problem(self, path: str, message: str) -> None:
         self.problems.append(Problem(file=self.file, field_path=path, message=message))
 
-    def moment(self, value: Any, path: str, with_days: bool) -> datetime | time | None:
+    def fields(self, value: dict[Any, Any], path: str, known: tuple[str, ...]) -> dict[str, Any]:
+        found, unknown = _fields(value, known)
+        for key in unknown:
+            self.problem(f"{path}.{key}" if path else key, f"unknown field (known: {', '.join(known)})")
+        return found
+
+    def moment(self, value: Any, path: str) -> datetime | None:
         text = value if isinstance(value, str) else ""
+        normalized = text[:-1] + "+00:00" if text.endswith("Z") else text
         try:
-            parsed: datetime | time = time.fromisoformat(text) if with_days else datetime.fromisoformat(text)
+            if _TIMESTAMP.fullmatch(text):
+                return datetime.fromisoformat(normalized)
+            if _TIME_OF_DAY.fullmatch(text):
+                return datetime.combine(datetime.min.date(), time.fromisoformat(normalized))
         except ValueError:
-            wanted = "a time of day like 20:00:00Z" if with_days else "a timestamp like 2025-10-10T20:00:00Z"
-            self.problem(path, f"must be {wanted}, got {value!r}")
-            return None
-        if parsed.tzinfo is None:
-            self.problem(path, "must carry a UTC offset (Z or +hh:mm)")
-            return None
-        return parsed
+            pass
+        self.problem(
+            path,
+            f"must be a timestamp like 2025-10-10T20:00:00Z or a time of day like 20:00:00Z, got {value!r}",
+        )
+        return None
 
     def window(self, value: Any, path: str) -> Window | None:
         if not isinstance(value, dict):
             self.problem(path, "must be an object with begin and end")
             return None
-        days = value.get("days") or []
+        found = self.fields(value, path, ("days", "begin", "end"))
+        days = found.get("days") or []
         if not isinstance(days, list) or any(d not in WEEKDAYS for d in days):
             self.problem(f"{path}.days", f"must list weekdays out of {', '.join(WEEKDAYS)}")
             return None
-        begin = self.moment(value.get("begin"), f"{path}.begin", bool(days))
-        end = self.moment(value.get("end"), f"{path}.end", bool(days))
+        begin = self.moment(found.get("begin"), f"{path}.begin")
+        end = self.moment(found.get("end"), f"{path}.end")
         if begin is None or end is None:
             return None
-        if isinstance(begin, datetime) and isinstance(end, datetime) and end <= begin:
-            self.problem(f"{path}.end", "must be after begin")
-            return None
-        return Window(frozenset(WEEKDAYS.index(d) for d in days), begin, end)
+        return Window(frozenset(days), begin, end)
 
     def match(self, value: Any, path: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
         if not isinstance(value, dict):
             self.problem(path, "must be an object of attribute patterns")
             return ()
-        found = []
-        for attribute, pattern in sorted(value.items()):
-            if attribute not in ATTRIBUTE_LABELS:
-                known = ", ".join(ATTRIBUTE_LABELS)
-                self.problem(f"{path}.{attribute}", f"unknown attribute (known: {known})")
-            elif pattern:  # an empty pattern matches nothing, as in Lifecycle Manager
+        result = []
+        for attribute, pattern in sorted(self.fields(value, path, tuple(ATTRIBUTE_LABELS)).items()):
+            if pattern:  # an empty pattern matches nothing, as in Lifecycle Manager
                 try:
-                    found.append((attribute, re.compile(str(pattern))))
+                    result.append((attribute, re.compile(str(pattern))))
                 except re.error as error:
                     self.problem(f"{path}.{attribute}", f"invalid regular expression: {error}")
-        return tuple(found)
+        return tuple(result)
 
     def rule(self, value: Any, path: str) -> Rule | None:
         if not isinstance(value, dict):
             self.problem(path, "must be an object with match and windows")
             return None
-        windows = [self.window(w, f"{path}.windows[{i}]") for i, w in enumerate(value.get("windows") or [])]
-        return Rule(self.match(value.get("match", {}), f"{path}.match"), tuple(w for w in windows if w))
+        found = self.fields(value, path, ("match", "windows"))
+        listed = found.get("windows") or []
+        if not isinstance(listed, list):
+            self.problem(f"{path}.windows", "must be a list of windows")
+            listed = []
+        windows = [self.window(w, f"{path}.windows[{i}]") for i, w in enumerate(listed)]
+        return Rule(self.match(found.get("match") or {}, f"{path}.match"), tuple(w for w in windows if w))
 
 
 def parse_policy(policy: PolicyText) -> MaintenancePolicy:
@@ -190,9 +237,12 @@ def parse_policy(policy: PolicyText) -> MaintenancePolicy:
         raise InputError(
             "cannot read the maintenance policy", [Problem(policy.file, "expected one object with rules")]
         )
-    for key in sorted(set(body) - {"rules", "default"}):
-        reader.problem(key, "unknown field")
-    rules = [reader.rule(r, f"rules[{i}]") for i, r in enumerate(body.get("rules") or [])]
-    default = reader.window(body["default"], "default") if "default" in body else None
+    found = reader.fields(body, "", ("rules", "default"))
+    listed = found.get("rules") or []
+    if not isinstance(listed, list):
+        reader.problem("rules", "must be a list of rules")
+        listed = []
+    rules = [reader.rule(r, f"rules[{i}]") for i, r in enumerate(listed)]
+    default = reader.window(found["default"], "default") if found.get("default") is not None else None
     raise_if_problems(InputError, "invalid maintenance policy", reader.problems)
-    return MaintenancePolicy(policy.file, tuple(r for r in rules if r), (default,) if default else ())
+    return MaintenancePolicy(policy.file, tuple(r for r in rules if r), default)

@@ -168,8 +168,8 @@ class Template:
     source: SourceDocument
     name: str
     namespace: str
-    module_label: str | None  # operator.kyma-project.io/module-name: how classic resolution finds it
-    module_name: str  # spec.moduleName (may be empty)
+    module_label: str | None  # operator.kyma-project.io/module-name: the fallback when moduleName is empty
+    module_name: str  # spec.moduleName (may be empty): how Lifecycle Manager finds the template
     channel: str
     version: str
     mandatory: bool
@@ -186,8 +186,16 @@ class Template:
 
     @property
     def module(self) -> str:
-        """The module this template belongs to, for mandatory templates and messages."""
-        return self.module_label or self.module_name or self.name
+        """The module this template belongs to: spec.moduleName, else the module-name label (as
+        Lifecycle Manager names a mandatory template's module), else the template's own name."""
+        return self.module_name or self.module_label or self.name
+
+    def belongs_to(self, module: str) -> bool:
+        """Lifecycle Manager's match of a template to a module: by spec.moduleName, and by the
+        module-name label only when spec.moduleName is empty."""
+        if self.module_name:
+            return self.module_name == module
+        return self.module_label == module
 
     @classmethod
     def from_source(cls, source: SourceDocument) -> Template:
@@ -226,6 +234,7 @@ class ReleaseMeta:
     beta: bool
     internal: bool
     fqdn: str
+    kyma_selector: Mapping[str, Any] | None  # spec.kymaSelector: a restricted module, for matching Kymas only
 
     @property
     def qualified_name(self) -> str:
@@ -252,4 +261,5 @@ class ReleaseMeta:
             beta=bool(spec.get("beta", False)),
             internal=bool(spec.get("internal", False)),
             fqdn=str(spec.get("ocmComponentName", "")),
+            kyma_selector=spec["kymaSelector"] if isinstance(spec.get("kymaSelector"), dict) else None,
         )

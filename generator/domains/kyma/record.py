@@ -17,7 +17,13 @@ from typing import Any
 
 from btp_gitops.generator.core.errors import InputError, Problem
 from btp_gitops.generator.core.names import NameRule, name_message
-from btp_gitops.generator.domains.kyma.status import KymaReport, ModuleState, ModuleStatus, TemplateRef
+from btp_gitops.generator.domains.kyma.status import (
+    KymaReport,
+    ModuleState,
+    ModuleStatus,
+    ResourceRef,
+    TemplateRef,
+)
 
 RECORD_FILE = ".kyma-modules.json"
 _NOTE = (
@@ -41,6 +47,19 @@ EMPTY_RECORD = Record("", {})
 _NOT_RECORDED = frozenset({"message", "maintenance"})
 
 
+def _resource(entry: Mapping[str, Any]) -> ResourceRef | None:
+    resource = entry.get("resource")
+    if resource is None:
+        return None
+    metadata = resource["metadata"]
+    return ResourceRef(
+        str(resource["apiVersion"]),
+        str(resource["kind"]),
+        str(metadata["name"]),
+        str(metadata.get("namespace", "")),
+    )
+
+
 def _status(entry: Mapping[str, Any]) -> ModuleStatus:
     template = entry.get("template")
     return ModuleStatus(
@@ -56,6 +75,7 @@ def _status(entry: Mapping[str, Any]) -> ModuleStatus:
         app=str(entry.get("app", "")),
         maintenance=bool(entry.get("maintenance", False)),
         mandatory=bool(entry.get("mandatory", False)),
+        resource=_resource(entry),
     )
 
 
@@ -84,6 +104,14 @@ def read_record(previous: Mapping[str, str], where: str) -> Record:
     return record
 
 
+def _remembered(module: ModuleStatus) -> bool:
+    """Whether the next render needs the module: it has an app, or a version not to go below; a
+    module whose removal is complete (Deleting, no app left) is forgotten."""
+    if module.state is ModuleState.DELETING:
+        return bool(module.app)
+    return bool(module.version or module.app)
+
+
 def record_text(report: KymaReport) -> str:
     """The record of one Kyma's render: every module that has output or a version to remember."""
     data = {
@@ -92,7 +120,7 @@ def record_text(report: KymaReport) -> str:
         "modules": [
             {key: value for key, value in m.as_dict().items() if key not in _NOT_RECORDED}
             for m in sorted(report.modules, key=lambda m: m.name)
-            if m.version or m.app
+            if _remembered(m)
         ],
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"

@@ -8,11 +8,14 @@ a Manifest. Rendering for Git does the same once per render, for the one Kyma of
 1. Read the record of the previous render of this cluster (domains.kyma.record).
 2. A Kyma labelled `operator.kyma-project.io/skip-reconciliation: "true"` keeps that render as
    it is: every app, and the record.
-3. Resolve every mandatory module and every `spec.modules` entry (domains.kyma.resolution); any
-   failure stops the render, naming the file, the entry and the candidates.
+3. Resolve every mandatory module and every `spec.modules` entry (domains.kyma.resolution). A
+   module that cannot be resolved is that module's problem only: it is reported with Lifecycle
+   Manager's state and message, keeps its previously rendered app as it was, and the plan lists
+   its problem (the render is written, and its exit code says so).
 4. Decide per module: `managed: false` renders nothing (Unmanaged); a version below the recorded
    one keeps the previous app (no downgrade, Warning); an upgrade to a template that requires
-   downtime keeps the previous app until a maintenance window is open (domains.kyma.maintenance).
+   downtime keeps the previous app until a maintenance window is open (domains.kyma.maintenance);
+   a recorded module no longer asked for is removed, its default CR before its resources.
 5. Render the rest (domains.kyma.content), record the versions, report in the shape of the Kyma
    CR's status (domains.kyma.status).
 
@@ -23,9 +26,9 @@ without rendering a chart.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import InvalidSpec, Problem, UsageError, raise_if_problems
@@ -39,12 +42,18 @@ from btp_gitops.generator.domains.kyma.content import (
     kept_app,
     render_module,
 )
-from btp_gitops.generator.domains.kyma.maintenance import MaintenancePolicy, PolicyText, parse_policy
+from btp_gitops.generator.domains.kyma.maintenance import (
+    DEFAULT_MIN_WINDOW,
+    MaintenancePolicy,
+    PolicyText,
+    parse_policy,
+)
 from btp_gitops.generator.domains.kyma.model import (
     CATALOG_KINDS,
     DEFAULT_CHANNEL,
     KYMA,
     SKIP_RECONCILIATION_LABEL,
+    SYNC_NAMESPACE,
     CustomResourcePolicy,
     Kyma,
     ModuleRequest,
@@ -52,14 +61,25 @@ from btp_gitops.generator.domains.kyma.model import (
 )
 from btp_gitops.generator.domains.kyma.record import RECORD_FILE, Record, read_record, record_text
 from btp_gitops.generator.domains.kyma.resolution import (
+    Resolution,
     Resolved,
     Unresolved,
+    as_listed,
     is_lower,
     request_problems,
     resolve_mandatory,
     resolve_module,
 )
-from btp_gitops.generator.domains.kyma.status import KymaReport, ModuleState, ModuleStatus, TemplateRef
+from btp_gitops.generator.domains.kyma.status import (
+    KymaReport,
+    ModuleState,
+    ModuleStatus,
+    ResourceRef,
+    TemplateRef,
+)
+
+# A module's problem, from its message: the file, object and field it points at.
+Locate = Callable[[str], Problem]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +91,7 @@ class KymaContext:
     at: datetime | None = None  # the time maintenance windows are checked at
     previous: Mapping[str, str] = field(default_factory=dict)  # previous render: path in cluster dir -> text
     where: str = "the previous render"  # how errors name the previous render's cluster directory
+    min_window: timedelta = DEFAULT_MIN_WINDOW  # a running window with less left is not entered
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +101,8 @@ class ModulePlan:
     status: ModuleStatus
     render: ModuleRender | None = None
     keep: str | None = None  # the app to keep as the previous render wrote it
+    without: ResourceRef | None = None  # keep the app but not this object (a module being removed)
+    problem: Problem | None = None  # the module could not be resolved: why, and where
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +112,34 @@ class KymaPlan:
     record_files: Mapping[str, str] = field(default_factory=dict)  # path in cluster dir -> text
     previous: Mapping[str, str] = field(default_factory=dict)
     where: str = ""
+
+    @property
+    def problems(self) -> list[Problem]:
+        """The modules that could not be resolved (their previous apps are kept): a render with
+        these is written, and says so in its exit code."""
+        return [module.problem for module in self.modules if module.problem is not None]
+
+    @property
+    def untouched_apps(self) -> frozenset[str]:
+        """Apps kept exactly as the previous render wrote them: their files are carried over as they are."""
+        return frozenset(m.keep for m in self.modules if m.keep is not None and m.without is None)
+
+
+def _default_cr(resolved: Resolved, policy: CustomResourcePolicy) -> ResourceRef | None:
+    """The default CR a rendered module gets (Lifecycle Manager's status.modules[].resource)."""
+    data = resolved.template.data
+    if policy is not CustomResourcePolicy.CREATE_AND_DELETE or data is None:
+        return None
+    metadata = data.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    if not metadata.get("name"):
+        return None  # render_module refuses it, naming the field
+    return ResourceRef(
+        str(data.get("apiVersion", "")),
+        str(data.get("kind", "")),
+        str(metadata["name"]),
+        str(metadata.get("namespace") or SYNC_NAMESPACE),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +151,7 @@ class _Decider:
     previous: Mapping[str, str]
     policy: MaintenancePolicy | None
     at: datetime | None
+    min_window: timedelta
 
     def installed(self, module: str) -> ModuleStatus | None:
         """The module as the previous render left it, if its app is still in the repo."""
@@ -108,40 +160,115 @@ class _Decider:
             return None
         return found if any(path.startswith(f"{found.app}/") for path in self.previous) else None
 
-    def decide(self, resolved: Resolved, policy: CustomResourcePolicy) -> ModulePlan:
+    def decide(self, resolved: Resolved, policy: CustomResourcePolicy, locate: Locate) -> ModulePlan:
         installed = self.installed(resolved.module)
-        status = _resolved_status(resolved)
+        status = dataclasses.replace(_resolved_status(resolved), resource=_default_cr(resolved, policy))
         if installed and is_lower(resolved.version, installed.version):
             message = (
-                f"ignore channel skew: {resolved.version} ({resolved.how}) is lower than the rendered "
-                f"version {installed.version}, which is kept (no downgrade)"
+                "module template update not allowed: ignore channel skew "
+                f"(from {installed.channel or '-'} to {resolved.channel or '-'}), "
+                f"as a higher version ({installed.version}) of the module was "
+                f"previously installed: {resolved.version} ({resolved.how}) is not rendered, "
+                f"{installed.version} is kept (no downgrade)"
             )
             return _keep(installed, ModuleState.WARNING, message)
         if installed and installed.version != resolved.version and self.waits_for_downtime(resolved):
-            return self.maintenance(resolved, installed, status, policy)
+            return self.maintenance(resolved, installed, status, policy, locate)
         return ModulePlan(status, render=ModuleRender(resolved.module, resolved.template, policy))
 
     def waits_for_downtime(self, resolved: Resolved) -> bool:
         return resolved.template.requires_downtime and not self.kyma.skip_maintenance_windows
 
     def maintenance(
-        self, resolved: Resolved, installed: ModuleStatus, status: ModuleStatus, policy: CustomResourcePolicy
+        self,
+        resolved: Resolved,
+        installed: ModuleStatus,
+        status: ModuleStatus,
+        policy: CustomResourcePolicy,
+        locate: Locate,
     ) -> ModulePlan:
-        """An upgrade that requires downtime: now inside a window (or without a policy), else later."""
+        """An upgrade that requires downtime: inside an active window, else later; without a policy
+        (or a window it can name) Lifecycle Manager cannot tell, and the module is in Error."""
         upgrade = f"from {installed.version} to {resolved.version}"
-        render = ModuleRender(resolved.module, resolved.template, policy)
         if self.policy is None:
-            why = f"requires downtime, upgraded {upgrade} at once (no maintenance policy)"
-            return ModulePlan(dataclasses.replace(status, message=f"{status.message}; {why}"), render)
+            return self.undetermined(installed, "no maintenance window policy configured", upgrade, locate)
         if self.at is None:
             raise UsageError("maintenance windows need the time to check them at")
-        window = self.policy.next_window(self.kyma.labels, self.at)
-        if window is not None and window.contains(self.at):
+        window = self.policy.resolve(self.kyma.labels, self.at, self.min_window)
+        if window is None:
+            reason = f"{self.policy.file}: matches and defaults also failed to provide a window"
+            return self.undetermined(installed, reason, upgrade, locate)
+        if window.active(self.at):
             why = f"requires downtime, upgraded {upgrade} in the maintenance window {window.describe()}"
+            render = ModuleRender(resolved.module, resolved.template, policy)
             return ModulePlan(dataclasses.replace(status, message=f"{status.message}; {why}"), render)
-        ahead = f"next window {window.describe()}" if window else "the policy has no window ahead"
-        message = f"waiting for the next maintenance window to upgrade {upgrade} ({ahead})"
+        message = (
+            f"waiting for next maintenance window to update module version {upgrade} "
+            f"(next window {window.describe()})"
+        )
         return _keep(installed, installed.state, message, maintenance=True)
+
+    @staticmethod
+    def undetermined(installed: ModuleStatus, reason: str, upgrade: str, locate: Locate) -> ModulePlan:
+        message = (
+            f"failed to determine if maintenance window is active: {reason}; the upgrade {upgrade} "
+            "requires downtime and is not made"
+        )
+        return dataclasses.replace(_keep(installed, ModuleState.ERROR, message), problem=locate(message))
+
+    def failed(self, failure: Unresolved, problem: Problem) -> ModulePlan:
+        """A module whose template cannot be resolved: its previous app, if any, stays as it was."""
+        installed = self.installed(failure.module)
+        if installed is not None:
+            status = dataclasses.replace(
+                installed, state=failure.state, message=failure.message, maintenance=False
+            )
+            return ModulePlan(status, keep=installed.app, problem=problem)
+        before = self.record.module(failure.module)
+        status = ModuleStatus(
+            name=failure.module,
+            state=failure.state,
+            message=failure.message,
+            channel=failure.channel,
+            version=before.version if before else "",  # never below it, once a template is found
+        )
+        return ModulePlan(status, problem=problem)
+
+    def removals(self, wanted: set[str]) -> list[ModulePlan]:
+        """The recorded modules no longer asked for, removed as Lifecycle Manager removes a module:
+        with `CreateAndDelete`, its default CR goes first (this render keeps the rest of the app,
+        so the module's operator is still there to finalize its CR), its resources with the next
+        render; without a default CR, everything at once."""
+        plans = []
+        for recorded in sorted(self.record.modules.values(), key=lambda s: s.name):
+            if recorded.name in wanted:
+                continue
+            installed = self.installed(recorded.name)
+            if installed is None:
+                continue  # nothing of it left in the repo: forgotten
+            if installed.state is not ModuleState.DELETING and installed.resource is not None:
+                resource = installed.resource
+                message = (
+                    f"removed from spec.modules: its default CR {resource.kind} {resource.name} is deleted "
+                    "first; the module's resources are deleted with the next render"
+                )
+                status = dataclasses.replace(
+                    installed, state=ModuleState.DELETING, message=message, maintenance=False
+                )
+                plans.append(ModulePlan(status, keep=installed.app, without=resource))
+                continue
+            done = "its default CR was deleted before, " if installed.state is ModuleState.DELETING else ""
+            message = f"removed from spec.modules: {done}the module's resources are deleted"
+            status = dataclasses.replace(
+                installed,
+                state=ModuleState.DELETING,
+                message=message,
+                app="",
+                maintenance=False,
+                resource=None,
+            )
+            plans.append(ModulePlan(status))
+        return plans
 
 
 def _template_ref(resolved: Resolved) -> TemplateRef:
@@ -227,19 +354,42 @@ def _skip_reconciliation(kyma: Kyma, record: Record, context: KymaContext) -> Ky
     return KymaPlan(tuple(modules), (report,), kept_record, context.previous, context.where)
 
 
-def _module_plans(kyma: Kyma, catalog: Catalog, decider: _Decider) -> tuple[list[ModulePlan], list[Problem]]:
-    mandatory, problems = resolve_mandatory(catalog)
-    plans = [decider.decide(resolved, CustomResourcePolicy.CREATE_AND_DELETE) for resolved in mandatory]
+def _plan(
+    kyma: Kyma, decider: _Decider, resolution: Resolution, policy: CustomResourcePolicy, field_path: str
+) -> ModulePlan:
+    """`field_path`: the module's spec.modules entry; empty for a mandatory module not listed,
+    whose problems point at its template."""
+    if isinstance(resolution, Unresolved):
+        return decider.failed(resolution, resolution.problem(kyma))
+    source = kyma.source if field_path else resolution.template.source
+
+    def locate(message: str) -> Problem:
+        return problem_at(source, field_path or None, f"module {resolution.module}: {message}")
+
+    return decider.decide(resolution, policy, locate)
+
+
+def _module_plans(kyma: Kyma, catalog: Catalog, decider: _Decider) -> list[ModulePlan]:
+    """One plan per module: the mandatory ones, every entry of spec.modules, and the removed ones.
+    A module that cannot be resolved is planned like the others (state and message), never
+    stopping the rest."""
+    mandatory = resolve_mandatory(catalog)
+    listed = {request.name: request for request in kyma.modules}
+    plans = [
+        _plan(kyma, decider, resolution, CustomResourcePolicy.CREATE_AND_DELETE, "")
+        for module, resolution in mandatory.items()
+        if module not in listed
+    ]
     for request in kyma.modules:
         if not request.managed:
             plans.append(_unmanaged(request, decider.record))
             continue
-        resolution = resolve_module(catalog, kyma, request)
-        if isinstance(resolution, Unresolved):
-            problems.append(problem_at(kyma.source, resolution.field_path, resolution.message))
+        if request.name in mandatory:
+            resolution = as_listed(mandatory[request.name], kyma, request)
         else:
-            plans.append(decider.decide(resolution, request.policy))
-    return plans, problems
+            resolution = resolve_module(catalog, kyma, request)
+        plans.append(_plan(kyma, decider, resolution, request.policy, request.field("name")))
+    return [*plans, *decider.removals({*listed, *mandatory})]
 
 
 def plan_kyma_modules(sources: SourceSet, context: KymaContext) -> KymaPlan:
@@ -254,9 +404,8 @@ def plan_kyma_modules(sources: SourceSet, context: KymaContext) -> KymaPlan:
         return _skip_reconciliation(kyma, record, context)
     raise_if_problems(InvalidSpec, f"invalid Kyma {kyma.ref}", request_problems(kyma, kyma.modules))
     policy = parse_policy(context.maintenance_policy) if context.maintenance_policy else None
-    decider = _Decider(kyma, record, context.previous, policy, context.at)
-    plans, problems = _module_plans(kyma, catalog, decider)
-    raise_if_problems(InvalidSpec, f"cannot resolve the modules of {kyma.ref}", problems)
+    decider = _Decider(kyma, record, context.previous, policy, context.at, context.min_window)
+    plans = _module_plans(kyma, catalog, decider)
     report = _report(kyma, plans)
     return KymaPlan(
         tuple(plans), (report,), {RECORD_FILE: record_text(report)}, context.previous, context.where
@@ -270,5 +419,5 @@ def render_kyma_modules(plan: KymaPlan, engine: ChartRenderer, read: ReadManifes
         if module.render is not None:
             apps.append(render_module(module.render, engine, read))
         elif module.keep is not None:
-            apps.append(kept_app(module.keep, plan.previous, plan.where))
+            apps.append(kept_app(module.keep, plan.previous, plan.where, without=module.without))
     return apps

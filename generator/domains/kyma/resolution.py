@@ -1,28 +1,37 @@
 """Resolving a Kyma's module entries against the catalog, as Lifecycle Manager does.
 
-Desired channel: the entry's channel, else the Kyma's, else `regular`; `none` is no channel, and
-a fixed version excludes a channel. Then one of two schemes:
+Desired channel: the entry's channel, else the Kyma's, else `regular`; `none` is refused as a
+channel the Kyma asks for, and a fixed version is looked up in channel `none` (reported so). Then
+one of two schemes:
 
 - ModuleReleaseMeta (when one is named after the module): its `spec.channels[]` gives the version
-  of the desired channel, and the template is `<module>-<version>` in the same namespace.
-- Classic: the templates labelled `operator.kyma-project.io/module-name: <module>` whose
-  `spec.channel` is the desired channel (or whose version is the fixed one); exactly one must remain.
+  of the desired channel (a fixed version is taken as it is), and the template is
+  `<module>-<version>` in the same namespace. A release meta with a `spec.kymaSelector` is a
+  restricted module: only a Kyma its selector matches may use it.
+- Classic: the templates of the module (by `spec.moduleName`, or by the label
+  `operator.kyma-project.io/module-name` when `spec.moduleName` is empty) whose `spec.channel` is
+  the desired channel, or, for a fixed version, whose channel is `none` and version is that one;
+  exactly one must remain.
 
 Beta and internal templates (label on the template, or flag on its release meta) are only for a
-Kyma labelled the same. Mandatory modules (a release meta's `spec.mandatory`, a template's
-`spec.mandatory`) are resolved for every Kyma and may not be listed in `spec.modules`.
-Every failure names what was looked for and the candidates that were found.
+Kyma labelled the same. A template whose OCM component name is invalid is refused. Mandatory
+modules (a release meta's `spec.mandatory`, a template's `spec.mandatory`) are resolved for every
+Kyma; a mandatory module also listed in `spec.modules` is that same resolution.
+
+Every failure is one module's (`Unresolved`): it carries Lifecycle Manager's state for it
+(Warning when no template was found, Error otherwise), its message, and where to point at.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
 import semver
 
 from btp_gitops.generator.core.errors import Problem
-from btp_gitops.generator.core.sources import problem_at
+from btp_gitops.generator.core.sources import SourceDocument, problem_at
 from btp_gitops.generator.domains.kyma.catalog import Catalog
 from btp_gitops.generator.domains.kyma.model import (
     BETA_LABEL,
@@ -36,6 +45,22 @@ from btp_gitops.generator.domains.kyma.model import (
     Template,
     qualified,
 )
+from btp_gitops.generator.domains.kyma.selector import SelectorError, restricted_match
+from btp_gitops.generator.domains.kyma.status import ModuleState
+
+# The OCM component name Lifecycle Manager accepts (a DNS domain, then one or more path segments),
+# at most 255 characters: the ModuleReleaseMeta CRD's pattern for spec.ocmComponentName, and what
+# the OCM library demands of a template's descriptor.
+OCM_COMPONENT_NAME = re.compile(
+    r"[a-z][-a-z0-9]*([.][a-z][-a-z0-9]*)*[.][a-z]{2,}(/[a-z][-a-z0-9_]*([.][a-z][-a-z0-9_]*)*)+"
+)
+OCM_COMPONENT_NAME_MAX = 255
+
+# Lifecycle Manager's error texts, which its module statuses start with.
+NO_TEMPLATES = "no templates were found"
+NOT_UNIQUE = "no unique template could be identified"
+NOT_ALLOWED = "module template not allowed"
+NO_DESCRIPTOR = "failed to get descriptor"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +68,7 @@ class Resolved:
     module: str
     template: Template
     version: str
-    channel: str  # the desired channel; empty for a fixed version or a mandatory module
+    channel: str  # the desired channel; `none` for a fixed version; empty for a mandatory module
     how: str  # why this template, for the report
     release_meta: ReleaseMeta | None = None
     mandatory: bool = False
@@ -55,10 +80,19 @@ class Resolved:
 
 @dataclass(frozen=True, slots=True)
 class Unresolved:
+    """A module whose template cannot be resolved, in Lifecycle Manager's state and words."""
+
     module: str
     channel: str
     message: str
     field_path: str
+    state: ModuleState = ModuleState.ERROR
+    source: SourceDocument | None = None  # the document to point at; None: the Kyma's
+
+    def problem(self, kyma: Kyma) -> Problem:
+        return problem_at(
+            self.source or kyma.source, self.field_path, f"module {self.module}: {self.message}"
+        )
 
 
 Resolution = Resolved | Unresolved
@@ -80,8 +114,9 @@ def is_lower(candidate: str, installed: str) -> bool:
 
 
 def desired_channel(kyma: Kyma, request: ModuleRequest) -> str:
+    """The channel a module entry asks for; `none` when it fixes a version (Lifecycle Manager's)."""
     if request.version:
-        return ""
+        return NO_CHANNEL
     return request.channel or kyma.channel or DEFAULT_CHANNEL
 
 
@@ -119,12 +154,8 @@ def _candidates(templates: list[Template]) -> str:
     return "[" + ", ".join(sorted(t.qualified_name for t in templates)) + "]"
 
 
-def _mandatory_message(module: str) -> str:
-    return f"module {module} is mandatory: it is rendered for every Kyma and cannot be listed in spec.modules"
-
-
 def gate(kyma: Kyma, template: Template, meta: ReleaseMeta | None) -> str | None:
-    """Why this Kyma may not use the template (beta or internal), or None."""
+    """Why this Kyma may not use the template (beta, internal, restricted), or None."""
     checks = (
         ("beta", BETA_LABEL, kyma.beta, template.beta, meta is not None and meta.beta),
         ("internal", INTERNAL_LABEL, kyma.internal, template.internal, meta is not None and meta.internal),
@@ -134,16 +165,46 @@ def gate(kyma: Kyma, template: Template, meta: ReleaseMeta | None) -> str | None
             what = f"template {template.qualified_name}"
             if on_meta and meta is not None:
                 what = f"ModuleReleaseMeta {meta.qualified_name}"
-            return f'{what} is {flag}: only a Kyma labelled {label}: "true" may use it'
+            only = f'only a Kyma labelled {label}: "true" may use it'
+            return f"{NOT_ALLOWED}: {flag} module: {what} is {flag}, {only}"
+    if meta is not None and meta.kyma_selector is not None:
+        try:
+            matched = restricted_match(meta.kyma_selector, kyma.labels)
+        except SelectorError as error:
+            return f"{NOT_ALLOWED}: ModuleReleaseMeta {meta.qualified_name}: spec.kymaSelector.{error}"
+        if not matched:
+            return (
+                f"{NOT_ALLOWED}: restricted module not allowed for this Kyma: the spec.kymaSelector of "
+                f"ModuleReleaseMeta {meta.qualified_name} does not match the Kyma's labels"
+            )
     return None
+
+
+def descriptor_problem(template: Template) -> str | None:
+    """Why the template's OCM component name is refused, or None (a template without one is fine;
+    a release meta's spec.ocmComponentName is checked by its schema, as the CRD does)."""
+    name = template.fqdn
+    if not name or (len(name) <= OCM_COMPONENT_NAME_MAX and OCM_COMPONENT_NAME.fullmatch(name)):
+        return None
+    return (
+        f"{NO_DESCRIPTOR}: template {template.qualified_name}: spec.descriptor.component.name "
+        f"{name[:80]!r} is not a valid OCM component name (a domain, then a path, in lower case, "
+        f"at most {OCM_COMPONENT_NAME_MAX} characters)"
+    )
+
+
+def _checked(kyma: Kyma, resolved: Resolved, request: ModuleRequest) -> Resolution:
+    """The resolution, unless the Kyma may not use its template or the template is invalid."""
+    reason = gate(kyma, resolved.template, resolved.release_meta) or descriptor_problem(resolved.template)
+    if reason is None:
+        return resolved
+    return Unresolved(resolved.module, resolved.channel, reason, request.field("name"))
 
 
 def _by_release_meta(
     catalog: Catalog, kyma: Kyma, request: ModuleRequest, meta: ReleaseMeta, channel: str
 ) -> Resolution:
     module = request.name
-    if meta.mandatory_version is not None:
-        return Unresolved(module, channel, _mandatory_message(module), request.field("name"))
     if request.version:
         version, how = request.version, f"version {request.version} fixed in spec.modules"
     else:
@@ -165,61 +226,59 @@ def _by_release_meta(
             f"{how}, but the catalog has no ModuleTemplate {missing}",
             request.field("version" if request.version else "name"),
         )
-    if reason := gate(kyma, template, meta):
-        return Unresolved(module, channel, reason, request.field("name"))
-    return Resolved(module, template, version, channel, how, release_meta=meta)
+    return _checked(kyma, Resolved(module, template, version, channel, how, release_meta=meta), request)
 
 
 def _not_found(catalog: Catalog, module: str, looked_for: str, others: str) -> str:
-    message = f"no templates were found: {looked_for} for module {module}"
+    message = f"{NO_TEMPLATES}: for module {module} {looked_for}"
     if others:
         message += f" ({others})"
-    if not catalog.labelled(module) and catalog.named_or_by_fqdn(module):
+    if not catalog.templates_of(module) and catalog.named_or_by_fqdn(module):
         message += (
-            f"; templates are found by their {MODULE_NAME_LABEL} label, references by template name or "
-            "FQDN are deprecated and not supported"
+            f"; templates are found by their spec.moduleName (or, without one, their {MODULE_NAME_LABEL} "
+            "label), references by template name or FQDN are deprecated and not supported"
         )
     return message
 
 
 def _by_channel(catalog: Catalog, kyma: Kyma, request: ModuleRequest, channel: str) -> Resolution:
     module = request.name
-    labelled = catalog.labelled(module)
-    if labelled and all(t.mandatory for t in labelled):
-        return Unresolved(module, channel, _mandatory_message(module), request.field("name"))
-    candidates = [t for t in labelled if not t.mandatory]
+    candidates = [t for t in catalog.templates_of(module) if not t.mandatory]
     if request.version:
-        matches = [t for t in candidates if t.version == request.version]
-        looked_for, where = f"with version {request.version}", request.field("version")
-        others = ", ".join(sorted({t.version for t in candidates if t.version}))
-        others = f"versions: {others}" if others else ""
+        matches = [t for t in candidates if t.channel == NO_CHANNEL and t.version == request.version]
+        looked_for, where = f"in version {request.version}", request.field("version")
+        others = ", ".join(sorted({t.version for t in candidates if t.channel == NO_CHANNEL and t.version}))
+        others = f"versions in channel {NO_CHANNEL}: {others}" if others else ""
     else:
         matches = [t for t in candidates if t.channel == channel]
         looked_for, where = f"in channel {channel}", _channel_field(kyma, request)
-        others = ", ".join(sorted({t.channel for t in candidates if t.channel}))
+        others = ", ".join(sorted({t.channel for t in candidates if t.channel and t.channel != NO_CHANNEL}))
         others = f"channels with templates: {others}" if others else ""
     if not matches:
         # With no template of the module at all, its name is the likely mistake, not the channel.
         where = where if candidates else request.field("name")
-        return Unresolved(module, channel, _not_found(catalog, module, looked_for, others), where)
+        message = _not_found(catalog, module, looked_for, others)
+        return Unresolved(module, channel, message, where, ModuleState.WARNING)
+    # Beta and internal templates are not in the catalog a Kyma without the label sees.
     allowed = [t for t in matches if gate(kyma, t, None) is None]
     if not allowed:
         return Unresolved(module, channel, str(gate(kyma, matches[0], None)), request.field("name"))
     if len(allowed) > 1:
         message = (
-            f"no unique template could be identified for module {module} {looked_for}: "
+            f"{NOT_UNIQUE}: more than one module template found for module {module} {looked_for}: "
             f"candidates: {_candidates(allowed)}"
         )
         return Unresolved(module, channel, message, where)
     template = allowed[0]
-    how = f"template {template.qualified_name}: {MODULE_NAME_LABEL}={module}, " + (
-        f"version {request.version}" if request.version else f"channel {channel}"
+    found_by = f"spec.moduleName={module}" if template.module_name else f"{MODULE_NAME_LABEL}={module}"
+    how = f"template {template.qualified_name}: {found_by}, " + (
+        f"version {request.version} in channel {NO_CHANNEL}" if request.version else f"channel {channel}"
     )
-    return Resolved(module, template, template.version, channel, how)
+    return _checked(kyma, Resolved(module, template, template.version, channel, how), request)
 
 
 def resolve_module(catalog: Catalog, kyma: Kyma, request: ModuleRequest) -> Resolution:
-    """The template of one spec.modules entry (assumed free of request_problems)."""
+    """The template of one spec.modules entry (assumed free of request_problems and not mandatory)."""
     channel = desired_channel(kyma, request)
     metas = catalog.release_metas_named(request.name)
     if len(metas) > 1:
@@ -231,54 +290,87 @@ def resolve_module(catalog: Catalog, kyma: Kyma, request: ModuleRequest) -> Reso
     return _by_channel(catalog, kyma, request, channel)
 
 
-def _mandatory_by_release_meta(catalog: Catalog) -> tuple[dict[str, Resolved], list[Problem]]:
-    found: dict[str, Resolved] = {}
-    problems = []
+def as_listed(resolution: Resolution, kyma: Kyma, request: ModuleRequest) -> Resolution:
+    """A mandatory module's resolution for the spec.modules entry that also lists it: the same
+    template and version (Lifecycle Manager takes a mandatory release meta's version whatever the
+    entry asks); its beta, internal and restricted gates apply to this Kyma as to any entry."""
+    if isinstance(resolution, Unresolved):
+        return resolution
+    note = f"{resolution.how}; also listed in spec.modules"
+    listed = Resolved(
+        resolution.module,
+        resolution.template,
+        resolution.version,
+        "",
+        note,
+        release_meta=resolution.release_meta,
+        mandatory=True,
+    )
+    reason = gate(kyma, listed.template, listed.release_meta)
+    if reason is None:
+        return listed
+    return Unresolved(listed.module, "", reason, request.field("name"))
+
+
+def _mandatory_by_release_meta(catalog: Catalog) -> dict[str, Resolution]:
+    found: dict[str, Resolution] = {}
     for meta in sorted(catalog.mandatory_release_metas(), key=lambda m: m.qualified_name):
         version = str(meta.mandatory_version)
         template = catalog.template(meta.namespace, meta.template_name(version))
         if template is None:
             missing = qualified(meta.namespace, meta.template_name(version))
-            problems.append(
-                problem_at(
-                    meta.source,
-                    "spec.mandatory.version",
-                    f"mandatory version {version} has no ModuleTemplate {missing} in the catalog",
-                )
+            message = f"mandatory version {version} has no ModuleTemplate {missing} in the catalog"
+            found[meta.name] = Unresolved(
+                meta.name, "", message, "spec.mandatory.version", source=meta.source
             )
             continue
         how = f"mandatory: ModuleReleaseMeta {meta.qualified_name} has version {version}"
-        found[meta.name] = Resolved(meta.name, template, version, "", how, release_meta=meta, mandatory=True)
-    return found, problems
+        resolved = Resolved(meta.name, template, version, "", how, release_meta=meta, mandatory=True)
+        reason = descriptor_problem(template)
+        found[meta.name] = (
+            resolved
+            if reason is None
+            else Unresolved(meta.name, "", reason, "spec.descriptor.component.name", source=template.source)
+        )
+    return found
 
 
-def _highest(templates: list[Template]) -> tuple[Template | None, list[Template]]:
-    """The template with the highest version, or None and the templates sharing the top spot."""
-    ranked = sorted(templates, key=lambda t: semantic_version(t.version) or semver.Version(0), reverse=True)
-    top = semantic_version(ranked[0].version) or semver.Version(0)
-    tied = [t for t in ranked if (semantic_version(t.version) or semver.Version(0)) == top]
-    return (ranked[0], []) if len(tied) == 1 else (None, tied)
+def _rank(template: Template) -> semver.Version:
+    return semantic_version(template.version) or semver.Version(0)
 
 
-def resolve_mandatory(catalog: Catalog) -> tuple[list[Resolved], list[Problem]]:
-    """Every mandatory module: by release meta, else the highest version of its mandatory templates."""
-    found, problems = _mandatory_by_release_meta(catalog)
+def _mandatory_by_templates(module: str, templates: list[Template]) -> Resolution:
+    """The highest version among a module's mandatory templates; a template without a version is
+    an error naming it (its version decides, and is recorded)."""
+    unversioned = sorted((t for t in templates if not t.version), key=lambda t: t.qualified_name)
+    if unversioned:
+        first = unversioned[0]
+        message = (
+            f"mandatory template {first.qualified_name} has no version (spec.version, or the "
+            "operator.kyma-project.io/module-version annotation of older templates)"
+        )
+        return Unresolved(module, "", message, "spec.version", source=first.source)
+    ranked = sorted(templates, key=_rank, reverse=True)
+    tied = [t for t in ranked if _rank(t) == _rank(ranked[0])]
+    if len(tied) > 1:
+        message = f"no unique mandatory template of module {module}: candidates: {_candidates(tied)}"
+        first = min(tied, key=lambda t: t.qualified_name)
+        return Unresolved(module, "", message, "spec.version", source=first.source)
+    highest = ranked[0]
+    reason = descriptor_problem(highest)
+    if reason is not None:
+        return Unresolved(module, "", reason, "spec.descriptor.component.name", source=highest.source)
+    how = f"mandatory: template {highest.qualified_name} is the highest mandatory version"
+    return Resolved(module, highest, highest.version, "", how, mandatory=True)
+
+
+def resolve_mandatory(catalog: Catalog) -> dict[str, Resolution]:
+    """Every mandatory module, by name: by release meta, else the highest of its mandatory templates."""
+    found = _mandatory_by_release_meta(catalog)
     classic: dict[str, list[Template]] = defaultdict(list)
     for template in catalog.mandatory_templates():
         if template.module not in found:
             classic[template.module].append(template)
     for module, templates in sorted(classic.items()):
-        highest, tied = _highest(templates)
-        if highest is None:
-            for candidate in tied:
-                problems.append(
-                    problem_at(
-                        candidate.source,
-                        "spec.version",
-                        f"no unique mandatory template of module {module}: candidates: {_candidates(tied)}",
-                    )
-                )
-            continue
-        how = f"mandatory: template {highest.qualified_name} is the highest mandatory version"
-        found[module] = Resolved(module, highest, highest.version, "", how, mandatory=True)
-    return [found[name] for name in sorted(found)], problems
+        found[module] = _mandatory_by_templates(module, templates)
+    return dict(sorted(found.items()))

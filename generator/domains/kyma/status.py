@@ -1,11 +1,13 @@
 """What a render resolved for each Kyma, in the shape of the Kyma CR's `status.modules[]`.
 
 Module states are Lifecycle Manager's. A render knows no live health, so a rendered module is
-Ready (its objects are in Git); Warning means an older version is kept (no downgrade); a module
-waiting for a maintenance window keeps its previous state with `maintenance: true`; Unmanaged
-modules are not rendered. The Kyma's state aggregates its modules: Error over Warning over
-Processing over Ready, Deleting and Unmanaged modules aside. Resolution errors fail the render
-(every one reported at once), so a written report never holds an Error.
+Ready (its objects are in Git); Warning means an older version is kept (no downgrade) or no
+template was found for the module; Error means its template cannot be resolved (or a maintenance
+window cannot be determined), and its previously rendered app, if any, is kept as it was; a
+module waiting for a maintenance window keeps its previous state with `maintenance: true`;
+Unmanaged modules are not rendered; Deleting modules are on their way out of the repo. The
+Kyma's state aggregates its modules: Error over Warning over Processing over Ready, Deleting and
+Unmanaged modules aside.
 """
 
 from __future__ import annotations
@@ -50,6 +52,26 @@ class TemplateRef:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceRef:
+    """The module's default CR (the template's spec.data): Lifecycle Manager's status.modules[].resource."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        metadata = {"name": self.name, **({"namespace": self.namespace} if self.namespace else {})}
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": metadata}
+
+    def matches(self, body: dict[str, Any]) -> bool:
+        """Whether an object is this resource (by apiVersion, kind and name)."""
+        metadata = body.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        return (body.get("apiVersion"), body.get("kind"), name) == (self.api_version, self.kind, self.name)
+
+
+@dataclass(frozen=True, slots=True)
 class ModuleStatus:
     name: str
     state: ModuleState
@@ -61,9 +83,12 @@ class ModuleStatus:
     app: str = ""  # the app directory of the module's objects; empty when nothing is rendered
     maintenance: bool = False  # waiting for a maintenance window
     mandatory: bool = False
+    resource: ResourceRef | None = None  # the default CR rendered with the module (CreateAndDelete)
 
     def as_dict(self) -> dict[str, Any]:
+        resource = {"resource": self.resource.as_dict()} if self.resource else {}
         return {
+            **resource,
             "name": self.name,
             "fqdn": self.fqdn,
             "channel": self.channel,
