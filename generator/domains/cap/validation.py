@@ -63,6 +63,17 @@ def application_problems(app: Application, catalog: CapCatalog) -> list[Problem]
         problems.append(
             problem_at(app.source, _annotation_path(CREDENTIALS_ANNOTATION), f"must be one of {choices}")
         )
+    provider = app.source.body.get("spec", {}).get("provider")
+    if isinstance(provider, dict) and app.provider is not None:
+        problems += [
+            problem_at(
+                app.source,
+                f"spec.provider.{key}",
+                "required with the provider's other field (or leave spec.provider empty: no provider tenant)",
+            )
+            for key in ("subDomain", "tenantId")
+            if not provider.get(key)
+        ]
     names = [s.name for s in app.services]
     problems += [
         problem_at(app.source, f"spec.btp.services[{i}].name", f"duplicate service name {name!r}")
