@@ -741,12 +741,13 @@ CASES: list[Any] = [
             "domain",
             dnsMode="Custom",
             dnsTarget="lb.example.com",
-            dnsTemplates=[{"name": "{{ .subDomain | upper }}.{{.domain}}", "target": "{{.dnsTarget}}"}],
+            dnsTemplates=[{"name": '{{ printf "%s" .subDomain }}.{{.domain}}', "target": "{{.dnsTarget}}"}],
         ),
         DOM,
         "spec.dnsTemplates[0].name",
-        "cannot expand {{.subDomain | upper}} at render time (only {{.domain}}, {{.dnsTarget}}, {{.subDomain}})",
-        id="templates-variables-only",
+        "Go template: function 'printf' is not supported "
+        "(supported: join, list, lower, replace, trim, trimPrefix, trimSuffix, upper)",
+        id="templates-functions-by-name",
     ),
     pytest.param(
         multi_tenant,

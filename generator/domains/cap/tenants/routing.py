@@ -43,7 +43,7 @@ from typing import Any
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.objects import KubeObject
 from btp_gitops.generator.core.sources import problem_at
-from btp_gitops.generator.domains.cap.dns import DnsRecord, expand, uses_subdomain
+from btp_gitops.generator.domains.cap.dns import DnsRecord, template_record, uses_subdomain
 from btp_gitops.generator.domains.cap.identity import CAV_VERSION, gateway_reference, service_host
 from btp_gitops.generator.domains.cap.model import Application, DnsMode, Domain, Version
 from btp_gitops.generator.domains.cap.networking import dns_entry
@@ -221,11 +221,10 @@ def tenant_dns_records(domain: Domain, sub_domain: str) -> list[DnsRecord]:
         return [DnsRecord(f"{sub_domain}.{domain.host}", domain.dns_target)]
     if domain.dns_mode != DnsMode.CUSTOM:
         return []
-    values = {"domain": domain.host, "dnsTarget": domain.dns_target, "subDomain": sub_domain}
     records = {
-        DnsRecord(expand(t.name, values), expand(t.target, values))
-        for t in domain.dns_templates
-        if uses_subdomain(t.name)
+        template_record(domain, index, sub_domain)
+        for index, template in enumerate(domain.dns_templates)
+        if uses_subdomain(template.name)
     }
     return sorted(records)
 
