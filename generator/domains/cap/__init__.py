@@ -7,6 +7,8 @@ ClusterDomain.
     version_rules    the rules about versions and their workloads
     identity         names, owner labels and hashes CAP Operator derives
     exposures        which version serves traffic, semantic versions
+    dns, templates   DNS records per mode; the Go template subset (with Sprig functions) of
+                     Custom DNS templates
     render           the application and version apps
     tenants/         the CAPTenant records and their apps (its own face, re-exported here)
 
