@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from btp_gitops.generator.core.errors import InvalidSpec
 from btp_gitops.generator.domains.cap.templates import MAX_TEMPLATE, MAX_VALUE, TemplateError, parse, render
@@ -56,6 +58,7 @@ RENDERED = [
     ("{{ `raw\\n` }}", "raw\\n"),
     ('{{ "quoted \\"x\\"" }}', 'quoted "x"'),
     ("plain.example.com", "plain.example.com"),
+    ("a}}b.{{ .subDomain }}", "a}}b.tenant-a"),  # `}}` outside an action is text, as in Go
 ]
 
 
@@ -90,7 +93,7 @@ REFUSED = [
     ("{{ .domain | .subDomain }}", "only a function takes arguments (or a piped value)"),
     ('{{ join "." list }}', "function 'list' used as an argument: put it in parentheses"),
     ("{{ join (list .domain }}", "unclosed parenthesis"),
-    ("{{ .domain ", "unmatched {{ or }}"),
+    ("{{ .domain ", "unclosed action: {{ without }}"),
     ("{{ .domain | }}", "missing value in pipeline"),
     ('{{ "\\q" }}', 'unsupported escape \\q in "\\q"'),
     ("{{ ((((((((((((((((((.domain)))))))))))))))))) }}", "parentheses nested more than 16 deep"),
@@ -196,3 +199,50 @@ def test_a_template_one_subdomain_makes_too_long_is_refused_at_render(tmp_path: 
             f"subdomain {long_a}: a value grows past {MAX_VALUE} characters",
         )
     ]
+
+
+# --- any text: a value or a TemplateError, never anything else -----------------------------------
+
+_PIECES = [
+    "{{",
+    "}}",
+    "{{-",
+    "-}}",
+    " ",
+    ".",
+    ".domain",
+    ".subDomain",
+    ".x",
+    "$",
+    "$v",
+    ":=",
+    "=",
+    "|",
+    "(",
+    ")",
+    '"',
+    '"a"',
+    "`b`",
+    "\\",
+    "list",
+    "join",
+    "lower",
+    "replace",
+    "if",
+    "printf",
+    "3",
+    "/*",
+    "*/",
+    "*",
+]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), max_size=24).map("".join))
+def test_any_text_renders_or_is_refused(text: str) -> None:
+    try:
+        rendered = render(text, VALUES)
+    except TemplateError as error:
+        assert str(error)
+    else:
+        assert isinstance(rendered, str) and len(rendered) <= MAX_VALUE

@@ -364,8 +364,8 @@ def parse(text: str) -> Template:
         fields |= parser.fields
         parts.append(pipeline)
     rest = text[position:]
-    if "{{" in rest or "}}" in rest:
-        raise TemplateError("unmatched {{ or }}")
+    if "{{" in rest:
+        raise TemplateError("unclosed action: {{ without }}")
     parts.append(rest.lstrip() if trim_next else rest)
     return Template(tuple(p for p in parts if p != ""), frozenset(fields))
 
