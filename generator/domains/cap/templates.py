@@ -106,6 +106,8 @@ def trimSuffix(suffix: str, s: str) -> str:  # noqa: N802 - Sprig's name
 
 
 def replace(old: str, new: str, s: str) -> str:
+    if len(s) + s.count(old) * (len(new) - len(old)) > MAX_VALUE:  # refused before it is built
+        raise TemplateError(f"a value grows past {MAX_VALUE} characters")
     return s.replace(old, new)
 
 
