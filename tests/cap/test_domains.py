@@ -3,8 +3,8 @@
 Covers: a snapshot of one domain per DNS mode (None, Wildcard, Subdomain, Custom) across Gardener
 and cert-manager certificates, TLS modes and ingress namespaces, plus the Domain and ClusterDomain
 a deprecated `spec.domains` stands for; Subdomain and Custom records follow the subdomains the
-applications expose; the client CA of Mutual TLS is reported, not rendered; DNS template
-expansion as a table. Real pipeline in process; nothing is faked.
+applications expose; the client CA of Mutual TLS is reported, not rendered (DNS templates:
+test_dns_templates). Real pipeline in process; nothing is faked.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from btp_gitops.generator.core.sources import SourceSet
 from btp_gitops.generator.domains.cap.catalog import build_catalog
-from btp_gitops.generator.domains.cap.dns import DnsRecord, dns_records, expand, unsupported_actions
+from btp_gitops.generator.domains.cap.dns import DnsRecord, dns_records
 from btp_gitops.generator.domains.cap.model import Domain
 from btp_gitops.generator.io.sources import load_sources
 from tests.cap.conftest import DATA, objects_of, render_result
@@ -110,23 +110,6 @@ def test_exposure_virtual_services_use_every_domain_of_the_application() -> None
         "docs.sub.example.net",
         "docs.templated.example.net",
     ]
-
-
-@pytest.mark.parametrize(
-    ("text", "expanded", "unsupported"),
-    [
-        ("*.{{.domain}}", "*.example.com", []),
-        ("{{ .subDomain }}.{{ .domain }}", "api.example.com", []),
-        ("{{- .dnsTarget -}}", "lb.example.com", []),
-        ("{{ .subDomain | upper }}.x", "{{ .subDomain | upper }}.x", [".subDomain | upper"]),
-        ('{{ printf "%s" .domain }}', '{{ printf "%s" .domain }}', ['printf "%s" .domain']),
-        ("no-template.example.com", "no-template.example.com", []),
-    ],
-)
-def test_dns_template_expansion(text: str, expanded: str, unsupported: list[str]) -> None:
-    values = {"domain": "example.com", "dnsTarget": "lb.example.com", "subDomain": "api"}
-    assert expand(text, values) == expanded
-    assert unsupported_actions(text) == unsupported
 
 
 def test_records_per_mode() -> None:

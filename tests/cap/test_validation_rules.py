@@ -131,6 +131,20 @@ def add_workload(entry: dict[str, Any]) -> Edit:
     return lambda docs: docs["version"]["spec"]["workloads"].append(copy.deepcopy(entry))
 
 
+def newer_version_with(entry: dict[str, Any]) -> Edit:
+    """A version 2.0.0 (`shop-2`) like the first, plus one workload: the application's mode is the
+    first version's, so what the workload may be is decided by the first version."""
+
+    def edit(docs: Docs) -> None:
+        newer = copy.deepcopy(docs["version"])
+        newer["metadata"]["name"] = "shop-2"
+        newer["spec"]["version"] = "2.0.0"
+        newer["spec"]["workloads"].append(copy.deepcopy(entry))
+        docs["version2"] = newer
+
+    return edit
+
+
 def set_spec(document: str, **fields: Any) -> Edit:
     return lambda docs: docs[document]["spec"].update(copy.deepcopy(fields))
 
@@ -163,6 +177,7 @@ def chain(*edits: Edit) -> Edit:
 
 CA = "CAPApplication shop/shop"
 CAV = "CAPApplicationVersion shop/shop-1"
+CAV2 = "CAPApplicationVersion shop/shop-2"
 DOM = "Domain shop/shop"
 
 # (base, edit, object, field path, message)
@@ -375,7 +390,7 @@ CASES: list[Any] = [
     ),
     pytest.param(
         services_only,
-        add_workload(
+        newer_version_with(
             {
                 "name": "worker",
                 "deploymentDefinition": {
@@ -385,9 +400,9 @@ CASES: list[Any] = [
                 },
             }
         ),
-        CAV,
+        CAV2,
         "spec.workloads[2].deploymentDefinition.type",
-        "Additional: only Service deployments run in a services-only application (its CAPApplication has no spec.provider)",
+        "Additional: only Service deployments run in a services-only application (its CAPApplication has no spec.provider, and its first version only Service deployments and Content jobs)",
         id="services-only-service-deployments",
     ),
     pytest.param(
@@ -395,15 +410,15 @@ CASES: list[Any] = [
         add_workload({"name": "worker", "deploymentDefinition": {"type": "Service", "image": "w:1"}}),
         CAV,
         "spec.workloads[2].deploymentDefinition.ports",
-        "required for a Service workload in a services-only application (its CAPApplication has no spec.provider)",
+        "required for a Service workload in a services-only application (its CAPApplication has no spec.provider, and its first version only Service deployments and Content jobs)",
         id="services-only-ports-required",
     ),
     pytest.param(
         services_only,
-        add_workload({"name": "tenant", "jobDefinition": {"type": "TenantOperation", "image": "t:1"}}),
-        CAV,
+        newer_version_with({"name": "tenant", "jobDefinition": {"type": "TenantOperation", "image": "t:1"}}),
+        CAV2,
         "spec.workloads[2].jobDefinition.type",
-        "TenantOperation: there are no tenants in a services-only application (its CAPApplication has no spec.provider)",
+        "TenantOperation: there are no tenants in a services-only application (its CAPApplication has no spec.provider, and its first version only Service deployments and Content jobs)",
         id="services-only-no-tenant-jobs",
     ),
     pytest.param(
@@ -411,7 +426,7 @@ CASES: list[Any] = [
         set_spec("version", tenantOperations={"upgrade": []}),
         CAV,
         "spec.tenantOperations",
-        "there are no tenants in a services-only application (its CAPApplication has no spec.provider)",
+        "there are no tenants in a services-only application (its CAPApplication has no spec.provider, and its first version only Service deployments and Content jobs)",
         id="services-only-no-tenant-operations",
     ),
     # --- content jobs
@@ -545,10 +560,10 @@ CASES: list[Any] = [
     ),
     pytest.param(
         multi_tenant,
-        set_spec("version", tenantOperations={"provisioning": steps("tenant", "content")}),
+        set_spec("version", tenantOperations={"provisioning": steps("tenant", "srv")}),
         CAV,
         "spec.tenantOperations.provisioning[1].workloadName",
-        "'content' is no TenantOperation or CustomTenantOperation job",
+        "'srv' is no TenantOperation or CustomTenantOperation job",
         id="steps-are-tenant-jobs",
     ),
     pytest.param(
@@ -726,12 +741,13 @@ CASES: list[Any] = [
             "domain",
             dnsMode="Custom",
             dnsTarget="lb.example.com",
-            dnsTemplates=[{"name": "{{ .subDomain | upper }}.{{.domain}}", "target": "{{.dnsTarget}}"}],
+            dnsTemplates=[{"name": '{{ printf "%s" .subDomain }}.{{.domain}}', "target": "{{.dnsTarget}}"}],
         ),
         DOM,
         "spec.dnsTemplates[0].name",
-        "cannot expand {{.subDomain | upper}} at render time (only {{.domain}}, {{.dnsTarget}}, {{.subDomain}})",
-        id="templates-variables-only",
+        "Go template: function 'printf' is not supported "
+        "(supported: join, list, lower, replace, trim, trimPrefix, trimSuffix, upper)",
+        id="templates-functions-by-name",
     ),
     pytest.param(
         multi_tenant,

@@ -2,7 +2,7 @@
 
 Covers: records for applications that are missing or services-only; tenant ids, subdomains and
 names that collide (with each other, with the provider, with exposures on a shared domain); a
-provider record with another name or subdomain; deprovision annotations that are neither "true"
+provider record with another name; deprovision annotations that are neither "true"
 nor "false"; routing annotations of the application that are not JSON objects of strings; every
 problem reported in one run (exit 3 from the CLI). The provider tenant is derived from
 `spec.provider` without a file, and its record, when the controller wrote one, is recognised by
@@ -108,17 +108,6 @@ CASES: list[Any] = [
         id="provider-record-name",
     ),
     pytest.param(
-        [tenant_record("shop-provider", sub_domain="elsewhere", tenant_id=PROVIDER_ID)],
-        [
-            (
-                "CAPTenant shop/shop-provider",
-                "spec.subDomain",
-                "the provider tenant's subdomain is shop-provider (CAPApplication shop)",
-            )
-        ],
-        id="provider-record-subdomain",
-    ),
-    pytest.param(
         [tenant_record("t", annotations={"btp-gitops.io/deprovision": "yes"})],
         [("CAPTenant shop/t", "metadata.annotations.btp-gitops.io/deprovision", 'must be "true" or "false"')],
         id="deprovision-annotation",
@@ -141,7 +130,8 @@ def test_a_services_only_application_has_no_tenants(tmp_path: Path) -> None:
         (
             "CAPTenant catalog/t",
             "spec.capApplicationInstance",
-            "CAPApplication catalog-api is services-only (no spec.provider): it has no tenants",
+            "CAPApplication catalog-api is services-only (no spec.provider, and its first version has only "
+            "Service deployments and Content jobs): it has no tenants",
         )
     ]
 

@@ -147,22 +147,25 @@ def test_version_affinity_across_three_versions(shop_source: Path, yaml_snapshot
     (service,) = objects_of_kind(tenant_objects(files, "acme"), "VirtualService")
     routes = service["spec"]["http"]
     assert [route["name"] for route in routes] == [
+        "logout-shop-3",
         "logout-shop-2",
-        "logout-shop-1",
         "affinity-shop-2",
+        "logout-shop-1",
         "affinity-shop-1",
         "default",
     ]
     hosts = [route["route"][0]["destination"]["host"].split("-router")[0] for route in routes]
-    assert hosts == ["shop-2", "shop-1", "shop-2", "shop-1", "shop-3"]
-    assert routes[0]["match"] == [
+    assert hosts == ["shop-3", "shop-2", "shop-2", "shop-1", "shop-1", "shop-3"]
+    # The CAPApplication's logout endpoint applies to versions without their own annotation.
+    assert routes[1]["match"] == [
         {
-            "uri": {"prefix": "/do/logout"},
-            "headers": {"cookie": {"regex": "^(.*;\\s*)?CAPOP_CAV=shop-2(;.*)?$"}},
+            "uri": {"regex": "^(/[^?#]*)?/(do/logout)([/?#].*)?$"},
+            "headers": {"cookie": {"regex": "^(.*;\\s*)?CAPOP_CAV=shop-2(\\s*;.*)?$"}},
         }
     ]
-    assert routes[0]["headers"]["response"]["add"] == {
-        "Set-Cookie": "CAPOP_CAV=; Max-Age=0; Path=/; Secure; HttpOnly"
+    assert routes[1]["headers"]["response"]["set"] == {
+        "strict-transport-security": "max-age=31536000",
+        "Set-Cookie": "CAPOP_CAV=; Max-Age=0; Path=/; Secure; HttpOnly",
     }
     assert routes[-1]["headers"]["response"]["add"] == {
         "Set-Cookie": "CAPOP_CAV=shop-3; Path=/; Secure; HttpOnly"

@@ -7,6 +7,8 @@ ClusterDomain.
     version_rules    the rules about versions and their workloads
     identity         names, owner labels and hashes CAP Operator derives
     exposures        which version serves traffic, semantic versions
+    dns, templates   DNS records per mode; the Go template subset (with Sprig functions) of
+                     Custom DNS templates
     render           the application and version apps
     post_render      which objects of a Helm stream are CAP sources, and the order of the apps'
                      hooks in one release

@@ -11,9 +11,12 @@ which a render cannot read, so without it no DNS entry is rendered (a note says 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import semver
 
 from btp_gitops.generator.core.sources import SourceSet
+from btp_gitops.generator.domains.cap.exposures import semantic_version
 from btp_gitops.generator.domains.cap.model import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
@@ -119,9 +122,40 @@ def _written_domains(sources: SourceSet) -> Iterator[Domain]:
         yield Domain.from_source(document)
 
 
+def first_version(versions: list[Version]) -> Version | None:
+    """The oldest version (semantic order; source order where a version does not parse)."""
+
+    def key(version: Version) -> tuple[int, semver.Version | None]:
+        try:
+            return (0, semantic_version(version.version))
+        except ValueError:
+            return (1, None)
+
+    parsed = [v for v in versions if key(v)[0] == 0]
+    if parsed:
+        return min(parsed, key=lambda v: semantic_version(v.version))
+    return versions[0] if versions else None
+
+
+def application_mode(app: Application, versions: list[Version]) -> Application:
+    """The application with `services_only` as CAP Operator decides it: with a provider it is
+    multi-tenant; without one its first version decides (only Service deployments and Content jobs:
+    services-only; anything else: multi-tenant, its consumer tenants provisioned without a provider
+    tenant). Versions that differ from the first are refused by the version rules."""
+    if app.provider is not None:
+        return replace(app, services_only=False)
+    first = first_version(versions)
+    return replace(app, services_only=first is None or first.services_shaped)
+
+
 def build_catalog(sources: SourceSet) -> CapCatalog:
-    applications = tuple(Application.from_source(d) for d in sources.of_kind(*CAP_APPLICATION))
     versions = tuple(Version.from_source(d) for d in sources.of_kind(*CAP_APPLICATION_VERSION))
+    applications = tuple(
+        application_mode(
+            app, [v for v in versions if (v.namespace, v.application) == (app.namespace, app.name)]
+        )
+        for app in (Application.from_source(d) for d in sources.of_kind(*CAP_APPLICATION))
+    )
     domains = list(_written_domains(sources))
     duplicates = []
     for app in applications:

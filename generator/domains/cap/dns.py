@@ -3,25 +3,24 @@
     None       no record
     Wildcard   `*.<domain>` -> dnsTarget
     Subdomain  `<subDomain>.<domain>` -> dnsTarget, for every subdomain served on the domain
-    Custom     each of `dnsTemplates`: a name and target with `{{.domain}}`, `{{.dnsTarget}}` and
-               `{{.subDomain}}`; a template whose name uses `{{.subDomain}}` gives one record per
-               subdomain, any other one record
+    Custom     each of `dnsTemplates`: a name and target rendered as Go templates with `.domain`,
+               `.dnsTarget` and `.subDomain` and Sprig functions (`templates`); a template whose
+               name reads `.subDomain` gives one record per subdomain, any other one record
 
-CAP Operator expands Custom templates with Go templates and Sprig functions. Offline, btp-gitops
-expands the three variables (with or without spaces inside the braces) and refuses any other
-template action rather than guess what it would produce.
+Templates are checked by the domain rules (validation) with the domain's values, so a refused one
+never gets here; one that a particular subdomain makes fail (a value past the size bound) is
+refused here, at its field, rather than rendered half.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from btp_gitops.generator.core.errors import InvalidSpec
+from btp_gitops.generator.core.sources import problem_at
 from btp_gitops.generator.domains.cap.model import DnsMode, Domain
-
-_ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
-VARIABLES = ("domain", "dnsTarget", "subDomain")
+from btp_gitops.generator.domains.cap.templates import TemplateError, parse
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -30,21 +29,31 @@ class DnsRecord:
     target: str
 
 
-def template_actions(text: str) -> list[str]:
-    """The actions inside `{{ }}` of a template, trimmed."""
-    return [match.group(1) for match in _ACTION.finditer(text)]
-
-
-def unsupported_actions(text: str) -> list[str]:
-    return [action for action in template_actions(text) if action.lstrip(".") not in VARIABLES]
-
-
 def uses_subdomain(text: str) -> bool:
-    return ".subDomain" in template_actions(text)
+    """The template reads `.subDomain` (False for one that does not parse: the rules refuse it)."""
+    try:
+        return "subDomain" in parse(text).fields
+    except TemplateError:
+        return False
 
 
-def expand(text: str, values: dict[str, str]) -> str:
-    return _ACTION.sub(lambda match: values.get(match.group(1).lstrip("."), match.group(0)), text)
+def template_values(domain: Domain, sub_domain: str) -> dict[str, str]:
+    return {"domain": domain.host, "dnsTarget": domain.dns_target, "subDomain": sub_domain}
+
+
+def template_record(domain: Domain, index: int, sub_domain: str) -> DnsRecord:
+    """The record of `dnsTemplates[index]` for one subdomain ("" for a template without one)."""
+    template = domain.dns_templates[index]
+    values = template_values(domain, sub_domain)
+    rendered = []
+    for field, text in (("name", template.name), ("target", template.target)):
+        try:
+            rendered.append(parse(text).render(values))
+        except TemplateError as error:
+            where = domain.field_path(f"dnsTemplates[{index}].{field}")
+            problem = problem_at(domain.source, where, f"subdomain {sub_domain}: {error}")
+            raise InvalidSpec("invalid CAP domain", [problem]) from None
+    return DnsRecord(*rendered)
 
 
 def dns_records(domain: Domain, subdomains: Iterable[str]) -> list[DnsRecord]:
@@ -56,11 +65,11 @@ def dns_records(domain: Domain, subdomains: Iterable[str]) -> list[DnsRecord]:
     elif domain.dns_mode == DnsMode.SUBDOMAIN:
         records = [DnsRecord(f"{sub}.{domain.host}", target) for sub in served]
     elif domain.dns_mode == DnsMode.CUSTOM:
-        records = []
-        for template in domain.dns_templates:
-            for sub in served if uses_subdomain(template.name) else [""]:
-                values = {"domain": domain.host, "dnsTarget": target, "subDomain": sub}
-                records.append(DnsRecord(expand(template.name, values), expand(template.target, values)))
+        records = [
+            template_record(domain, index, sub)
+            for index, template in enumerate(domain.dns_templates)
+            for sub in (served if uses_subdomain(template.name) else [""])
+        ]
     else:
         records = []
     return sorted(set(records))

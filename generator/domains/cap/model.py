@@ -137,12 +137,11 @@ class Application:
     services: tuple[BtpService, ...]
     domain_refs: tuple[DomainRef, ...]
     rollout_on_credential_update: bool
-
-    @property
-    def services_only(self) -> bool:
-        """No provider tenant: tenant-independent Service workloads only (CAP Operator's services-only
-        applications: no tenants, no tenant operations)."""
-        return self.provider is None
+    # CAP Operator's services-only application (no tenants, no tenant operations): no provider,
+    # and its first version has only Service deployments and Content jobs. Without a provider that
+    # is the versions' to say, so the catalog sets it (catalog.application_mode); until then, and
+    # for an application without versions, it is "no provider".
+    services_only: bool = False
 
     @property
     def account(self) -> str:
@@ -164,7 +163,7 @@ class Application:
     @classmethod
     def from_source(cls, source: SourceDocument) -> Application:
         spec = _mapping(source.body, "spec")
-        provider = spec.get("provider")
+        provider = _provider(spec.get("provider"))
         return cls(
             source=source,
             name=_text(source.body, "metadata", "name"),
@@ -172,11 +171,7 @@ class Application:
             btp_app_name=_text(spec, "btpAppName"),
             provider_subaccount_id=_text(spec, "providerSubaccountId"),
             global_account_id=_text(spec, "globalAccountId"),
-            provider=(
-                Provider(_text(provider, "subDomain"), _text(provider, "tenantId"))
-                if isinstance(provider, dict)
-                else None
-            ),
+            provider=provider,
             services=tuple(
                 BtpService(_text(s, "name"), _text(s, "secret"), _text(s, "class"))
                 for s in get_path(spec, "btp", "services") or []
@@ -185,7 +180,17 @@ class Application:
                 DomainRef(_text(r, "kind"), _text(r, "name")) for r in spec.get("domainRefs") or []
             ),
             rollout_on_credential_update=bool(spec.get("rolloutOnCredentialUpdate", False)),
+            services_only=provider is None,
         )
+
+
+def _provider(written: object) -> Provider | None:
+    """`spec.provider`, None when absent or empty (`provider: {}`: no provider tenant, as CAP
+    Operator reads it since the section became optional, even for multi-tenant applications)."""
+    if not isinstance(written, dict):
+        return None
+    provider = Provider(_text(written, "subDomain"), _text(written, "tenantId"))
+    return provider if provider.sub_domain or provider.tenant_id else None
 
 
 # --- CAPApplicationVersion ------------------------------------------------------------------------
@@ -317,6 +322,16 @@ class Version:
     def workload(self, name: str) -> Workload | None:
         return next((w for w in self.workloads if w.name == name), None)
 
+    @property
+    def services_shaped(self) -> bool:
+        """Only Service deployments and Content jobs: what makes CAP Operator treat an application
+        without provider as services-only."""
+        return all(
+            w.type == (DeploymentType.SERVICE if w.is_deployment else JobType.CONTENT)
+            for w in self.workloads
+            if w.is_deployment or w.is_job
+        )
+
     def deployments(self) -> list[Workload]:
         return [w for w in self.workloads if w.is_deployment]
 
@@ -343,12 +358,27 @@ class Version:
         """The jobs a tenant operation runs on this version (CAPTenantOperation steps, issue #6).
 
         Without `tenantOperations` for the phase, the single step is the first TenantOperation job.
+        A Content job listed among the steps is left out, as CAP Operator leaves it out (it runs
+        once per version, never per tenant): `ignored_content_steps` lists them for the report.
         """
         listed = (self.tenant_operations or {}).get(operation)
         if listed:
-            return listed
+            return tuple(step for step in listed if not self._is_content_job(step.workload))
         first = self.jobs_of_type(JobType.TENANT_OPERATION)
         return (TenantOperationStep(first[0].name),) if first else ()
+
+    def ignored_content_steps(self) -> list[tuple[TenantOperation, TenantOperationStep]]:
+        """Steps of `tenantOperations` that name a Content job, which tenant operations skip."""
+        return [
+            (operation, step)
+            for operation, steps in (self.tenant_operations or {}).items()
+            for step in steps
+            if self._is_content_job(step.workload)
+        ]
+
+    def _is_content_job(self, name: str) -> bool:
+        workload = self.workload(name)
+        return workload is not None and workload.is_job and workload.type == JobType.CONTENT
 
     def exposed_workloads(self) -> set[str]:
         """Workloads that receive traffic from the ingress gateway: the Router and exposure targets."""

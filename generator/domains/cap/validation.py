@@ -14,7 +14,7 @@ import semver
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 from btp_gitops.generator.domains.cap.catalog import CapCatalog
-from btp_gitops.generator.domains.cap.dns import VARIABLES, unsupported_actions, uses_subdomain
+from btp_gitops.generator.domains.cap.dns import template_values, uses_subdomain
 from btp_gitops.generator.domains.cap.exposures import current_version, semantic_version
 from btp_gitops.generator.domains.cap.model import (
     CERTIFICATE_MANAGER_ANNOTATION,
@@ -27,9 +27,12 @@ from btp_gitops.generator.domains.cap.model import (
     Domain,
     Version,
 )
+from btp_gitops.generator.domains.cap.templates import TemplateError
+from btp_gitops.generator.domains.cap.templates import render as render_template
 from btp_gitops.generator.domains.cap.version_rules import VersionRules, is_label_value
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_SUBDOMAIN = 63  # a subdomain is one DNS label
 
 
 def _annotation_path(key: str) -> str:
@@ -63,6 +66,17 @@ def application_problems(app: Application, catalog: CapCatalog) -> list[Problem]
         problems.append(
             problem_at(app.source, _annotation_path(CREDENTIALS_ANNOTATION), f"must be one of {choices}")
         )
+    provider = app.source.body.get("spec", {}).get("provider")
+    if isinstance(provider, dict) and app.provider is not None:
+        problems += [
+            problem_at(
+                app.source,
+                f"spec.provider.{key}",
+                "required with the provider's other field (or leave spec.provider empty: no provider tenant)",
+            )
+            for key in ("subDomain", "tenantId")
+            if not provider.get(key)
+        ]
     names = [s.name for s in app.services]
     problems += [
         problem_at(app.source, f"spec.btp.services[{i}].name", f"duplicate service name {name!r}")
@@ -188,19 +202,18 @@ def _dns_problems(domain: Domain) -> list[Problem]:
         problems.append(
             problem_at(domain.source, domain.field_path("dnsTemplates"), "only used with dnsMode Custom")
         )
+    # Rendered once with the domain's values and the longest subdomain there is: what a template
+    # refuses (a function or action outside the subset, a wrong argument, a value past the size
+    # bound) does not depend on which subdomain it gets.
+    values = template_values(domain, "x" * MAX_SUBDOMAIN)
     for index, template in enumerate(domain.dns_templates):
         where = domain.field_path(f"dnsTemplates[{index}]")
-        for field, text in (("name", template.name), ("target", template.target)):
-            for action in unsupported_actions(text):
-                variables = ", ".join(f"{{{{.{v}}}}}" for v in VARIABLES)
-                problems.append(
-                    problem_at(
-                        domain.source,
-                        f"{where}.{field}",
-                        f"cannot expand {{{{{action}}}}} at render time (only {variables})",
-                    )
-                )
-        if uses_subdomain(template.target) and not uses_subdomain(template.name):
+        refused = [
+            problem_at(domain.source, f"{where}.{field}", f"Go template: {error}")
+            for field, error in _template_errors(template.name, template.target, values)
+        ]
+        problems += refused
+        if not refused and uses_subdomain(template.target) and not uses_subdomain(template.name):
             problems.append(
                 problem_at(
                     domain.source,
@@ -209,6 +222,16 @@ def _dns_problems(domain: Domain) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _template_errors(name: str, target: str, values: dict[str, str]) -> list[tuple[str, TemplateError]]:
+    errors = []
+    for field, text in (("name", name), ("target", target)):
+        try:
+            render_template(text, values)
+        except TemplateError as error:
+            errors.append((field, error))
+    return errors
 
 
 def _certificate_problems(domain: Domain) -> list[Problem]:

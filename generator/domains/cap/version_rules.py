@@ -193,7 +193,10 @@ class VersionRules:
 
     def _services_only_workloads(self) -> list[Problem]:
         problems = []
-        why = "in a services-only application (its CAPApplication has no spec.provider)"
+        why = (
+            "in a services-only application (its CAPApplication has no spec.provider, and its first "
+            "version only Service deployments and Content jobs)"
+        )
         for workload in self.version.workloads:
             if workload.is_deployment and workload.type != DeploymentType.SERVICE:
                 problems.append(
@@ -289,6 +292,8 @@ class VersionRules:
         for step in steps:
             where = f"spec.tenantOperations.{operation.value}[{step.index}]"
             workload = self.version.workload(step.workload)
+            if workload is not None and workload.is_job and workload.type == JobType.CONTENT:
+                continue  # skipped by tenant operations, with a note (tenants.tenant_operation_notes)
             if workload is None or not workload.is_job or workload.type not in TENANT_JOB_TYPES:
                 problems.append(
                     self.problem(

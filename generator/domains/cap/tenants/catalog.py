@@ -2,10 +2,12 @@
 
 Grouping is one pass over the records (a dictionary per application), so that the render is
 linear in tenants. An application's provider tenant is its record whose `tenantId` is the
-provider's, else derived from `spec.provider` (model.derived_provider_tenant). Rules checked here,
-each problem at its record's field: the application exists and has tenants (not services-only);
-names are unique per namespace and tenant ids per application; a provider record is named
-`<ca>-provider` and has the provider's subdomain; the deprovision annotation says "true" or
+provider's, else derived from `spec.provider` (model.derived_provider_tenant); a multi-tenant
+application without provider (absent or empty `spec.provider`) has its consumer tenants only.
+Rules checked here, each problem at its record's field: the application exists and has tenants
+(not services-only); names are unique per namespace and tenant ids per application; a provider record is named
+`<ca>-provider` (its subdomain may differ from `spec.provider.subDomain`: the record's wins, as
+in CAP Operator); the deprovision annotation says "true" or
 "false" (on a record, and on a CAPApplication, where it marks the application for retirement); a
 subdomain serves one tenant or exposure per domain (domains may be shared by applications); the
 application's routing annotations are well-formed.
@@ -66,7 +68,8 @@ def _orphan_problem(
         return problem_at(
             source,
             "spec.capApplicationInstance",
-            f"CAPApplication {app.name} is services-only (no spec.provider): it has no tenants",
+            f"CAPApplication {app.name} is services-only (no spec.provider, and its first version has only "
+            "Service deployments and Content jobs): it has no tenants",
         )
     return None
 
@@ -89,14 +92,10 @@ def _with_provider(
                 f"(tenantId {provider.tenant_id} is CAPApplication {app.name}'s provider)",
             )
         )
-    if recorded.sub_domain != provider.sub_domain:
-        problems.append(
-            problem_at(
-                found.source,
-                "spec.subDomain",
-                f"the provider tenant's subdomain is {provider.sub_domain} (CAPApplication {app.name})",
-            )
-        )
+    # A recorded subdomain other than spec.provider.subDomain is a change of the provider's
+    # subdomain: CAP Operator creates the provider CAPTenant from spec.provider once and from then
+    # on serves the CAPTenant's subDomain, so the record wins (routing and DNS follow it; the
+    # render report says so: render.provider_subdomain_notes).
     return [recorded, *(t for t in records if t is not found)], problems
 
 
@@ -183,10 +182,13 @@ def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatal
     groups = []
     for app in catalog.applications:
         problems += _application_mark_problems(app)
-        if app.provider is None:  # services-only
+        if app.services_only:
             continue
-        tenants, provider_problems = _with_provider(
-            app, app.provider, records.get((app.namespace, app.name), [])
+        written = records.get((app.namespace, app.name), [])
+        # Without a provider (absent or empty spec.provider) CAP Operator creates no provider
+        # tenant and provisions the consumer tenants alone.
+        tenants, provider_problems = (
+            _with_provider(app, app.provider, written) if app.provider is not None else (written, [])
         )
         settings, routing_problems = routing_settings(app)
         problems += provider_problems + routing_problems

@@ -178,7 +178,25 @@ def render_tenant(context: ApplicationContext, tenant: Tenant, plan: TenantPlan)
         if plan.warning
         else []
     )
-    return AppRender(tenant_app(tenant), manifests, notes)
+    return AppRender(tenant_app(tenant), manifests, notes + provider_subdomain_notes(app, tenant))
+
+
+def provider_subdomain_notes(app: Application, tenant: Tenant) -> list[Note]:
+    """The provider's record has another subdomain than `spec.provider.subDomain`: it is served on
+    the record's (CAP Operator reconciles the CAPTenant's subDomain; `spec.provider` only created it)."""
+    if not tenant.is_provider or app.provider is None or tenant.sub_domain == app.provider.sub_domain:
+        return []
+    return [
+        Note(
+            Level.INFO,
+            "ProviderSubdomainChanged",
+            _subject(tenant, app),
+            f"the provider tenant is served on subdomain {tenant.sub_domain} (its CAPTenant), not "
+            f"{app.provider.sub_domain} (CAPApplication {app.name} spec.provider.subDomain, which only "
+            "created it): routing and DNS follow the CAPTenant; CAPOP_PROVIDER_SUBDOMAIN stays the "
+            "application's, as CAP Operator sets it",
+        )
+    ]
 
 
 def _subject(tenant: Tenant, app: Application) -> str:
@@ -220,16 +238,27 @@ def version_gate_manifests(app: Application, versions: list[Version], origin: st
 
 
 def tenant_operation_notes(app: Application, version: Version) -> list[Note]:
-    """A tenant Job removed by its TTL before the controller recorded the operation would run again."""
+    """A tenant Job removed by its TTL before the controller recorded the operation would run again;
+    a Content job named among the steps is skipped, as CAP Operator skips it."""
     if app.services_only:
         return []
     used = {step.workload for op in TenantOperation for step in version.tenant_operation_steps(op)}
-    return [
+    where = f"{version.source.file}: document {version.source.document} ({version.source.ref})"
+    skipped = [
+        Note(
+            Level.WARNING,
+            "ContentJobNotATenantOperation",
+            f"{where}: spec.tenantOperations.{operation.value}[{step.index}].workloadName",
+            f"{step.workload} is a Content job: it runs once for the version, not per tenant, so "
+            f"{operation.value} leaves this step out (as CAP Operator does); remove it from the list",
+        )
+        for operation, step in version.ignored_content_steps()
+    ]
+    return skipped + [
         Note(
             Level.WARNING,
             "JobRecreatedAfterTtl",
-            f"{version.source.file}: document {version.source.document} ({version.source.ref}): "
-            f"{workload.definition_path('ttlSecondsAfterFinished')}",
+            f"{where}: {workload.definition_path('ttlSecondsAfterFinished')}",
             f"tenant operation Jobs of {workload.name} are deleted "
             f"{workload.definition['ttlSecondsAfterFinished']}s after they finish; until the controller "
             "records the operation as completed, Argo CD and Flux see such a Job missing and run it again: "

@@ -6,18 +6,27 @@ Router Service of the version the tenant runs on (`<cav>-<router>-svc.<ns>.svc.c
 the router's first port). It is in the routing stage of the tenant's app, so it switches to a
 new version only after the upgrade Jobs before it succeeded.
 
-Version affinity (CAPApplication annotation `sme.sap.com/enable-version-affinity: "true"`): the
-default route adds the cookie `CAPOP_CAV=<cav>` to every response, and for each version the
-tenant's users may still have sessions on (`selection.session_versions`) a route sends requests
-carrying that version's cookie to that version's Router, so a session survives the switch. Its
-logout endpoint (annotation `sme.sap.com/logout-endpoint`, default `logout`) still goes to the old
-version but clears the cookie, so the next session starts on the new one. Logout routes come
-first, then cookie routes, then the default route (Istio takes the first match).
+Version affinity (CAPApplication annotation `sme.sap.com/enable-version-affinity: "true"`), route
+for route as CAP Operator routes (Istio takes the first match):
+
+    logout-<current>      URI matching the logout endpoint and a `cookie` header holding
+                          `CAPOP_CAV=<current>`: to the current version, the cookie expired
+                          (`Max-Age=0`) by `response.set`
+    logout-<older>        the same for each version the tenant's users may still have sessions on
+    affinity-<older>      (`selection.session_versions`, newest first): logout, then any request
+                          carrying that version's cookie, to that version's Router
+    default               `uri.prefix "/"` to the current version; `response.add` gives the cookie
+                          `CAPOP_CAV=<current>` (`add`, so that the Router's own Set-Cookie headers
+                          survive on every other response)
+
+The logout endpoint is a path segment of the URI (regex, RE2): `logout` or `logoff` by default,
+else the version's annotation `sme.sap.com/logout-endpoint` (no leading slash; CAP Operator reads
+it from the CAPApplicationVersion, and btp-gitops also from the CAPApplication for applications
+written before). The cookie regex accepts other cookies before and after the version's.
 
 Headers from the annotations `sme.sap.com/vs-route-request-header-set` and
 `sme.sap.com/vs-route-response-header-set` (JSON objects of header name to value) are set on
-every route. The cookie goes in `response.add`, never `set`: the Router's own Set-Cookie headers
-must survive.
+every route; on a logout route the expired cookie is set with them.
 
 DNS entries: a domain with dnsMode Subdomain gets `<subDomain>.<domain>`, and a Custom domain one
 record per template whose name uses `{{.subDomain}}`; they are the tenant's, in its app, so the
@@ -34,7 +43,7 @@ from typing import Any
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.objects import KubeObject
 from btp_gitops.generator.core.sources import problem_at
-from btp_gitops.generator.domains.cap.dns import DnsRecord, expand, uses_subdomain
+from btp_gitops.generator.domains.cap.dns import DnsRecord, template_record, uses_subdomain
 from btp_gitops.generator.domains.cap.identity import CAV_VERSION, gateway_reference, service_host
 from btp_gitops.generator.domains.cap.model import Application, DnsMode, Domain, Version
 from btp_gitops.generator.domains.cap.networking import dns_entry
@@ -45,7 +54,7 @@ LOGOUT_ENDPOINT_ANNOTATION = "sme.sap.com/logout-endpoint"
 REQUEST_HEADERS_ANNOTATION = "sme.sap.com/vs-route-request-header-set"
 RESPONSE_HEADERS_ANNOTATION = "sme.sap.com/vs-route-response-header-set"
 VERSION_COOKIE = "CAPOP_CAV"
-DEFAULT_LOGOUT_ENDPOINT = "logout"
+DEFAULT_LOGOUT_ENDPOINTS = ("logout", "logoff")
 _COOKIE_ATTRIBUTES = "Path=/; Secure; HttpOnly"
 
 
@@ -54,7 +63,7 @@ class RoutingSettings:
     """The application's routing annotations, read once for all of its tenants."""
 
     version_affinity: bool = False
-    logout_path: str = f"/{DEFAULT_LOGOUT_ENDPOINT}"
+    logout_endpoint: str = ""  # the CAPApplication's logout-endpoint annotation, "" when unset
     request_headers: Mapping[str, str] = field(default_factory=dict)
     response_headers: Mapping[str, str] = field(default_factory=dict)
 
@@ -79,14 +88,33 @@ def _header_map(app: Application, key: str, problems: list[Problem]) -> dict[str
 def routing_settings(app: Application) -> tuple[RoutingSettings, list[Problem]]:
     annotations = app.source.body.get("metadata", {}).get("annotations") or {}
     problems: list[Problem] = []
-    logout = str(annotations.get(LOGOUT_ENDPOINT_ANNOTATION) or DEFAULT_LOGOUT_ENDPOINT).strip("/")
     settings = RoutingSettings(
         version_affinity=annotations.get(VERSION_AFFINITY_ANNOTATION) == "true",
-        logout_path=f"/{logout}",
+        logout_endpoint=_logout_endpoint(app.source.body),
         request_headers=_header_map(app, REQUEST_HEADERS_ANNOTATION, problems),
         response_headers=_header_map(app, RESPONSE_HEADERS_ANNOTATION, problems),
     )
     return settings, problems
+
+
+def _logout_endpoint(body: Mapping[str, Any]) -> str:
+    annotations = body.get("metadata", {}).get("annotations") or {}
+    return str(annotations.get(LOGOUT_ENDPOINT_ANNOTATION) or "").strip().strip("/")
+
+
+_REGEX_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+
+
+def regex_literal(text: str) -> str:
+    """`text` matched literally by RE2 (Istio's regex engine): its special characters escaped."""
+    return "".join(f"\\{c}" if c in _REGEX_SPECIAL else c for c in text)
+
+
+def logout_uri_regex(version: Version, settings: RoutingSettings) -> str:
+    """A URI with the version's logout endpoint as a path segment, query or fragment after it."""
+    endpoint = _logout_endpoint(version.source.body) or settings.logout_endpoint
+    alternatives = (regex_literal(endpoint),) if endpoint else DEFAULT_LOGOUT_ENDPOINTS
+    return f"^(/[^?#]*)?/({'|'.join(alternatives)})([/?#].*)?$"
 
 
 def router_destination(version: Version) -> dict[str, Any]:
@@ -99,57 +127,58 @@ def router_destination(version: Version) -> dict[str, Any]:
     }
 
 
-def cookie_match(version: Version) -> dict[str, Any]:
-    """A `Cookie` header holding `CAPOP_CAV=<cav>` among any others (RE2, whole header)."""
-    name = version.name.replace(".", "\\.")  # object names hold [a-z0-9.-]: only dots need escaping
-    return {"cookie": {"regex": f"^(.*;\\s*)?{VERSION_COOKIE}={name}(;.*)?$"}}
+def cookie_regex(version: Version) -> str:
+    """A `Cookie` header holding `CAPOP_CAV=<cav>` among any others, before or after (RE2, whole
+    header): the version name ends at `;` or at the end, so `cav-1` never matches `cav-1.1`."""
+    return f"^(.*;\\s*)?{VERSION_COOKIE}={regex_literal(version.name)}(\\s*;.*)?$"
 
 
-def _headers(settings: RoutingSettings, set_cookie: str | None) -> dict[str, Any]:
+def _headers(settings: RoutingSettings, *, add_cookie: str = "", set_cookie: str = "") -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if settings.request_headers:
         headers["request"] = {"set": dict(settings.request_headers)}
     response: dict[str, Any] = {}
-    if settings.response_headers:
-        response["set"] = dict(settings.response_headers)
-    if set_cookie is not None:
-        response["add"] = {"Set-Cookie": set_cookie}
+    replaced = {**settings.response_headers, **({"Set-Cookie": set_cookie} if set_cookie else {})}
+    if replaced:
+        response["set"] = replaced
+    if add_cookie:
+        response["add"] = {"Set-Cookie": add_cookie}
     if response:
         headers["response"] = response
     return headers
 
 
-def _route(
-    name: str, match: dict[str, Any], version: Version, settings: RoutingSettings, set_cookie: str | None
-) -> dict[str, Any]:
+def _route(name: str, match: dict[str, Any], version: Version, headers: dict[str, Any]) -> dict[str, Any]:
     route: dict[str, Any] = {"name": name, "match": [match], "route": [router_destination(version)]}
-    headers = _headers(settings, set_cookie)
     if headers:
         route["headers"] = headers
     return route
 
 
+def _logout_route(version: Version, settings: RoutingSettings) -> dict[str, Any]:
+    match = {
+        "uri": {"regex": logout_uri_regex(version, settings)},
+        "headers": {"cookie": {"regex": cookie_regex(version)}},
+    }
+    expired = f"{VERSION_COOKIE}=; Max-Age=0; {_COOKIE_ATTRIBUTES}"
+    return _route(f"logout-{version.name}", match, version, _headers(settings, set_cookie=expired))
+
+
 def http_routes(
     route_to: Version, sessions: tuple[Version, ...], settings: RoutingSettings
 ) -> list[dict[str, Any]]:
+    default_match = {"uri": {"prefix": "/"}}
     if not settings.version_affinity:
-        return [_route("default", {"uri": {"prefix": "/"}}, route_to, settings, None)]
-    clear = f"{VERSION_COOKIE}=; Max-Age=0; {_COOKIE_ATTRIBUTES}"
-    logouts = [
-        _route(
-            f"logout-{v.name}",
-            {"uri": {"prefix": settings.logout_path}, "headers": cookie_match(v)},
-            v,
-            settings,
-            clear,
-        )
-        for v in sessions
-    ]
-    affinity = [
-        _route(f"affinity-{v.name}", {"headers": cookie_match(v)}, v, settings, None) for v in sessions
-    ]
+        return [_route("default", default_match, route_to, _headers(settings))]
+    routes = [_logout_route(route_to, settings)]
+    for older in sessions:
+        affinity = {"headers": {"cookie": {"regex": cookie_regex(older)}}}
+        routes += [
+            _logout_route(older, settings),
+            _route(f"affinity-{older.name}", affinity, older, _headers(settings)),
+        ]
     keep = f"{VERSION_COOKIE}={route_to.name}; {_COOKIE_ATTRIBUTES}"
-    return [*logouts, *affinity, _route("default", {"uri": {"prefix": "/"}}, route_to, settings, keep)]
+    return [*routes, _route("default", default_match, route_to, _headers(settings, add_cookie=keep))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,11 +221,10 @@ def tenant_dns_records(domain: Domain, sub_domain: str) -> list[DnsRecord]:
         return [DnsRecord(f"{sub_domain}.{domain.host}", domain.dns_target)]
     if domain.dns_mode != DnsMode.CUSTOM:
         return []
-    values = {"domain": domain.host, "dnsTarget": domain.dns_target, "subDomain": sub_domain}
     records = {
-        DnsRecord(expand(t.name, values), expand(t.target, values))
-        for t in domain.dns_templates
-        if uses_subdomain(t.name)
+        template_record(domain, index, sub_domain)
+        for index, template in enumerate(domain.dns_templates)
+        if uses_subdomain(template.name)
     }
     return sorted(records)
 
