@@ -45,9 +45,10 @@ unknown counts as made).
 `sme.sap.com/saas-additional-output` annotation, a JSON object, and over it, key by key, the
 `spec.subscriptionCallbackData` (a JSON object) of every CAPTenantOutput in the tenant's namespace
 labelled `sme.sap.com/btp-tenant-id: <tenant id>`, in the order of their names (a later one wins a
-key). What is not a JSON object is left out with a warning naming where it is (CAP Operator's
-docs show `{foo: bar}`, a YAML flow mapping: that is read too). Without the CAPTenantOutput CRD
-in the cluster there are none. `subscriptionUrl` (`applicationUrl` for the subscription manager)
+key), when the provisioning SUCCEEDED: what an onboarding produced is reported with it. What is
+not a JSON object is left out with a warning naming where it is (CAP Operator's docs show
+`{foo: bar}`, a YAML flow mapping: that is read too). Without the CAPTenantOutput CRD in the
+cluster there are none. `subscriptionUrl` (`applicationUrl` for the subscription manager)
 is the callback's `appUrl`. No token, client secret or payload is ever logged.
 """
 
@@ -472,7 +473,12 @@ class CallbackDelivery:
         output = None
         if callback.operation == Operation.PROVISIONING:
             base = additional_output(app)
-            extra = tenant_outputs(self._kube, callback.namespace, callback.tenant_id)
+            # what the tenant's operation produced: only an onboarded tenant has any to report
+            extra = (
+                tenant_outputs(self._kube, callback.namespace, callback.tenant_id)
+                if verdict.succeeded
+                else {}
+            )
             output = {**(base or {}), **extra} if base is not None or extra else None
         status = CallbackStatus(verdict.succeeded, verdict.message, callback.app_url, output)
         self._client.send_status(target, callback.callback_path, status)

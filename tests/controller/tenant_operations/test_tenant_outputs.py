@@ -5,7 +5,7 @@ namespace) go into the callback's `additionalOutput` over the application's
 `sme.sap.com/saas-additional-output`, key by key, in the order of their names; the docs' own
 example (`subscriptionCallbackData: '{foo: bar}'`) is read; another tenant's output and an output
 that is not a JSON object are left out (the latter with a warning naming it, never its text);
-a deprovisioning callback carries none. The CRD is the chart's, generated from schemas/ and
+a failed provisioning and a deprovisioning carry none. The CRD is the chart's, generated from schemas/ and
 installed into a real API server; Git is real; the SaaS registry is the local HTTP peer.
 """
 
@@ -161,3 +161,25 @@ def test_a_deprovisioning_callback_carries_no_tenant_output(
         "message": "Deprovisioning successful",
         "subscriptionUrl": "https://globex.bookshop.apps.example.com",
     }
+
+
+def test_a_failed_provisioning_reports_no_tenant_output(
+    tenant_output_crd: None,
+    source: SourceRemote,
+    kube: KubeClient,
+    controller: Controller,
+    saas_peer: SaasPeer,
+) -> None:
+    namespace = source.namespace
+    kube.create(CAP_TENANT_OUTPUT, _output("globex-output", GLOBEX_ID, '{"foo": "bar"}'), namespace)
+    source.write_records(tenant_record(namespace, "globex", GLOBEX_ID))
+    bind_saas_registry(kube, namespace, saas_peer)
+    open_callback(kube, namespace, "globex", GLOBEX_ID, Operation.PROVISIONING)
+    [job] = create_jobs(kube, source.rendered_jobs("globex"))
+    finish_job(kube, job, "Failed")
+
+    controller.tenant_operations.reconcile(ObjectKey(namespace, "globex"))
+
+    [callback] = saas_peer.callbacks
+    assert callback.body["status"] == "FAILED"
+    assert callback.body["additionalOutput"] == ADDITIONAL_OUTPUT
