@@ -91,6 +91,7 @@ CAP_APPLICATION_VERSION = Resource(
     "sme.sap.com", "v1alpha1", "capapplicationversions", "CAPApplicationVersion"
 )
 CAP_TENANT = Resource("sme.sap.com", "v1alpha1", "captenants", "CAPTenant")
+CAP_TENANT_OUTPUT = Resource("sme.sap.com", "v1alpha1", "captenantoutputs", "CAPTenantOutput")
 
 
 class Conflict(KubeUnavailable):

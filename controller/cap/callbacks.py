@@ -42,9 +42,14 @@ number of PUTs never exceeds `max_attempts` (an attempt that was stored but whos
 unknown counts as made).
 
 `additionalOutput` (provisioning only, as CAP Operator sends it): the CAPApplication's
-`sme.sap.com/saas-additional-output` annotation, a JSON object; anything else is left out with a
-warning. `subscriptionUrl` (`applicationUrl` for the subscription manager) is the callback's
-`appUrl`. No token, client secret or payload is ever logged.
+`sme.sap.com/saas-additional-output` annotation, a JSON object, and over it, key by key, the
+`spec.subscriptionCallbackData` (a JSON object) of every CAPTenantOutput in the tenant's namespace
+labelled `sme.sap.com/btp-tenant-id: <tenant id>`, in the order of their names (a later one wins a
+key), when the provisioning SUCCEEDED: what an onboarding produced is reported with it. What is
+not a JSON object is left out with a warning naming where it is (CAP Operator's docs show
+`{foo: bar}`, a YAML flow mapping: that is read too). Without the CAPTenantOutput CRD in the
+cluster there are none. `subscriptionUrl` (`applicationUrl` for the subscription manager)
+is the callback's `appUrl`. No token, client secret or payload is ever logged.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+
+import yaml
 
 from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL, Operation, rfc3339
 from btp_gitops.controller.clients.credentials import (
@@ -72,7 +79,14 @@ from btp_gitops.controller.clients.saas_client import (
 from btp_gitops.controller.clients.targets import AppTarget, ServiceRef
 from btp_gitops.controller.errors import ConfigurationError, ControllerError, PermanentError
 from btp_gitops.controller.events import NORMAL, WARNING, record_event
-from btp_gitops.controller.kube import CONFIG_MAP, Conflict, KubeClient, KubeObject, NotFound
+from btp_gitops.controller.kube import (
+    CAP_TENANT_OUTPUT,
+    CONFIG_MAP,
+    Conflict,
+    KubeClient,
+    KubeObject,
+    NotFound,
+)
 from btp_gitops.controller.records import ApplicationRecord
 from btp_gitops.generator.domains.cap import TenantOperation, TenantState, TenantStatus
 
@@ -80,6 +94,7 @@ log = logging.getLogger("btp_gitops.controller.cap.callbacks")
 
 DELIVERY_ANNOTATION = "btp-gitops.io/callback-delivery"
 ADDITIONAL_OUTPUT_ANNOTATION = "sme.sap.com/saas-additional-output"
+TENANT_ID_LABEL = "sme.sap.com/btp-tenant-id"
 PENDING = "true"
 ABANDONED = "failed"
 SUBSCRIPTION_MANAGER = "SMS"
@@ -318,6 +333,46 @@ def additional_output(app: ApplicationRecord) -> dict[str, Any] | None:
     return value
 
 
+def _json_object(text: str) -> dict[str, Any] | None:
+    """A JSON object, or a YAML flow mapping of plain values (`{foo: bar}`), else None."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        try:
+            value = yaml.safe_load(text)
+            json.dumps(value)  # only what JSON can carry (no dates, no binary)
+        except (yaml.YAMLError, TypeError, ValueError, RecursionError):
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def tenant_outputs(kube: KubeClient, namespace: str, tenant_id: str) -> dict[str, Any]:
+    """The merged `subscriptionCallbackData` of the tenant's CAPTenantOutputs, by name."""
+    if not tenant_id:
+        return {}
+    try:
+        found = kube.list(CAP_TENANT_OUTPUT, namespace, label_selector=f"{TENANT_ID_LABEL}={tenant_id}")
+    except NotFound:  # the CRD is not installed: nobody can have created one
+        return {}
+    merged: dict[str, Any] = {}
+    for output in sorted(found, key=lambda o: str((o.get("metadata") or {}).get("name", ""))):
+        name = (output.get("metadata") or {}).get("name")
+        text = (output.get("spec") or {}).get("subscriptionCallbackData")
+        if text in (None, ""):
+            continue
+        value = _json_object(text) if isinstance(text, str) else None
+        if value is None:
+            log.warning(
+                "CAPTenantOutput %s/%s: spec.subscriptionCallbackData is not a JSON object; left out of "
+                "the callback's additionalOutput",
+                namespace,
+                name,
+            )
+            continue
+        merged.update(value)
+    return merged
+
+
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -415,7 +470,16 @@ class CallbackDelivery:
             )
         else:
             target = CallbackTarget.of_saas_registry(self._credentials.saas_registry(target_app))
-        output = additional_output(app) if callback.operation == Operation.PROVISIONING else None
+        output = None
+        if callback.operation == Operation.PROVISIONING:
+            base = additional_output(app)
+            # what the tenant's operation produced: only an onboarded tenant has any to report
+            extra = (
+                tenant_outputs(self._kube, callback.namespace, callback.tenant_id)
+                if verdict.succeeded
+                else {}
+            )
+            output = {**(base or {}), **extra} if base is not None or extra else None
         status = CallbackStatus(verdict.succeeded, verdict.message, callback.app_url, output)
         self._client.send_status(target, callback.callback_path, status)
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import load_der_private_key
 
@@ -58,6 +59,24 @@ _LONG_RUN = b"A" * _MIN_RUN
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _MARKER_WORDS = re.compile(r"PRIVATE KEY|PuTTY-User-Key-File-")
 _PRINTABLE = re.compile(rb"[\t\n\r\x20-\x7e]*")
+
+
+# A PEM bundle of certificates and nothing else: no other armour, no text around the blocks.
+_CERTIFICATE_BUNDLE = re.compile(
+    r"\s*(?:-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----\s*)+"
+)
+
+
+def is_certificate_bundle(text: str) -> bool:
+    """Whether `text` is one or more PEM X.509 certificates and nothing else (public data: a CA
+    for clients, a caBundle). A private key, other PEM armour or any text besides the blocks is
+    not; neither is a block that does not parse as a certificate."""
+    if _CERTIFICATE_BUNDLE.fullmatch(text) is None:
+        return False
+    try:
+        return bool(x509.load_pem_x509_certificates(text.encode("ascii")))
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ The guard sees what kustomize and Argo CD will see: every object, and every obje
 wrapper (`kind: List`, a `*List` kind, any object with an `items` array, at any depth), so a
 Secret inside a List is found like a top-level one. It refuses
 
-- a Secret (`kind: Secret`) with `data` or `stringData`, wherever it sits;
+- a Secret (`kind: Secret`) with `data` or `stringData`, wherever it sits, unless every value in
+  both is PEM certificates and nothing else (core.keys.is_certificate_bundle): public data, such
+  as the client CA Istio reads from `<credentialName>-cacert`;
 - a private key in any string of any object, keys of maps included, in any encoding core.keys
   recognises (PEM, OpenSSH, PuTTY, base64 or hex of those, DER PKCS#8 / PKCS#1 / SEC1 in base64);
 - a private key anywhere in the text of any output file (kustomization, wiring, records).
@@ -15,12 +17,14 @@ never the value.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from btp_gitops.generator.core.errors import CredentialInOutput, Problem
-from btp_gitops.generator.core.keys import MIN_KEY_TEXT, private_key_in
+from btp_gitops.generator.core.keys import MIN_KEY_TEXT, is_certificate_bundle, private_key_in
 from btp_gitops.generator.core.objects import Manifest, describe, format_field_path
 
 REFUSAL = (
@@ -44,9 +48,35 @@ def _nodes(body: Any) -> Iterator[tuple[Path, Any]]:
             stack.extend(((*path, index), item) for index, item in reversed(list(enumerate(node))))
 
 
+def _value_text(field: str, value: object) -> str | None:
+    """A Secret value as text (`data` is base64), or None when it is not text."""
+    if not isinstance(value, str):
+        return None
+    if field == "stringData":
+        return value
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def _certificates_only(node: dict[str, Any]) -> bool:
+    """Whether every value of the Secret is PEM certificates (and there is at least one)."""
+    texts: list[str | None] = []
+    for field in ("data", "stringData"):
+        values = node.get(field)
+        if values in (None, {}):
+            continue
+        if not isinstance(values, dict):
+            return False
+        texts += [_value_text(field, value) for value in values.values()]
+    return bool(texts) and all(text is not None and is_certificate_bundle(text) for text in texts)
+
+
 def _secret_field_with_data(node: dict[str, Any], placeholders: bool) -> str | None:
-    """`data` or `stringData` if `node` is a Secret that has values there, else None."""
-    if node.get("kind") != "Secret":
+    """`data` or `stringData` if `node` is a Secret that has values there, else None. A Secret of
+    public certificates only has none that count."""
+    if node.get("kind") != "Secret" or _certificates_only(node):
         return None
     for field in ("data", "stringData"):
         values = node.get(field)

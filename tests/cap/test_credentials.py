@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from btp_gitops.generator.charts.renderer import ChartRequest
+from btp_gitops.generator.core.keys import is_certificate_bundle
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from tests.cap.conftest import CAP_APP, CLUSTER, SERVICES_ONLY, RenderRepo, objects_of, render_files
 from tests.conftest import ROOT, RunCli
@@ -117,13 +118,20 @@ def test_no_binding_secret_value_reaches_the_rendered_repo(tmp_path: Path, rende
     for value in credential_values():
         for form in (value, base64.b64encode(value.encode()).decode(), json.dumps(value)[1:-1]):
             assert form not in text, f"a credential reached the repo: {form}"
-    # The Secrets are named, never read: each is referenced by name only.
-    kinds = [
-        yaml.safe_load(data)["kind"]
+    # The Secrets are named, never read: each is referenced by name only. The one Secret rendered
+    # is the mTLS domain's client CA: public certificates and nothing else.
+    objects = [
+        yaml.safe_load(data)
         for path, data in tree.items()
         if path.endswith(".yaml") and not path.endswith("kustomization.yaml")
     ]
-    assert "Secret" not in kinds
+    secrets = [obj for obj in objects if obj["kind"] == "Secret"]
+    assert [s["metadata"]["name"] for s in secrets] == ["bookshop--bookshop-partners-gardener-cacert"]
+    assert all(
+        is_certificate_bundle(base64.b64decode(value).decode())
+        for secret in secrets
+        for value in secret["data"].values()
+    )
     for name in BINDING_SECRETS:
         assert name in text
 

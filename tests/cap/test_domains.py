@@ -3,16 +3,18 @@
 Covers: a snapshot of one domain per DNS mode (None, Wildcard, Subdomain, Custom) across Gardener
 and cert-manager certificates, TLS modes and ingress namespaces, plus the Domain and ClusterDomain
 a deprecated `spec.domains` stands for; Subdomain and Custom records follow the subdomains the
-applications expose; the client CA of Mutual TLS is reported, not rendered (DNS templates:
-test_dns_templates). Real pipeline in process; nothing is faked.
+applications expose; the client CA of Mutual TLS is rendered as Istio's `-cacert` Secret (DNS
+templates: test_dns_templates). Real pipeline in process; nothing is faked.
 """
 
 from __future__ import annotations
 
+import base64
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from btp_gitops.generator.core.sources import SourceSet
 from btp_gitops.generator.domains.cap.catalog import build_catalog
@@ -71,13 +73,16 @@ def test_gateways_and_certificates_sit_where_istio_reads_them() -> None:
     assert gateway["metadata"]["namespace"] == "istio-ingress"
     assert gateway["spec"]["servers"][0]["hosts"] == ["*/*.sub.example.net"]
     assert certificate["metadata"]["namespace"] == "istio-ingress"
-    assert certificate["spec"]["secretRef"] == {"name": "per-subdomain", "namespace": "istio-ingress"}
+    assert certificate["spec"]["secretRef"] == {
+        "name": "per-subdomain-gardener",
+        "namespace": "istio-ingress",
+    }
     domain_gateway = objects["cap-domain.shop.wildcard/gateway-wildcard.yaml"]
     assert domain_gateway["metadata"]["namespace"] == "shop"
     assert domain_gateway["spec"]["servers"][0]["hosts"] == ["./*.wildcard.example.com"]
     assert domain_gateway["spec"]["servers"][0]["tls"] == {
         "mode": "MUTUAL",
-        "credentialName": "shop--wildcard",
+        "credentialName": "shop--wildcard-cert-manager",
     }
     assert (
         objects["cap-domain.shop.wildcard/certificate-shop--wildcard.yaml"]["metadata"]["namespace"]
@@ -85,14 +90,17 @@ def test_gateways_and_certificates_sit_where_istio_reads_them() -> None:
     )
 
 
-def test_the_client_ca_of_mutual_tls_is_reported_not_rendered() -> None:
+def test_the_client_ca_of_mutual_tls_is_rendered_where_istio_reads_it() -> None:
     result = render_result(SOURCE)
-    notes = [(n.reason, n.subject.rsplit(": ", 1)[1]) for app in result.apps for n in app.notes]
-    assert ("AdditionalCACertificateNotRendered", "spec.certConfig.additionalCACertificate") in notes
-    # The CA stays in the Domain as written; nothing rendered from it asks for a Secret with data.
-    assert [path for path, text in result.files.items() if "BEGIN CERTIFICATE" in text] == [
-        "cap-domain.shop.wildcard/domain-wildcard.yaml"
+    assert [n.reason for app in result.apps for n in app.notes if "CACertificate" in n.reason] == []
+    secret = objects_of(result.files)[
+        "cap-domain.shop.wildcard/secret-shop--wildcard-cert-manager-cacert.yaml"
     ]
+    assert secret["metadata"]["namespace"] == "istio-system"
+    assert list(secret["data"]) == ["ca.crt"]
+    written = yaml.safe_load(result.files["cap-domain.shop.wildcard/domain-wildcard.yaml"])
+    ca = written["spec"]["certConfig"]["additionalCACertificate"]
+    assert base64.b64decode(secret["data"]["ca.crt"]).decode() == ca
 
 
 def test_exposure_virtual_services_use_every_domain_of_the_application() -> None:

@@ -38,6 +38,7 @@ def test_multi_tenant_application_matches_snapshot(
         ".btp-gitops-files",
         "cap-clusterdomain.shops-external",
         "cap-domain.bookshop.bookshop",
+        "cap-domain.bookshop.bookshop-partners",
         "cap-tenant.bookshop.acme",
         "cap-tenant.bookshop.bookshop-provider",
         "cap-tenant.bookshop.globex",

@@ -282,10 +282,10 @@ def test_an_empty_source_over_a_populated_cluster_is_refused(
     result = run_cli("render", empty, "--out", "repo", "--cluster", CLUSTER, "--commit", cwd=world)
     assert result.returncode == ExitCode.INPUT
     assert result.stderr.startswith(
-        "error: refusing to render over repo/clusters/c1: it would remove 8 app(s) ("
+        "error: refusing to render over repo/clusters/c1: it would remove 9 app(s) ("
     )
     assert result.stderr.endswith(
-        "holding 91 of the 91 objects there. If that is meant (not an empty source directory or a glob "
+        "holding 94 of the 94 objects there. If that is meant (not an empty source directory or a glob "
         "that matched nothing), pass --allow-empty\n"
     )
     assert cluster_tree(world / "repo") == before
@@ -299,8 +299,8 @@ def test_dropping_apps_with_most_objects_is_refused_but_a_minority_is_not(
 ) -> None:
     most = run_cli("render", BTP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
     assert most.returncode == ExitCode.INPUT
-    assert "it would remove 7 app(s) (cap-clusterdomain.shops-external" in most.stderr
-    assert "holding 67 of the 91 objects there" in most.stderr
+    assert "it would remove 8 app(s) (cap-clusterdomain.shops-external" in most.stderr
+    assert "holding 70 of the 94 objects there" in most.stderr
     minority = run_cli("render", CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
     assert minority.returncode == ExitCode.OK, minority.stderr
     assert "0 added, 0 changed, 25 removed" in minority.stdout

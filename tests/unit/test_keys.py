@@ -13,7 +13,12 @@ from collections.abc import Callable
 
 import pytest
 
-from btp_gitops.generator.core.keys import der_private_key, find_private_keys, private_key_in
+from btp_gitops.generator.core.keys import (
+    der_private_key,
+    find_private_keys,
+    is_certificate_bundle,
+    private_key_in,
+)
 from tests.support import keys
 
 
@@ -140,3 +145,25 @@ def test_the_cost_is_linear_in_the_text() -> None:
         started = time.perf_counter()
         assert private_key_in(text) is None
         assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    ("build", "bundle"),
+    [
+        pytest.param(keys.certificate_pem, True, id="one certificate"),
+        pytest.param(lambda: keys.certificate_pem() * 2, True, id="two certificates"),
+        pytest.param(lambda: "\n  " + keys.certificate_pem() + "\n\n", True, id="whitespace around"),
+        pytest.param(keys.pem_ec, False, id="a private key"),
+        pytest.param(lambda: keys.certificate_pem() + keys.pem_ec(), False, id="a certificate and its key"),
+        pytest.param(keys.public_key_pem, False, id="a public key: other armour"),
+        pytest.param(lambda: "CA: " + keys.certificate_pem(), False, id="text before the block"),
+        pytest.param(
+            lambda: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+            False,
+            id="a block that is no certificate",
+        ),
+        pytest.param(lambda: "", False, id="empty"),
+    ],
+)
+def test_certificate_bundles(build: Callable[[], str], bundle: bool) -> None:
+    assert is_certificate_bundle(build()) is bundle

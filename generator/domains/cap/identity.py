@@ -9,13 +9,21 @@ the same input always gives the same names:
     VCAP_SERVICES Secret        `<cav>-<workload>-vcap` (ExternalSecret of the same name)
     binding reader              `<ca>-binding-reader`: SecretStore, ServiceAccount, Role, RoleBinding
     binding volume              `binding-<service>` (mounted at /bindings/<service>)
-    version NetworkPolicies     `<cav>` (within the version), `<cav>-<workload>` (Cluster ports),
-                                `<cav>--ingress` (from the ingress gateway to exposed workloads)
+    version NetworkPolicies     `<cav>` (within the version), `<cav>-<workload>` (Cluster ports)
     exposure VirtualService     `<ca>-<subDomain>`
     Gateway                     `<domain name>`, in the Domain's namespace (ClusterDomain: the
                                 ingress namespace)
-    Certificate and its Secret  `<namespace>--<domain name>` for a Domain, `<name>` for a
-                                ClusterDomain, in the ingress namespace
+    Certificate                 `<namespace>--<domain name>` for a Domain, `<name>` for a
+                                ClusterDomain; cert-manager's in the ingress namespace,
+                                Gardener's next to the Gateway
+    TLS Secret (credentialName) the Certificate's name and the certificate manager's suffix, as
+                                CAP Operator names it (`<namespace>--<domain>-gardener`,
+                                `...-cert-manager`), in the ingress namespace: the Secret CAP
+                                Operator's Certificate filled is the one the Gateway reads
+    client CA Secret            `<credentialName>-cacert` (key `ca.crt`), where Istio looks for
+                                the CA of a credentialName, in the ingress namespace
+    domain ingress NetworkPolicy `<kind>--<domain name>--ingress` (kind lower case), in each
+                                namespace of the applications on the domain
     DNSEntry                    `<domain name>-<first 10 hex of sha1(dnsName)>`
     app directories             `cap.<namespace>.<ca>`, `cap-domain.<namespace>.<domain>`,
                                 `cap-clusterdomain.<name>` (namespaces hold no dots, so these
@@ -102,10 +110,6 @@ def binding_volume_name(service: str) -> str:
     return name if len(name) <= 63 else f"binding-{sha1_hex(service)[:20]}"
 
 
-def ingress_network_policy_name(version: Version) -> str:
-    return f"{version.name}--ingress"
-
-
 def version_labels(app: Application, version: Version, category: str) -> dict[str, str]:
     """What every object of a version carries."""
     owner, _ = owner_labels(version.namespace, version.name)
@@ -175,6 +179,20 @@ def gateway_reference(domain: Domain) -> str:
 def certificate_name(domain: Domain) -> str:
     """Certificate and TLS Secret, both in the ingress namespace, where Istio reads credentialName."""
     return domain.name if domain.is_cluster_domain else f"{domain.namespace}--{domain.name}"
+
+
+def credential_name(domain: Domain) -> str:
+    """The TLS Secret the Certificate fills and the Gateway reads (`credentialName`)."""
+    return f"{certificate_name(domain)}-{domain.certificate_manager}"
+
+
+def client_ca_secret_name(domain: Domain) -> str:
+    """Where Istio reads the client CA of a credentialName: that name plus `-cacert`."""
+    return f"{credential_name(domain)}-cacert"
+
+
+def domain_network_policy_name(domain: Domain) -> str:
+    return f"{domain.kind.lower()}--{domain.name}--ingress"
 
 
 def dns_entry_name(domain: Domain, dns_name: str) -> str:

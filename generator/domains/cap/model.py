@@ -34,6 +34,8 @@ CAP_APPLICATION_VERSION_FINALIZER = "sme.sap.com/capapplicationversion"
 CREDENTIALS_ANNOTATION = "btp-gitops.io/credentials"
 CERTIFICATE_MANAGER_ANNOTATION = "btp-gitops.io/certificate-manager"
 INGRESS_NAMESPACE_ANNOTATION = "btp-gitops.io/ingress-namespace"
+# CAP Operator's: the commonName of a Domain's cert-manager Certificate (none without it).
+COMMON_NAME_ANNOTATION = "sme.sap.com/cert-manager-common-name"
 DEFAULT_INGRESS_NAMESPACE = "istio-system"
 
 
@@ -459,6 +461,7 @@ class Domain:
     source: SourceDocument
     field: str
     implied: bool = False
+    common_name: str = ""  # annotation sme.sap.com/cert-manager-common-name
 
     @property
     def is_cluster_domain(self) -> bool:
@@ -492,6 +495,7 @@ class Domain:
             ingress_namespace=_annotation(source, INGRESS_NAMESPACE_ANNOTATION) or DEFAULT_INGRESS_NAMESPACE,
             source=source,
             field="spec",
+            common_name=_annotation(source, COMMON_NAME_ANNOTATION),
         )
 
 

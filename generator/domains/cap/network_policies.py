@@ -1,20 +1,27 @@
-"""NetworkPolicies of a version: CAP Operator's two, and an ingress policy of ours (the third below).
+"""NetworkPolicies, as CAP Operator renders them: two kinds per version, one per domain and namespace.
 
-`<cav>`            pods of the version accept traffic from pods of the same version
-`<cav>-<wl>`       a workload's ports with `networkPolicy: Cluster` accept traffic from any pod
-`<cav>--ingress`   exposed workloads (the Router, service exposure targets) accept traffic from
-                   the ingress gateway pods of the application's domains, on their Service ports
+`<cav>`                      pods of the version accept traffic from pods of the same version
+`<cav>-<wl>`                 a workload's ports with `networkPolicy: Cluster` accept traffic from
+                             any pod
+`<kind>--<domain>--ingress`  in each namespace of the applications on a Domain or ClusterDomain:
+                             the exposed workloads there (`sme.sap.com/exposed-workload: "true"`,
+                             category Workload: Routers and service exposure targets) accept
+                             traffic from the domain's ingress gateway pods (its `ingressSelector`,
+                             in any namespace), on any port. Part of the domain's app.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from btp_gitops.generator.core.objects import KubeObject
 from btp_gitops.generator.domains.cap.identity import (
+    CATEGORY,
     EXPOSED_WORKLOAD,
     Category,
-    ingress_network_policy_name,
+    domain_labels,
+    domain_network_policy_name,
     owner_labels,
     pod_selector,
     version_annotations,
@@ -61,24 +68,38 @@ def cluster_ports(app: Application, version: Version, workload: Workload) -> Kub
     )
 
 
-def from_ingress(app: Application, version: Version, domains: list[Domain]) -> KubeObject | None:
-    exposed = [w for w in version.deployments() if w.name in version.exposed_workloads()]
-    ports = [p.port for w in exposed for p in w.ports]
-    if not ports or not domains:
-        return None
-    selectors = sorted({tuple(sorted(d.ingress_selector.items())) for d in domains})
-    peers = [{"namespaceSelector": {}, "podSelector": {"matchLabels": dict(s)}} for s in selectors]
-    owner, _ = owner_labels(version.namespace, version.name)
-    selector = {**owner, EXPOSED_WORKLOAD: "true"}
-    return _policy(
-        app, version, ingress_network_policy_name(version), selector, {"from": peers, "ports": _tcp(ports)}
-    )
-
-
-def version_network_policies(app: Application, version: Version, domains: list[Domain]) -> list[KubeObject]:
+def version_network_policies(app: Application, version: Version) -> list[KubeObject]:
     candidates = [
         within_version(app, version),
         *(cluster_ports(app, version, w) for w in version.deployments()),
-        from_ingress(app, version, domains),
     ]
     return [obj for obj in candidates if obj is not None]
+
+
+def domain_network_policy(domain: Domain, namespace: str) -> KubeObject:
+    """Lets the domain's ingress gateway reach the exposed workloads of one application namespace."""
+    labels, annotations = domain_labels(domain)
+    peer = {
+        "namespaceSelector": {},
+        "podSelector": {"matchLabels": dict(sorted(domain.ingress_selector.items()))},
+    }
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {
+            "name": domain_network_policy_name(domain),
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations,
+        },
+        "spec": {
+            "podSelector": {"matchLabels": {CATEGORY: Category.WORKLOAD, EXPOSED_WORKLOAD: "true"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [peer]}],
+        },
+    }
+
+
+def domain_network_policies(domain: Domain, namespaces: Iterable[str]) -> list[KubeObject]:
+    """One per namespace that holds an application on the domain."""
+    return [domain_network_policy(domain, namespace) for namespace in sorted(set(namespaces))]

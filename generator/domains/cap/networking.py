@@ -1,25 +1,33 @@
-"""What a Domain or ClusterDomain renders into: Istio Gateway, certificate and DNS entries.
+"""What a Domain or ClusterDomain renders into: Istio Gateway, certificate, client CA, DNS entries.
 
-    Gateway      networking.istio.io/v1, selecting the ingress pods; one HTTPS server on 443 for
-                 `./*.<domain>` (a Domain: VirtualServices of its namespace) or `*/*.<domain>` (a
-                 ClusterDomain: of any namespace); TLS mode SIMPLE, MUTUAL or OPTIONAL_MUTUAL with
-                 the certificate's Secret as credentialName. In the Domain's namespace; a
-                 ClusterDomain's in the ingress namespace.
-    Certificate  for `*.<domain>`, in the ingress namespace (Istio reads credentialName there):
-                 Gardener cert-management (`secretRef`, the default issuer) or cert-manager
-                 (`secretName`, issuer `certConfig.certManager.issuerRef`, default ClusterIssuer
-                 `cluster-ca`), as the annotation `btp-gitops.io/certificate-manager` chooses.
-    DNSEntry     dns.gardener.cloud/v1alpha1, class `garden`, one per record of the DNS mode
-                 (domains.cap.dns), next to the Gateway.
+    Gateway        networking.istio.io/v1, selecting the ingress pods; one HTTPS server on 443 for
+                   `./*.<domain>` (a Domain: VirtualServices of its namespace) or `*/*.<domain>` (a
+                   ClusterDomain: of any namespace); TLS mode SIMPLE, MUTUAL or OPTIONAL_MUTUAL with
+                   credentialName `<certificate>-<certificate manager>` (identity.credential_name).
+                   In the Domain's namespace; a ClusterDomain's in the ingress namespace.
+    Certificate    for `*.<domain>`, as the annotation `btp-gitops.io/certificate-manager` chooses:
+                   Gardener cert-management (next to the Gateway, `secretRef` into the ingress
+                   namespace: Gardener writes across namespaces) or cert-manager (in the ingress
+                   namespace, which cert-manager's `secretName` cannot leave). cert-manager's has
+                   a `commonName` only when the annotation `sme.sap.com/cert-manager-common-name`
+                   gives one, and the issuer `certConfig.certManager.issuerRef` (kind `Issuer` and
+                   group `cert-manager.io` when left out, as cert-manager reads them), else the
+                   ClusterIssuer `cluster-ca`.
+    client CA      `certConfig.additionalCACertificate` (mTLS): a Secret `<credentialName>-cacert`
+                   with the PEM under `ca.crt`, in the ingress namespace, where Istio looks for the
+                   CA of a credentialName. Certificates are public: the output guard lets a Secret
+                   through when every value is PEM certificates and nothing else.
+    NetworkPolicy  per namespace of the applications on the domain (network_policies).
+    DNSEntry       dns.gardener.cloud/v1alpha1, class `garden`, one per record of the DNS mode
+                   (domains.cap.dns), next to the Gateway.
 
 The ingress namespace is `istio-system` unless the annotation `btp-gitops.io/ingress-namespace`
 names another: CAP Operator found it by looking up the ingress pods, which a render cannot.
-`certConfig.additionalCACertificate` is not rendered: Istio reads client CAs from a Secret, and
-no Secret with data goes to Git (a note says what to provide).
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +37,8 @@ from btp_gitops.generator.domains.cap.dns import DnsRecord, dns_records
 from btp_gitops.generator.domains.cap.identity import (
     DNS_NAME_HASH,
     certificate_name,
+    client_ca_secret_name,
+    credential_name,
     dns_entry_name,
     domain_labels,
     gateway_name,
@@ -36,6 +46,7 @@ from btp_gitops.generator.domains.cap.identity import (
     sha1_hex,
 )
 from btp_gitops.generator.domains.cap.model import CertificateManager, Domain, TlsMode
+from btp_gitops.generator.domains.cap.network_policies import domain_network_policies
 
 GATEWAY_TLS_MODES = {
     TlsMode.SIMPLE: "SIMPLE",
@@ -43,7 +54,8 @@ GATEWAY_TLS_MODES = {
     TlsMode.OPTIONAL_MUTUAL: "OPTIONAL_MUTUAL",
 }
 DEFAULT_ISSUER = {"name": "cluster-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
-MAX_COMMON_NAME = 64
+ISSUER_DEFAULTS = {"kind": "Issuer", "group": "cert-manager.io"}  # cert-manager's, for a given issuerRef
+CLIENT_CA_KEY = "ca.crt"
 DNS_CLASS_ANNOTATION = "dns.gardener.cloud/class"
 DNS_TTL = 600
 CNAME_LOOKUP_INTERVAL = 30
@@ -72,7 +84,7 @@ def gateway(domain: Domain) -> KubeObject:
                     "port": {"name": "https", "number": 443, "protocol": "HTTPS"},
                     "tls": {
                         "mode": GATEWAY_TLS_MODES[TlsMode(domain.tls_mode)],
-                        "credentialName": certificate_name(domain),
+                        "credentialName": credential_name(domain),
                     },
                 }
             ],
@@ -80,24 +92,52 @@ def gateway(domain: Domain) -> KubeObject:
     }
 
 
+def issuer_ref(domain: Domain) -> dict[str, str]:
+    if not domain.issuer_ref:
+        return dict(DEFAULT_ISSUER)
+    given = {key: value for key, value in domain.issuer_ref.items() if value}
+    return {
+        "name": given["name"],
+        "kind": given.get("kind") or ISSUER_DEFAULTS["kind"],
+        "group": given.get("group") or ISSUER_DEFAULTS["group"],
+    }
+
+
 def certificate(domain: Domain) -> KubeObject:
-    name, namespace = certificate_name(domain), domain.ingress_namespace
+    name, secret = certificate_name(domain), credential_name(domain)
     if domain.certificate_manager == CertificateManager.CERT_MANAGER:
-        spec: dict[str, Any] = {"dnsNames": [wildcard(domain)], "secretName": name}
-        if len(wildcard(domain)) <= MAX_COMMON_NAME:
-            spec["commonName"] = wildcard(domain)
-        spec["issuerRef"] = (
-            {**DEFAULT_ISSUER, **domain.issuer_ref} if domain.issuer_ref else dict(DEFAULT_ISSUER)
-        )
+        namespace = domain.ingress_namespace
+        spec: dict[str, Any] = {"dnsNames": [wildcard(domain)], "secretName": secret}
+        if domain.common_name:
+            spec["commonName"] = domain.common_name
+        spec["issuerRef"] = issuer_ref(domain)
         api_version = "cert-manager.io/v1"
     else:
-        spec = {"dnsNames": [wildcard(domain)], "secretRef": {"name": name, "namespace": namespace}}
+        namespace = gateway_namespace(domain)
+        spec = {
+            "dnsNames": [wildcard(domain)],
+            "secretRef": {"name": secret, "namespace": domain.ingress_namespace},
+        }
         api_version = "cert.gardener.cloud/v1alpha1"
     return {
         "apiVersion": api_version,
         "kind": "Certificate",
         "metadata": _meta(domain, name, namespace),
         "spec": spec,
+    }
+
+
+def client_ca_secret(domain: Domain) -> KubeObject | None:
+    """The client CA for Istio (public certificates, never a key), or None without one."""
+    if not domain.additional_ca_certificate:
+        return None
+    pem = domain.additional_ca_certificate.strip() + "\n"
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(domain, client_ca_secret_name(domain), domain.ingress_namespace),
+        "type": "Opaque",
+        "data": {CLIENT_CA_KEY: base64.b64encode(pem.encode("utf-8")).decode("ascii")},
     }
 
 
@@ -122,24 +162,21 @@ def dns_entries(domain: Domain, subdomains: Iterable[str]) -> list[KubeObject]:
     return [dns_entry(domain, record) for record in dns_records(domain, subdomains)]
 
 
-def domain_objects(domain: Domain, subdomains: Iterable[str]) -> list[KubeObject]:
-    return [gateway(domain), certificate(domain), *dns_entries(domain, subdomains)]
+def domain_objects(domain: Domain, subdomains: Iterable[str], namespaces: Iterable[str]) -> list[KubeObject]:
+    """Everything a domain renders; `namespaces`: those of the applications on it."""
+    client_ca = client_ca_secret(domain)
+    return [
+        gateway(domain),
+        certificate(domain),
+        *([client_ca] if client_ca is not None else []),
+        *domain_network_policies(domain, namespaces),
+        *dns_entries(domain, subdomains),
+    ]
 
 
 def domain_notes(domain: Domain) -> list[Note]:
     where = f"{domain.source.file}: document {domain.source.document} ({domain.source.ref})"
     notes = []
-    if domain.additional_ca_certificate:
-        notes.append(
-            Note(
-                Level.WARNING,
-                "AdditionalCACertificateNotRendered",
-                f"{where}: {domain.field_path('certConfig.additionalCACertificate')}",
-                f"provide the client CA as Secret {domain.ingress_namespace}/"
-                f"{certificate_name(domain)}-cacert (key cacert) in the cluster, e.g. through an "
-                "ExternalSecret or SealedSecret: no Secret with data is written to Git",
-            )
-        )
     if domain.implied and not domain.is_cluster_domain and not domain.dns_target:
         notes.append(
             Note(

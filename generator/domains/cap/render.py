@@ -11,7 +11,8 @@ What CAP Operator reconciled in the cluster is rendered once per render (https:/
    VirtualServices of the current version (exposures). A version removed from the sources leaves
    the app with everything it rendered, and the GitOps tool prunes it.
 3. Per Domain and ClusterDomain, its own app (shared by every application on it): the domain as
-   written, Gateway, certificate and DNS entries (networking).
+   written, Gateway, certificate, client CA, the ingress NetworkPolicy of each application
+   namespace and DNS entries (networking).
 4. Sync stages order it all: content jobs one after another after the workloads, VirtualServices
    last (transforms.ordering).
 5. Per tenant (CAPTenant records and the provider tenant), its own app: see `tenants`. The
@@ -82,7 +83,7 @@ def version_manifests(app: Application, version: Version, catalog: CapCatalog) -
             objects += deployment_objects(
                 app, version, workload, workload_credentials(app, version, workload)
             )
-    objects += version_network_policies(app, version, catalog.domains_of(app))
+    objects += version_network_policies(app, version)
     manifests = _manifests(objects, origin)
     for step, workload in enumerate(version.content_jobs_in_order()):
         job = Manifest(
@@ -129,7 +130,9 @@ def served_subdomains(domain: Domain, catalog: CapCatalog) -> set[str]:
 
 def render_domain(domain: Domain, catalog: CapCatalog) -> AppRender:
     manifests = [] if domain.implied else [written_resource(domain.source)]
-    manifests += _manifests(domain_objects(domain, served_subdomains(domain, catalog)), ORIGIN)
+    namespaces = {app.namespace for app in catalog.applications_on(domain)}
+    objects = domain_objects(domain, served_subdomains(domain, catalog), namespaces)
+    manifests += _manifests(objects, ORIGIN)
     return AppRender(domain_app(domain), manifests, domain_notes(domain))
 
 

@@ -12,12 +12,14 @@ from collections import defaultdict
 import semver
 
 from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.keys import is_certificate_bundle
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 from btp_gitops.generator.domains.cap.catalog import CapCatalog
 from btp_gitops.generator.domains.cap.dns import template_values, uses_subdomain
 from btp_gitops.generator.domains.cap.exposures import current_version, semantic_version
 from btp_gitops.generator.domains.cap.model import (
     CERTIFICATE_MANAGER_ANNOTATION,
+    COMMON_NAME_ANNOTATION,
     CREDENTIALS_ANNOTATION,
     INGRESS_NAMESPACE_ANNOTATION,
     Application,
@@ -33,6 +35,7 @@ from btp_gitops.generator.domains.cap.version_rules import VersionRules, is_labe
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_SUBDOMAIN = 63  # a subdomain is one DNS label
+MAX_COMMON_NAME = 64  # RFC 5280's upper bound, which cert-manager enforces
 
 
 def _annotation_path(key: str) -> str:
@@ -239,15 +242,35 @@ def _certificate_problems(domain: Domain) -> list[Problem]:
         choices = ", ".join(repr(str(m)) for m in CertificateManager)
         where = _annotation_path(CERTIFICATE_MANAGER_ANNOTATION)
         return [problem_at(domain.source, where, f"must be one of {choices}")]
+    problems = []
     if domain.issuer_ref and domain.certificate_manager == CertificateManager.GARDENER:
-        return [
+        problems.append(
             problem_at(
                 domain.source,
                 domain.field_path("certConfig.certManager"),
                 f"configures cert-manager, but {CERTIFICATE_MANAGER_ANNOTATION} chooses gardener",
             )
-        ]
-    return []
+        )
+    if len(domain.common_name) > MAX_COMMON_NAME:
+        problems.append(
+            problem_at(
+                domain.source,
+                _annotation_path(COMMON_NAME_ANNOTATION),
+                f"is {len(domain.common_name)} characters long; a certificate's commonName has at most "
+                f"{MAX_COMMON_NAME}",
+            )
+        )
+    if domain.additional_ca_certificate and not is_certificate_bundle(domain.additional_ca_certificate):
+        # Never quoted: a private key pasted here must not reach a log either.
+        problems.append(
+            problem_at(
+                domain.source,
+                domain.field_path("certConfig.additionalCACertificate"),
+                "must be PEM certificates (-----BEGIN CERTIFICATE----- blocks) and nothing else: it "
+                "becomes a Secret in Git, which only public certificates may",
+            )
+        )
+    return problems
 
 
 def domain_host_problems(catalog: CapCatalog) -> list[Problem]:

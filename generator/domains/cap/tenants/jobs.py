@@ -3,8 +3,9 @@
 Steps come from the version's `tenantOperations` for the phase, else its first TenantOperation
 workload (`Version.tenant_operation_steps`). Each Job runs the step's workload as a content Job
 would (pod fields, credentials, restartPolicy Never, backoffLimit, ttlSecondsAfterFinished and
-activeDeadlineSeconds passed through, `x4.sap.com/disable-karydia` on the pods), with CAP
-Operator's environment first, in its order, in every container and init container:
+activeDeadlineSeconds passed through, `x4.sap.com/disable-karydia` on the pods; labelled
+`sme.sap.com/workload-name: <workload>`, the workload's own name, as CAP Operator labels them),
+with CAP Operator's environment first, in its order, in every container and init container:
 
     CAPOP_APP_VERSION, CAPOP_TENANT_ID, CAPOP_TENANT_OPERATION, CAPOP_TENANT_SUBDOMAIN,
     CAPOP_TENANT_TYPE, CAPOP_APP_NAME, then when the application sets them
@@ -41,6 +42,7 @@ from btp_gitops.generator.core.objects import KubeObject
 from btp_gitops.generator.domains.cap.credentials import workload_credentials
 from btp_gitops.generator.domains.cap.identity import (
     DISABLE_KARYDIA,
+    WORKLOAD_NAME,
     Category,
     version_annotations,
     version_labels,
@@ -143,7 +145,9 @@ def _step_template(
         number=number,
         workload=workload,
         continue_on_failure=step.continue_on_failure and workload.type == JobType.CUSTOM_TENANT_OPERATION,
-        labels=workload_labels(app, version, workload),
+        # CAP Operator labels a tenant operation Job with the workload's own name (`mtx`), where
+        # the version's Deployments and content Jobs carry `<cav>-<workload>`.
+        labels={**workload_labels(app, version, workload), WORKLOAD_NAME: workload.name},
         job_fields={key: workload.definition[key] for key in JOB_FIELDS if key in workload.definition},
         pod=_with_gate(pod_template(plan), version_gate_name(version)),
     )
