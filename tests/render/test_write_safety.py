@@ -285,7 +285,7 @@ def test_an_empty_source_over_a_populated_cluster_is_refused(
         "error: refusing to render over repo/clusters/c1: it would remove 9 app(s) ("
     )
     assert result.stderr.endswith(
-        "holding 94 of the 94 objects there. If that is meant (not an empty source directory or a glob "
+        "holding 97 of the 97 objects there. If that is meant (not an empty source directory or a glob "
         "that matched nothing), pass --allow-empty\n"
     )
     assert cluster_tree(world / "repo") == before
@@ -300,7 +300,7 @@ def test_dropping_apps_with_most_objects_is_refused_but_a_minority_is_not(
     most = run_cli("render", BTP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
     assert most.returncode == ExitCode.INPUT
     assert "it would remove 8 app(s) (cap-clusterdomain.shops-external" in most.stderr
-    assert "holding 70 of the 94 objects there" in most.stderr
+    assert "holding 73 of the 97 objects there" in most.stderr
     minority = run_cli("render", CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
     assert minority.returncode == ExitCode.OK, minority.stderr
     assert "0 added, 0 changed, 25 removed" in minority.stdout
