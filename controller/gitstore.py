@@ -55,7 +55,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -136,6 +137,41 @@ class TreeChange(Protocol):
     def __call__(self, tree: Path) -> str | None: ...
 
 
+class Footprint(Protocol):
+    """What one change looked up in the tree (keys of its reader's choosing) and which files it
+    wrote (paths relative to the tree, `/`-separated)."""
+
+    @property
+    def reads(self) -> AbstractSet[Hashable]: ...
+
+    @property
+    def writes(self) -> AbstractSet[str]: ...
+
+
+class TreeTracker(Protocol):
+    """Whoever keeps an index of the working tree for the changes (controller.records'
+    `WorkingIndex`): the writer opens it for a batch on its own thread, says which files Git
+    rewrote, and asks per change what it read and wrote, to rebase a batch after a lost race."""
+
+    def open(self, tree: Path) -> None: ...
+
+    def close(self) -> None: ...
+
+    def forget(self) -> None: ...
+
+    def change_started(self) -> None: ...
+
+    def change_ended(self) -> Footprint: ...
+
+    def rewritten(self, paths: Iterable[str] | None) -> AbstractSet[Hashable]:
+        """Git rewrote `paths` (None: possibly any file); the keys their contents answer(ed)."""
+        ...
+
+    def keys(self, paths: Iterable[str]) -> AbstractSet[Hashable]:
+        """The keys the files at `paths` answer now."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class CommitOutcome:
     commit: str | None  # sha of the pushed commit that carries the change; None when nothing changed
@@ -149,6 +185,15 @@ class _Request:
     message: str
     future: concurrent.futures.Future[CommitOutcome]
     summary: str | None = None
+    footprint: Footprint | None = None  # of its last application, when a tracker recorded it
+
+
+@dataclass(frozen=True, slots=True)
+class _Pushed:
+    """A batch's commit that the remote refused: what a rebase starts from."""
+
+    commit: str
+    base: str  # the remote's commit it was made on
 
 
 class _PushUnanswered(GitError):
@@ -206,8 +251,9 @@ def _trailer_separator(text: str) -> str:
 class SourceRepo:
     """The source repository as the controller edits it: one clone, one writer thread."""
 
-    def __init__(self, settings: RepoSettings) -> None:
+    def __init__(self, settings: RepoSettings, *, tracker: TreeTracker | None = None) -> None:
         self._settings = settings
+        self._tracker = tracker
         self._tree = settings.workdir
         self._remote = mask_credentials(settings.url)
         self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
@@ -231,6 +277,16 @@ class SourceRepo:
     @property
     def settings(self) -> RepoSettings:
         return self._settings
+
+    @property
+    def tracker(self) -> TreeTracker | None:
+        return self._tracker
+
+    def track_tree(self, tracker: TreeTracker) -> None:
+        """Keep `tracker` informed of the tree (before `start`; a second call is ignored)."""
+        with self._lock:
+            if self._tracker is None:
+                self._tracker = tracker
 
     @property
     def head(self) -> str:
@@ -399,6 +455,8 @@ class SourceRepo:
         except Exception as error:
             log.exception("writing a batch of %d changes to %s failed", len(batch), self._remote)
             self._tree_pristine = False  # whatever state the tree was left in, a reset comes first
+            if self._tracker is not None:
+                self._tracker.forget()  # and whatever it knew of the tree, a walk
             failure = GitError(f"writing to {self._remote} failed unexpectedly ({type(error).__name__})")
             for request in batch:
                 if not request.future.done():
@@ -408,10 +466,16 @@ class SourceRepo:
         live = list(batch)
         pushes = 0
         detail = ""
+        refused: _Pushed | None = None  # the last attempt's commit, when the remote refused it
         while True:
             with self._lock:
+                self._open_tracker()
                 try:
-                    commit = self._prepare_commit(live)
+                    if refused is not None and self._can_rebase(live):
+                        commit = self._rebase(live, refused)
+                    else:
+                        commit = self._prepare_commit(live)
+                    refused = None
                     if commit is None:
                         self._resolve(live, None, pushes)
                         return
@@ -437,12 +501,19 @@ class SourceRepo:
                     return
                 except _PushRejected as rejection:
                     detail = rejection.detail
-                    self._restore_quietly()
+                    # The tree stays at our commit: the next attempt rebases it onto the new head.
+                    refused = _Pushed(commit, base) if self._local_head() == commit else None
+                    if refused is None:
+                        self._restore_quietly()
                 except GitError as error:
                     self._restore_quietly()
                     self._fail(live, error)
                     return
+                finally:
+                    self._close_tracker()
             if pushes >= self._settings.max_attempts:
+                if refused is not None:
+                    self._restore_quietly_locked()
                 self._fail(
                     live,
                     GitPushRejected(
@@ -453,6 +524,145 @@ class SourceRepo:
                 return
             log.info("push to %s rejected (attempt %d): %s; trying again", self._remote, pushes, detail)
             time.sleep(_backoff(self._settings, pushes))
+
+    def _restore_quietly_locked(self) -> None:
+        with self._lock:
+            self._restore_quietly()
+
+    # --- the tracker of the tree ------------------------------------------------------------------
+
+    def _open_tracker(self) -> None:
+        if self._tracker is not None:
+            self._tracker.open(self._tree)
+
+    def _close_tracker(self) -> None:
+        if self._tracker is not None:
+            self._tracker.close()
+
+    def _rewritten(self, paths: Iterable[str] | None) -> AbstractSet[Hashable]:
+        return self._tracker.rewritten(paths) if self._tracker is not None else frozenset()
+
+    # --- rebasing a refused commit ----------------------------------------------------------------
+
+    def _can_rebase(self, live: list[_Request]) -> bool:
+        return self._tracker is not None and all(r.footprint is not None for r in live)
+
+    def _rebase(self, live: list[_Request], refused: _Pushed) -> str | None:
+        """Our commit, made on `refused.base`, lost the race: put it on the remote's new head.
+
+        Fetch; the competitor's files (those that changed between the base and the new head) are
+        taken from the new head, ours stay as we wrote them: only our commit is re-applied, every
+        competitor commit is kept. A change whose files the competitor also changed, or that
+        looked up something the competitor's files answer (a tenant id, a subdomain, the
+        application...), is applied again to the new files, and so is one that depends on such a
+        change; the rest are not run again. When a change applied again no longer fits (it
+        fails, or writes where an untouched change wrote or looked), the whole batch is applied
+        again as on any new head. None when nothing is left to commit."""
+        tracker = self._tracker
+        assert tracker is not None  # _can_rebase
+        if self._local_head() != refused.commit or self._status_paths():
+            return self._prepare_commit(live)  # a reader moved the tree meanwhile
+        self._fetch()
+        theirs = self._changed_paths(refused.base, self._head)
+        if self._head == refused.base or self._is_ancestor(refused.commit, self._head):
+            return self._prepare_commit(live)  # refused for another reason, or landed after all
+        # HEAD and Git's index to the new head; the working tree keeps our files, then takes theirs.
+        self._run_git("reset", "--quiet", "--mixed", self._tracking)
+        self._take_from_head(theirs)
+        dirty_keys = set(self._rewritten(theirs))
+        dirty_paths = set(theirs)
+        again: list[_Request] = []
+        while True:
+            more = [
+                r
+                for r in live
+                if r not in again
+                and r.footprint is not None
+                and (r.footprint.reads & dirty_keys or r.footprint.writes & dirty_paths)
+            ]
+            if not more:
+                break
+            paths = sorted({path for r in more if r.footprint is not None for path in r.footprint.writes})
+            self._take_from_head(paths)
+            dirty_keys |= self._rewritten(paths)
+            dirty_paths |= set(paths)
+            again += more
+        kept = [r for r in live if r not in again]
+        again.sort(key=live.index)
+        log.info(
+            "rebasing %s on %s: %d of %d changes applied again (%d files of the competitor)",
+            refused.commit[:12],
+            self._head[:12],
+            len(again),
+            len(live),
+            len(theirs),
+        )
+        done: list[_Request] = []
+        for request in again:
+            failure = self._apply_one(request)
+            if failure is not None:
+                # It leaves the batch, as on any tree; what it wrote before failing is undone,
+                # unless another change wrote there too: then the whole batch is applied again.
+                live.remove(request)
+                request.future.set_exception(failure)
+                written = request.footprint.writes if request.footprint is not None else None
+                if written is None or any(
+                    r.footprint is None or r.footprint.writes & written for r in (*kept, *done)
+                ):
+                    self._reset_to_remote()
+                    return self._prepare_commit(live)
+                self._take_from_head(written)
+                self._rewritten(written)
+                continue
+            if not self._fits(request, kept, tracker):
+                self._reset_to_remote()
+                return self._prepare_commit(live)
+            done.append(request)
+        return self._commit_batch(live)
+
+    @staticmethod
+    def _fits(request: _Request, kept: list[_Request], tracker: TreeTracker) -> bool:
+        """Whether a change applied again leaves every change that was not applied again as it
+        was: it writes none of their files and nothing they looked up."""
+        footprint = request.footprint
+        if footprint is None:
+            return False
+        keys = tracker.keys(footprint.writes)
+        for other in kept:
+            if other.footprint is None or other.footprint.writes & footprint.writes:
+                return False
+            if other.footprint.reads & keys:
+                return False
+        return True
+
+    def _take_from_head(self, paths: Iterable[str]) -> None:
+        """The working tree's `paths` as the remote's head holds them (gone when it does not)."""
+        wanted = sorted(set(paths))
+        if not wanted:
+            return
+        present = set(self._tree_paths(self._tracking, wanted))
+        for chunk in _chunks([p for p in wanted if p in present]):
+            self._run_git("checkout", "--quiet", self._tracking, "--", *chunk)
+        for path in wanted:
+            if path not in present:
+                with contextlib.suppress(FileNotFoundError):
+                    (self._tree / path).unlink()
+
+    def _tree_paths(self, commit: str, paths: list[str]) -> list[str]:
+        found: list[str] = []
+        for chunk in _chunks(paths):
+            out = self._run_git("ls-tree", "-z", "--name-only", "--full-tree", commit, "--", *chunk)
+            found += [p for p in out.split("\0") if p]
+        return found
+
+    def _changed_paths(self, old: str, new: str) -> list[str]:
+        out = self._run_git("diff", "--name-only", "--no-renames", "-z", old, new, "--")
+        return [p for p in out.split("\0") if p]
+
+    def _status_paths(self) -> list[str]:
+        """Files of the working tree that differ from HEAD (untracked ones included)."""
+        out = self._run_git("status", "--porcelain", "-z", "--untracked-files=all", "--no-renames")
+        return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
     def _settle_unanswered_push(
         self, live: list[_Request], commit: str, base: str, pushes: int, failure: GitError
@@ -508,6 +718,34 @@ class SourceRepo:
         self._fetch()
         self._reset_to_remote()
         self._apply_all(live)
+        if self._tracker is not None and not self._tracked_everything(live):
+            # A change wrote a file the tracker was not told of: its index may have been stale for
+            # the changes after it. Applied again, each on an index walked anew.
+            self._reset_to_remote()
+            self._close_tracker()
+            self._tracker.forget()
+            try:
+                self._apply_all(live)
+            finally:
+                self._open_tracker()
+        return self._commit_batch(live)
+
+    def _tracked_everything(self, live: list[_Request]) -> bool:
+        told = {path for r in live if r.footprint is not None for path in r.footprint.writes}
+        untold = [path for path in self._status_paths() if path not in told]
+        if untold:
+            log.warning(
+                "changes wrote %d files of %s outside the editor (%s...): applying them again",
+                len(untold),
+                self._remote,
+                untold[0],
+            )
+            for request in live:
+                request.footprint = None
+        return not untold
+
+    def _commit_batch(self, live: list[_Request]) -> str | None:
+        """Commit the tree as the batch left it on the remote's head; None when nothing changed."""
         self._tree_pristine = False
         changed = [r for r in live if r.summary is not None]
         if not changed or not self._run_git("status", "--porcelain", "--untracked-files=all"):
@@ -534,12 +772,26 @@ class SourceRepo:
 
     def _first_failure(self, live: list[_Request]) -> tuple[_Request, Exception] | None:
         for request in live:
-            try:
-                request.summary = request.change(self._tree)
-            except Exception as error:
-                reason = error.message if isinstance(error, BtpGitopsError) else type(error).__name__
-                log.warning("change %r cannot be applied: %s", _one_line(request.message), reason)
+            error = self._apply_one(request)
+            if error is not None:
                 return request, error
+        return None
+
+    def _apply_one(self, request: _Request) -> Exception | None:
+        """Apply one change to the tree (its footprint recorded when a tracker is open)."""
+        tracker = self._tracker
+        self._tree_pristine = False
+        if tracker is not None:
+            tracker.change_started()
+        try:
+            request.summary = request.change(self._tree)
+        except Exception as error:
+            reason = error.message if isinstance(error, BtpGitopsError) else type(error).__name__
+            log.warning("change %r cannot be applied: %s", _one_line(request.message), reason)
+            return error
+        finally:
+            if tracker is not None:
+                request.footprint = tracker.change_ended()
         return None
 
     def _resolve(self, live: list[_Request], commit: str | None, pushes: int) -> None:
@@ -735,9 +987,19 @@ class SourceRepo:
         return self._run_git("rev-parse", "--verify", "HEAD")
 
     def _reset_to_remote(self) -> None:
+        """The tree exactly at the remote's commit; the tracker learns which files that rewrote."""
+        if self._tree_pristine and self._local_head() == self._head:
+            return  # nothing to rewrite: the files (and what the tracker knows of them) stay
+        changed: list[str] | None = None
+        if self._tracker is not None:
+            try:
+                changed = sorted({*self._status_paths(), *self._changed_paths("HEAD", self._tracking)})
+            except GitError:
+                changed = None  # the tracker reads the whole tree again
         self._run_git("reset", "--quiet", "--hard", self._tracking)
         self._run_git("clean", "-ffdxq")
         self._tree_pristine = True
+        self._rewritten(changed)
 
     def _restore_quietly(self) -> None:
         """After a failed cycle: back to the remote's commit, or marked for a reset before any read."""
@@ -746,6 +1008,11 @@ class SourceRepo:
         except GitError as error:
             self._tree_pristine = False
             log.warning("cannot reset the clone of %s: %s", self._remote, error.message)
+
+
+def _chunks(paths: list[str], size: int = 200) -> Iterable[list[str]]:
+    for start in range(0, len(paths), size):
+        yield paths[start : start + size]
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:

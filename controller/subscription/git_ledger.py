@@ -48,6 +48,7 @@ from btp_gitops.controller.records import (
     SourceIndex,
     Subscription,
     TenantRecord,
+    WorkingIndex,
     consumer_tenant_name,
     subscribe_tenant,
     unsubscribe_tenant,
@@ -173,6 +174,7 @@ class GitTenantLedger:
         self._snapshot_lock = threading.Lock()
         self._indexed = threading.Condition()  # notified when the published index moves
         self._refresher = _Refresher(self._catch_up, min_refresh_interval, clock)
+        repo.track_tree(WorkingIndex())  # one index per batch, updated in place
         repo.on_new_head(self._index_new_head)
 
     def _catch_up(self) -> None:
@@ -265,8 +267,8 @@ class GitTenantLedger:
     def subdomain_holder(self, app: AppTarget, sub_domain: str, tenant_id: str) -> str | None:
         # Only a hit needs to be fresh: on a miss, the write checks the remote's newest tree.
         self._refresher.refresh(self._clock() - self._max_staleness)
-        for other in self._current().index.tenants_of(app.namespace, app.name):
-            if other.sub_domain == sub_domain and other.tenant_id != tenant_id:
+        for other in self._current().index.tenants_with_subdomain(app.namespace, app.name, sub_domain):
+            if other.tenant_id != tenant_id:
                 return other.name
         return None
 
