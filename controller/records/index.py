@@ -641,8 +641,9 @@ _WORKING = _WorkingIndexes()
 class WorkingIndex:
     """The writer's index of its working tree (controller.gitstore's `TreeTracker`).
 
-    Opened for a batch, it is what `SourceIndex.of_tree` answers on the writer's thread: one walk
-    of the tree per batch at most (none when the tree is where the last batch left it), then every
+    Opened for a batch, it is what `SourceIndex.of_tree` answers on the writer's thread while a
+    change is applied: one walk of the tree per batch at most (none when the tree is where the
+    last batch left it), then every
     file the editor writes (`note_written`) replaces that file's records in place, so a change
     costs the records it touches, not the tree. The writer tells it which files Git rewrote
     (`rewritten`), and asks per change what it looked up and wrote (`change_started` /
@@ -658,7 +659,6 @@ class WorkingIndex:
         root = tree.resolve()
         if self._index is None or self._root != root:
             self._root, self._index = root, SourceIndex(_PARSED_FILES.contents_of(root))
-        _WORKING.attach(root, self)
 
     @property
     def index(self) -> SourceIndex | None:
@@ -667,7 +667,7 @@ class WorkingIndex:
 
     def close(self) -> None:
         if self._root is not None:
-            _WORKING.detach(self._root)
+            _WORKING.detach(self._root)  # a change that raised past change_ended
 
     def forget(self) -> None:
         """The tree is not known any more (an unexpected failure): the next `open` walks it."""
@@ -675,11 +675,16 @@ class WorkingIndex:
         self._index = None
 
     def change_started(self) -> None:
-        if self._index is not None:
+        """A change is applied now, on this thread: `of_tree` answers with this index until it
+        ends (only then: an index handed to anyone else must not change under them)."""
+        if self._index is not None and self._root is not None:
             self._index.reads = set()
+            _WORKING.attach(self._root, self)
         self._writes = set()
 
     def change_ended(self) -> ChangeFootprint:
+        if self._root is not None:
+            _WORKING.detach(self._root)
         reads = self._index.reads if self._index is not None else None
         writes = self._writes or set()
         if self._index is not None:
