@@ -461,7 +461,7 @@ def install_profile() -> Timings:
 
     def batch(args: tuple[Any, ...]) -> str:
         timings.batch_sizes.append(len(args[1]))
-        return "writer: whole batch cycle (lock held: fetch, reset, apply, commit, push)"
+        return "writer: one batch (lock held: fetch, reset, apply, commit, push; the next applied meanwhile)"
 
     wrap(server, "handle", lambda a: "request: whole handler, in its worker thread")
     wrap(TokenVerifier, "verify", lambda a: "request: verify the bearer token")
@@ -469,7 +469,7 @@ def install_profile() -> Timings:
     wrap(SourceRepo, "read", lambda a: "request: ledger lookup (waits for the writer's lock)")
     wrap(git_ledger, "_build_snapshot", lambda a: "request: index a new head (SourceIndex + app)")
     wrap(git_ledger.GitTenantLedger, "_apply", lambda a: "request: wait for the push of its record")
-    wrap(SourceRepo, "_process", batch)
+    wrap(SourceRepo, "_push_batch", batch)
     wrap(SourceRepo, "_apply_all", lambda a: "writer: apply the batch's changes (subscribe_tenant)")
     wrap(SourceIndex, "of_tree", lambda a: f"{_role()}: SourceIndex.of_tree (walk + index)")
     wrap(SourceRepo, "_execute", lambda a: f"{_role()}: git {a[1]}")

@@ -47,6 +47,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
+import math
 import os
 import queue
 import random
@@ -189,6 +190,41 @@ class _Request:
 
 
 @dataclass(frozen=True, slots=True)
+class _Follower:
+    """The batch behind one whose push is in flight, applied on top of that push's commit."""
+
+    requests: list[_Request]
+    commit: str | None  # its commit (None: it changed nothing, or it was dropped)
+    prepared: bool  # applied on top of the commit in flight (False: to be applied anew)
+    stopping: bool  # the stop marker was met while collecting it
+
+
+class _PushInFlight:
+    """One push of a commit (by sha, so a commit made meanwhile cannot slip into it), in a thread
+    of its own: the writer prepares the next batch meanwhile."""
+
+    def __init__(self, repo: SourceRepo, commit: str) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(repo, commit), daemon=True)
+        self._thread.start()
+
+    def _run(self, repo: SourceRepo, commit: str) -> None:
+        try:
+            repo._push(commit)
+        except BaseException as error:  # handed to the writer by result()
+            self._error = error
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self) -> None:
+        """Wait for the push; raise what `_push` raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+@dataclass(frozen=True, slots=True)
 class _Pushed:
     """A batch's commit that the remote refused: what a rebase starts from."""
 
@@ -267,6 +303,8 @@ class SourceRepo:
         self._tree_pristine = False  # the tree is exactly origin/<branch>, nothing else in it
         self._env = self._git_environment()
         self._head_listeners: list[Callable[[Path, str], None]] = []
+        self._commit_listeners: list[Callable[[Path, str], None]] = []
+        self._pushed_listeners: list[Callable[[str], None]] = []
         self._announced_head = ""
         self._health_lock = threading.Lock()
         self._health = RemoteHealth(False, "the remote has not been contacted yet", None)
@@ -344,6 +382,37 @@ class SourceRepo:
             self._head_listeners.append(listener)
             if self._tree_pristine and self._head:
                 listener(self._tree, self._head)
+
+    def on_commit(self, listener: Callable[[Path, str], None]) -> None:
+        """Call `listener(tree, commit)` when the tree is exactly at a commit of ours whose push has
+        just started (not on the remote yet), under the tree's lock: a reader prepares what it
+        needs of it while the push is in flight, to publish it on `on_pushed`."""
+        with self._lock:
+            self._commit_listeners.append(listener)
+
+    def on_pushed(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(head)` once our push made `head` the remote's commit while the tree has
+        moved on (the next batch is applied on top of it already); `on_new_head` otherwise."""
+        with self._lock:
+            self._pushed_listeners.append(listener)
+
+    def _announce_commit(self, commit: str) -> None:
+        for listener in self._commit_listeners:
+            try:
+                listener(self._tree, commit)
+            except Exception:  # a reader's failure must not fail the writer's push
+                log.exception("a listener of %s failed on %s", self._remote, commit[:12])
+
+    def _announce_pushed(self) -> None:
+        if self._tree_pristine:
+            self._announce_head()
+            return
+        self._announced_head = self._head
+        for listener in self._pushed_listeners:
+            try:
+                listener(self._head)
+            except Exception:
+                log.exception("a listener of %s failed on %s", self._remote, self._head[:12])
 
     def _announce_head(self) -> None:
         if not self._tree_pristine or self._head == self._announced_head:
@@ -424,7 +493,7 @@ class SourceRepo:
                 return
             batch, stopping = self._collect_batch(first)
             if batch:
-                self._process_safely(batch)
+                stopping = self._process_safely(batch) or stopping
             if not self.remote_health().reachable:
                 # What queued up meanwhile would wait for the same silent remote once more: fail it
                 # now (nothing of it was written), so no caller waits longer than one timeout or so.
@@ -448,67 +517,88 @@ class SourceRepo:
                 batch.append(item)
         return batch, False
 
-    def _process_safely(self, batch: list[_Request]) -> None:
-        """Nothing may end the writer thread: an unexpected failure fails its batch and is logged."""
+    def _process_safely(self, batch: list[_Request]) -> bool:
+        """Nothing may end the writer thread: an unexpected failure fails its batch (and the
+        batches prepared behind it) and is logged. True when the stop marker was seen."""
+        taken = list(batch)  # every request taken from the queue, followers included
         try:
-            self._process(batch)
+            return self._process(batch, taken)
         except Exception as error:
             log.exception("writing a batch of %d changes to %s failed", len(batch), self._remote)
             self._tree_pristine = False  # whatever state the tree was left in, a reset comes first
             if self._tracker is not None:
                 self._tracker.forget()  # and whatever it knew of the tree, a walk
             failure = GitError(f"writing to {self._remote} failed unexpectedly ({type(error).__name__})")
-            for request in batch:
+            for request in taken:
                 if not request.future.done():
                     request.future.set_exception(failure)
+            return False
 
-    def _process(self, batch: list[_Request]) -> None:
-        live = list(batch)
+    def _process(self, batch: list[_Request], taken: list[_Request]) -> bool:
+        """Push `batch`, then each batch prepared while the one before was being pushed, in order.
+        True when the stop marker was seen while collecting them."""
+        live: list[_Request] = batch
+        prepared: str | None = None
+        stopping = False
+        while live:
+            follower = self._push_batch(live, prepared)
+            if follower is None:
+                return stopping
+            taken += follower.requests
+            stopping = stopping or follower.stopping
+            if not self.remote_health().reachable:
+                error = GitError(f"the remote {self._remote} does not answer: {self.remote_health().problem}")
+                self._fail(follower.requests, error)
+                return stopping
+            live, prepared = follower.requests, follower.commit
+        return stopping
+
+    def _push_batch(self, live: list[_Request], prepared: str | None) -> _Follower | None:
+        """Commit and push one batch (`prepared`: its commit, made while the batch before was being
+        pushed), rebasing it after a lost race. While its push is in flight the next batch is taken
+        from the queue and applied on top of it (`_Follower`): pushed next once this one landed,
+        applied again from scratch otherwise. Returns that next batch, if any."""
         pushes = 0
         detail = ""
         refused: _Pushed | None = None  # the last attempt's commit, when the remote refused it
+        follower: _Follower | None = None
         while True:
             with self._lock:
                 self._open_tracker()
+                commit: str | None = None
                 try:
-                    if refused is not None and self._can_rebase(live):
-                        commit = self._rebase(live, refused)
-                    else:
-                        commit = self._prepare_commit(live)
+                    commit = self._make_commit(live, prepared, refused)
+                    prepared = None
                     refused = None
                     if commit is None:
                         self._resolve(live, None, pushes)
-                        return
+                        return follower
                     pushes += 1
                     base = self._head
+                    pushing, follower = self._start_push(commit, follower)
                     try:
-                        self._push()
+                        pushing.result()
                         self._head = commit
-                        self._tree_pristine = True
+                        self._tree_pristine = follower is None or follower.commit is None
                     except (GitTimeout, _PushUnanswered) as failure:
+                        follower = self._drop(follower, commit)
                         if self._settle_unanswered_push(live, commit, base, pushes, failure):
-                            return
+                            return follower
                         raise _PushRejected(failure.message) from None
-                    self._resolve(live, commit, pushes)
-                    self._announce_head()  # after the answers: they need not wait for readers' indexes
-                    log.info(
-                        "pushed %s to %s (%d changes, attempt %d)",
-                        commit[:12],
-                        self._remote,
-                        len(live),
-                        pushes,
-                    )
-                    return
+                    except BaseException:
+                        follower = self._drop(follower, commit)
+                        raise
+                    return self._landed(live, commit, pushes, follower)
                 except _PushRejected as rejection:
                     detail = rejection.detail
                     # The tree stays at our commit: the next attempt rebases it onto the new head.
-                    refused = _Pushed(commit, base) if self._local_head() == commit else None
+                    refused = _Pushed(commit, base) if commit and self._local_head() == commit else None
                     if refused is None:
                         self._restore_quietly()
                 except GitError as error:
                     self._restore_quietly()
                     self._fail(live, error)
-                    return
+                    return follower
                 finally:
                     self._close_tracker()
             if pushes >= self._settings.max_attempts:
@@ -521,9 +611,98 @@ class SourceRepo:
                         delay=self._settings.backoff_max,
                     ),
                 )
-                return
+                return follower
             log.info("push to %s rejected (attempt %d): %s; trying again", self._remote, pushes, detail)
             time.sleep(_backoff(self._settings, pushes))
+
+    def _start_push(self, commit: str, follower: _Follower | None) -> tuple[_PushInFlight, _Follower | None]:
+        """Start pushing `commit`; meanwhile readers index it and the next batch is applied on top
+        (unless a batch prepared before was dropped: it goes next, alone, in its order)."""
+        pushing = _PushInFlight(self, commit)
+        self._announce_commit(commit)
+        if follower is None:
+            follower = self._prepare_follower(commit, pushing)
+        return pushing, follower
+
+    def _make_commit(self, live: list[_Request], prepared: str | None, refused: _Pushed | None) -> str | None:
+        """The batch's commit: the one prepared during the last push, its refused one rebased, or
+        the batch applied to the remote's newest tree. None when nothing changed."""
+        commit = self._resume(prepared) if prepared is not None else None
+        if commit is not None:
+            return commit
+        if refused is not None and self._can_rebase(live):
+            return self._rebase(live, refused)
+        return self._prepare_commit(live)
+
+    def _landed(
+        self, live: list[_Request], commit: str, pushes: int, follower: _Follower | None
+    ) -> _Follower | None:
+        """The push of `commit` succeeded: answer its changes, publish it; the next batch."""
+        self._resolve(live, commit, pushes)
+        log.info("pushed %s to %s (%d changes, attempt %d)", commit[:12], self._remote, len(live), pushes)
+        if follower is not None and follower.commit is None and follower.prepared:
+            # The next batch changed nothing on top of this commit, now the remote's.
+            self._resolve(follower.requests, None, 0)
+            follower = None
+        self._announce_pushed()  # after the answers: they need not wait for readers
+        return follower
+
+    # --- pipelining: the next batch prepared while a push is in flight ------------------------------
+
+    def _prepare_follower(self, commit: str, pushing: _PushInFlight) -> _Follower | None:
+        """Take what is queued while the push of `commit` runs (for one batch window from the
+        first, as `_collect_batch`) and apply it on top of `commit`, the push still in flight.
+        None when nothing was queued before the push ended."""
+        requests: list[_Request] = []
+        stopping = False
+        deadline = math.inf  # the batch window, from the first request taken
+        while not pushing.done() and len(requests) < self._settings.max_batch:
+            if time.monotonic() >= deadline:
+                break  # applied now, while the push is still in flight
+            try:
+                item = self._queue.get(timeout=0.002)
+            except queue.Empty:
+                continue
+            if item is None:
+                stopping = True
+                break
+            if item.future.set_running_or_notify_cancel():
+                requests.append(item)
+                deadline = min(deadline, time.monotonic() + self._settings.batch_window)
+        if not requests:
+            return _Follower([], None, prepared=False, stopping=True) if stopping else None
+        try:
+            self._apply_all(requests, commit)
+            if self._tracker is not None and not self._tracked_everything(requests):
+                return self._drop(_Follower(requests, None, prepared=False, stopping=stopping), commit)
+            follower_commit = self._commit_batch(requests, commit)
+        except GitError as error:
+            log.warning("preparing the next batch on %s failed: %s", commit[:12], error.message)
+            return self._drop(_Follower(requests, None, prepared=False, stopping=stopping), commit)
+        return _Follower(requests, follower_commit, prepared=True, stopping=stopping)
+
+    def _drop(self, follower: _Follower | None, commit: str) -> _Follower | None:
+        """The prepared batch cannot go on top of `commit` (its push failed): the tree goes back
+        to `commit` and the batch's changes will be applied anew, after this batch settled."""
+        if follower is None:
+            return None
+        if follower.prepared:
+            self._reset_to(commit)
+        for request in follower.requests:
+            request.summary = None
+            request.footprint = None
+        return _Follower(follower.requests, None, prepared=False, stopping=follower.stopping)
+
+    def _resume(self, prepared: str) -> str | None:
+        """The tree at `prepared`, a commit made on the remote's head while the batch before was
+        pushed (a reader may have moved the tree since); None when it is not on the head any more."""
+        parent = self._run_git("rev-parse", "--verify", f"{prepared}^")
+        if parent != self._head:
+            return None
+        if self._local_head() != prepared or self._status_paths():
+            self._reset_to(prepared)
+        self._tree_pristine = False
+        return prepared
 
     def _restore_quietly_locked(self) -> None:
         with self._lock:
@@ -744,23 +923,25 @@ class SourceRepo:
                 request.footprint = None
         return not untold
 
-    def _commit_batch(self, live: list[_Request]) -> str | None:
-        """Commit the tree as the batch left it on the remote's head; None when nothing changed."""
+    def _commit_batch(self, live: list[_Request], base: str | None = None) -> str | None:
+        """Commit the tree as the batch left it on the remote's head (or on `base`, our commit in
+        flight); None when nothing changed."""
         self._tree_pristine = False
         changed = [r for r in live if r.summary is not None]
         if not changed or not self._run_git("status", "--porcelain", "--untracked-files=all"):
             for request in live:
                 request.summary = None
-            self._reset_to_remote()
+            self._reset_back(base)
             return None
         self._run_git("add", "--all")
         message = commit_message([(r.message, r.summary or "") for r in changed])
         self._run_git("commit", "--quiet", "--no-verify", "--cleanup=whitespace", "--message", message)
         return self._local_head()
 
-    def _apply_all(self, live: list[_Request]) -> None:
+    def _apply_all(self, live: list[_Request], base: str | None = None) -> None:
         """Apply every change in order; one that raises leaves `live` with its error, and the others
-        are applied again on a clean tree, so no half-applied edit of it is committed."""
+        are applied again on a clean tree (the remote's commit, or `base`), so no half-applied
+        edit of it is committed."""
         while True:
             failed = self._first_failure(live)
             if failed is None:
@@ -768,7 +949,13 @@ class SourceRepo:
             request, error = failed
             live.remove(request)
             request.future.set_exception(error)
+            self._reset_back(base)
+
+    def _reset_back(self, base: str | None) -> None:
+        if base is None:
             self._reset_to_remote()
+        else:
+            self._reset_to(base)
 
     def _first_failure(self, live: list[_Request]) -> tuple[_Request, Exception] | None:
         for request in live:
@@ -968,9 +1155,9 @@ class SourceRepo:
         self._head = self._run_git("rev-parse", "--verify", self._tracking)
         self._last_fetch_started = started
 
-    def _push(self) -> None:
+    def _push(self, commit: str) -> None:
         status, out, err = self._network(
-            "push", "push", "--quiet", REMOTE, f"HEAD:refs/heads/{self._settings.branch}"
+            "push", "push", "--quiet", REMOTE, f"{commit}:refs/heads/{self._settings.branch}"
         )
         if status == 0:
             return
@@ -990,15 +1177,21 @@ class SourceRepo:
         """The tree exactly at the remote's commit; the tracker learns which files that rewrote."""
         if self._tree_pristine and self._local_head() == self._head:
             return  # nothing to rewrite: the files (and what the tracker knows of them) stay
+        self._reset_to(self._tracking)
+        self._tree_pristine = True
+
+    def _reset_to(self, target: str) -> None:
+        """The tree (and the local branch) exactly at `target`, nothing else in it; the tracker
+        learns which files that rewrote."""
         changed: list[str] | None = None
         if self._tracker is not None:
             try:
-                changed = sorted({*self._status_paths(), *self._changed_paths("HEAD", self._tracking)})
+                changed = sorted({*self._status_paths(), *self._changed_paths("HEAD", target)})
             except GitError:
                 changed = None  # the tracker reads the whole tree again
-        self._run_git("reset", "--quiet", "--hard", self._tracking)
+        self._tree_pristine = False
+        self._run_git("reset", "--quiet", "--hard", target)
         self._run_git("clean", "-ffdxq")
-        self._tree_pristine = True
         self._rewritten(changed)
 
     def _restore_quietly(self) -> None:

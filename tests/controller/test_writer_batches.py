@@ -18,12 +18,15 @@ from __future__ import annotations
 import shutil
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import git
 import pytest
 
 from btp_gitops.controller.errors import PermanentError
@@ -381,3 +384,101 @@ def test_changes_the_competitor_touched_are_applied_again_alone(
     files = run_git(remote, "ls-tree", "--name-only", head, "tenants/").splitlines()
     assert new_record(3) not in files
     assert all(new_record(n) in files for n in range(20) if n != 3)
+
+
+# --- the next batch prepared while a push is in flight ------------------------------------------
+
+
+def install_slow_hook(remote: Path, seconds: float, *, decline_first: bool = False) -> Path:
+    """A pre-receive hook that takes `seconds` and logs when each push ended (and, with
+    `decline_first`, refuses the first push)."""
+    ended = remote / "push-ended"
+    decline = (
+        f"[ \"$(wc -l < '{ended}')\" -eq 1 ] && {{ echo 'not yet' >&2; exit 1; }}\n" if decline_first else ""
+    )
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\nsleep {seconds}\ndate +%s.%N >> '{ended}'\n{decline}exit 0\n")
+    hook.chmod(0o755)
+    return ended
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A change, and when the writer applied it (time.time(), one entry per application)."""
+
+    inner: TreeChange
+    applied: list[float] = field(default_factory=list)
+
+    def __call__(self, tree: Path) -> str | None:
+        self.applied.append(time.time())
+        return self.inner(tree)
+
+
+def on_the_remote_when_answered(remote: Path, future: Future[CommitOutcome], seen: list[bool]) -> None:
+    """Record, at the moment the future is answered, whether the remote holds its commit."""
+
+    def check(done: Future[CommitOutcome]) -> None:
+        commit = done.result().commit
+        try:
+            run_git(remote, "merge-base", "--is-ancestor", str(commit), "main")
+            seen.append(True)
+        except git.GitCommandError:
+            seen.append(False)
+
+    future.add_done_callback(check)
+
+
+@pytest.fixture
+def quick_writer(remote: Path, tmp_path: Path) -> Iterator[SourceRepo]:
+    settings = RepoSettings(
+        url=str(remote), workdir=tmp_path / "quick", batch_window=0.05, backoff_initial=0.01
+    )
+    repo = SourceRepo(settings, tracker=WorkingIndex())
+    repo.start()
+    yield repo
+    repo.stop()
+
+
+def test_the_next_batch_is_applied_while_a_push_is_in_flight_and_answered_after_its_push(
+    remote: Path, quick_writer: SourceRepo
+) -> None:
+    """Two subscribes of the same tenant, the second sent while the first one's push takes a
+    second: the second is applied (once) before that push ends, committed on top of it, and
+    pushed next; neither is answered before its own commit is on the remote, and the record
+    ends with the second's subdomain."""
+    ended = install_slow_hook(remote, 1.0)
+    first, second = Timed(subscription(1, sub_domain="one")), Timed(subscription(1, sub_domain="two"))
+    seen: list[bool] = []
+    a = quick_writer.submit(first, "first")
+    on_the_remote_when_answered(remote, a, seen)
+    while not first.applied:
+        time.sleep(0.01)
+    time.sleep(0.3)  # the first batch is committed and its push started
+    b = quick_writer.submit(second, "second")
+    on_the_remote_when_answered(remote, b, seen)
+    one, two = a.result(60), b.result(60)
+
+    pushes = [float(line) for line in ended.read_text().split()]
+    assert len(second.applied) == 1 and second.applied[0] < pushes[0]  # prepared during the push
+    assert one.commit and two.commit and one.attempts == 1 and two.attempts == 1
+    assert run_git(remote, "rev-parse", f"{two.commit}^") == one.commit
+    assert seen == [True, True]
+    assert "subDomain: two" in remote_file(remote, "main", new_record(1))
+
+
+def test_a_batch_prepared_behind_a_refused_push_goes_after_it(remote: Path, quick_writer: SourceRepo) -> None:
+    """The first push is refused while the next batch (the same tenant again) is prepared on
+    it: that batch is dropped, applied again once the first landed, and pushed after it."""
+    install_slow_hook(remote, 1.0, decline_first=True)
+    first, second = Timed(subscription(1, sub_domain="one")), Timed(subscription(1, sub_domain="two"))
+    a = quick_writer.submit(first, "first")
+    while not first.applied:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    b = quick_writer.submit(second, "second")
+    one, two = a.result(60), b.result(60)
+
+    assert one.attempts == 2 and two.attempts == 1
+    assert len(second.applied) == 2  # prepared on the refused commit, then applied anew
+    assert run_git(remote, "rev-parse", f"{two.commit}^") == one.commit
+    assert "subDomain: two" in remote_file(remote, "main", new_record(1))
