@@ -8,11 +8,23 @@ the working tree, and `SourceRepo.submit` queues it. One writer thread owns the 
                                                                       the batch; the rest are applied
                                                                       again on a clean tree)
     one commit for the batch, if anything changed                   (never an empty commit)
-    plain push                                                      rejected: back off, fetch, apply
-                                                                      again, push again (max_attempts)
+    push that commit (by sha); while it is in flight:               the next batch: taken from the
+                                                                      queue, applied on top of the
+                                                                      commit, committed (pushed next,
+                                                                      once ours landed)
+    rejected: back off, fetch, rebase the commit on the new head, push again (max_attempts)
 
 A change's future resolves only once the push carrying it succeeded, so whoever answers a caller
-after `apply` knows the change is durable on the remote.
+after `apply` knows the change is durable on the remote. Batches are pushed in the order they were
+taken, each on the one before: a batch prepared on a commit whose push failed is dropped and
+applied anew once that batch is settled, so two changes of the same record never swap.
+
+With a `TreeTracker` (controller.records' `WorkingIndex`), the writer keeps one index of its tree
+across batches and tells it which files Git rewrote; the tracker records per change what it
+looked up and which files it wrote. A refused commit is then rebased, not rebuilt: HEAD and Git's
+index move to the new head, the competitor's files come from it, ours stay, and only the changes
+whose files or lookups the competitor touched (and those depending on them) are applied again.
+Without a tracker every attempt applies the whole batch to the new head.
 
 Every Git command that talks to the remote (fetch, push, ls-remote) runs in a process group of its
 own and is killed, group and all (Git's remote helpers are children of it), after
@@ -32,9 +44,9 @@ The writer keeps the outcome of its last contact with the remote (`remote_health
 idle for `probe_interval` it probes with `git ls-remote`, from its own thread, one process at a
 time, so readiness follows the remote without probes piling up behind a hung one.
 
-Because changes are re-applied to the remote's newest tree after every rejection, other writers
-(people, CI, other controllers) may push to the same branch at any time without any change being
-lost or applied twice.
+Because changes are rebased onto (or re-applied to) the remote's newest tree after every rejection,
+other writers (people, CI, other controllers) may push to the same branch at any time without any
+change being lost or applied twice, and without any of their commits being lost.
 
 Reads (`read`) run under the writer's lock, on a tree that is exactly a commit of the remote.
 Git runs with a fixed identity and with hooks and commit signing off, so the local Git
