@@ -462,6 +462,9 @@ def test_the_next_batch_is_applied_while_a_push_is_in_flight_and_answered_after_
     assert len(second.applied) == 1 and second.applied[0] < pushes[0]  # prepared during the push
     assert one.commit and two.commit and one.attempts == 1 and two.attempts == 1
     assert run_git(remote, "rev-parse", f"{two.commit}^") == one.commit
+    deadline = time.monotonic() + 30  # callbacks run just after a future's waiters wake up
+    while len(seen) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert seen == [True, True]
     assert "subDomain: two" in remote_file(remote, "main", new_record(1))
 
