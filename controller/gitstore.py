@@ -209,6 +209,8 @@ class _Follower:
     commit: str | None  # its commit (None: it changed nothing, or it was dropped)
     prepared: bool  # applied on top of the commit in flight (False: to be applied anew)
     stopping: bool  # the stop marker was met while collecting it
+    base: str = ""  # the commit in flight it was applied on
+    moves: int = -1  # the writer's count of tree resets when it was committed
 
 
 class _PushInFlight:
@@ -313,6 +315,7 @@ class SourceRepo:
         self._head = ""
         self._last_fetch_started = float("-inf")
         self._tree_pristine = False  # the tree is exactly origin/<branch>, nothing else in it
+        self._tree_moves = 0  # resets of the tree so far (a reader may move it between batches)
         self._env = self._git_environment()
         self._head_listeners: list[Callable[[Path, str], None]] = []
         self._commit_listeners: list[Callable[[Path, str], None]] = []
@@ -550,7 +553,7 @@ class SourceRepo:
         """Push `batch`, then each batch prepared while the one before was being pushed, in order.
         True when the stop marker was seen while collecting them."""
         live: list[_Request] = batch
-        prepared: str | None = None
+        prepared: _Follower | None = None
         stopping = False
         while live:
             follower = self._push_batch(live, prepared)
@@ -562,11 +565,11 @@ class SourceRepo:
                 error = GitError(f"the remote {self._remote} does not answer: {self.remote_health().problem}")
                 self._fail(follower.requests, error)
                 return stopping
-            live, prepared = follower.requests, follower.commit
+            live, prepared = follower.requests, (follower if follower.commit is not None else None)
         return stopping
 
-    def _push_batch(self, live: list[_Request], prepared: str | None) -> _Follower | None:
-        """Commit and push one batch (`prepared`: its commit, made while the batch before was being
+    def _push_batch(self, live: list[_Request], prepared: _Follower | None) -> _Follower | None:
+        """Commit and push one batch (`prepared`: it was committed while the batch before was being
         pushed), rebasing it after a lost race. While its push is in flight the next batch is taken
         from the queue and applied on top of it (`_Follower`): pushed next once this one landed,
         applied again from scratch otherwise. Returns that next batch, if any."""
@@ -636,7 +639,9 @@ class SourceRepo:
             follower = self._prepare_follower(commit, pushing)
         return pushing, follower
 
-    def _make_commit(self, live: list[_Request], prepared: str | None, refused: _Pushed | None) -> str | None:
+    def _make_commit(
+        self, live: list[_Request], prepared: _Follower | None, refused: _Pushed | None
+    ) -> str | None:
         """The batch's commit: the one prepared during the last push, its refused one rebased, or
         the batch applied to the remote's newest tree. None when nothing changed."""
         commit = self._resume(prepared) if prepared is not None else None
@@ -685,13 +690,14 @@ class SourceRepo:
             return _Follower([], None, prepared=False, stopping=True) if stopping else None
         try:
             self._apply_all(requests, commit)
-            if self._tracker is not None and not self._tracked_everything(requests):
-                return self._drop(_Follower(requests, None, prepared=False, stopping=stopping), commit)
-            follower_commit = self._commit_batch(requests, commit)
+            status = self._status_paths()
+            if self._tracker is not None and not self._tracked_everything(requests, status):
+                return self._drop(_Follower(requests, None, prepared=True, stopping=stopping), commit)
+            follower_commit = self._commit_batch(requests, commit, status)
         except GitError as error:
             log.warning("preparing the next batch on %s failed: %s", commit[:12], error.message)
-            return self._drop(_Follower(requests, None, prepared=False, stopping=stopping), commit)
-        return _Follower(requests, follower_commit, prepared=True, stopping=stopping)
+            return self._drop(_Follower(requests, None, prepared=True, stopping=stopping), commit)
+        return _Follower(requests, follower_commit, True, stopping, base=commit, moves=self._tree_moves)
 
     def _drop(self, follower: _Follower | None, commit: str) -> _Follower | None:
         """The prepared batch cannot go on top of `commit` (its push failed): the tree goes back
@@ -705,16 +711,16 @@ class SourceRepo:
             request.footprint = None
         return _Follower(follower.requests, None, prepared=False, stopping=follower.stopping)
 
-    def _resume(self, prepared: str) -> str | None:
-        """The tree at `prepared`, a commit made on the remote's head while the batch before was
-        pushed (a reader may have moved the tree since); None when it is not on the head any more."""
-        parent = self._run_git("rev-parse", "--verify", f"{prepared}^")
-        if parent != self._head:
+    def _resume(self, prepared: _Follower) -> str | None:
+        """The tree at the prepared batch's commit, made on the remote's head while the batch
+        before was pushed (a reader may have moved the tree since); None when it is not on the
+        head any more."""
+        if prepared.commit is None or prepared.base != self._head:
             return None
-        if self._local_head() != prepared or self._status_paths():
-            self._reset_to(prepared)
+        if prepared.moves != self._tree_moves:
+            self._reset_to(prepared.commit)
         self._tree_pristine = False
-        return prepared
+        return prepared.commit
 
     def _restore_quietly_locked(self) -> None:
         with self._lock:
@@ -909,7 +915,8 @@ class SourceRepo:
         self._fetch()
         self._reset_to_remote()
         self._apply_all(live)
-        if self._tracker is not None and not self._tracked_everything(live):
+        status = self._status_paths()
+        if self._tracker is not None and not self._tracked_everything(live, status):
             # A change wrote a file the tracker was not told of: its index may have been stale for
             # the changes after it. Applied again, each on an index walked anew.
             self._reset_to_remote()
@@ -919,11 +926,13 @@ class SourceRepo:
                 self._apply_all(live)
             finally:
                 self._open_tracker()
-        return self._commit_batch(live)
+            status = self._status_paths()
+        return self._commit_batch(live, None, status)
 
-    def _tracked_everything(self, live: list[_Request]) -> bool:
+    def _tracked_everything(self, live: list[_Request], status: list[str]) -> bool:
+        """Whether the tracker was told of every file the batch changed (`status`)."""
         told = {path for r in live if r.footprint is not None for path in r.footprint.writes}
-        untold = [path for path in self._status_paths() if path not in told]
+        untold = [path for path in status if path not in told]
         if untold:
             log.warning(
                 "changes wrote %d files of %s outside the editor (%s...): applying them again",
@@ -935,12 +944,16 @@ class SourceRepo:
                 request.footprint = None
         return not untold
 
-    def _commit_batch(self, live: list[_Request], base: str | None = None) -> str | None:
+    def _commit_batch(
+        self, live: list[_Request], base: str | None = None, status: list[str] | None = None
+    ) -> str | None:
         """Commit the tree as the batch left it on the remote's head (or on `base`, our commit in
-        flight); None when nothing changed."""
+        flight); None when nothing changed (`status`: the changed files, when just asked)."""
         self._tree_pristine = False
         changed = [r for r in live if r.summary is not None]
-        if not changed or not self._run_git("status", "--porcelain", "--untracked-files=all"):
+        if status is None:
+            status = self._status_paths()
+        if not changed or not status:
             for request in live:
                 request.summary = None
             self._reset_back(base)
@@ -1202,6 +1215,7 @@ class SourceRepo:
             except GitError:
                 changed = None  # the tracker reads the whole tree again
         self._tree_pristine = False
+        self._tree_moves += 1
         self._run_git("reset", "--quiet", "--hard", target)
         self._run_git("clean", "-ffdxq")
         self._rewritten(changed)
