@@ -758,7 +758,7 @@ class SourceRepo:
         tracker = self._tracker
         assert tracker is not None  # _can_rebase
         if self._local_head() != refused.commit or self._status_paths():
-            return self._prepare_commit(live)  # a reader moved the tree meanwhile
+            self._reset_to(refused.commit)  # a reader moved the tree meanwhile: back to our commit
         self._fetch()
         theirs = self._changed_paths(refused.base, self._head)
         if self._head == refused.base or self._is_ancestor(refused.commit, self._head):
