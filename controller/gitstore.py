@@ -399,9 +399,9 @@ class SourceRepo:
                 listener(self._tree, self._head)
 
     def on_commit(self, listener: Callable[[Path, str], None]) -> None:
-        """Call `listener(tree, commit)` when the tree is exactly at a commit of ours whose push has
-        just started (not on the remote yet), under the tree's lock: a reader prepares what it
-        needs of it while the push is in flight, to publish it on `on_pushed`."""
+        """Call `listener(tree, commit)` when the tree is exactly at a commit of ours whose push is
+        in flight (not on the remote yet) and the next batch is about to be applied on top, under
+        the tree's lock: a reader indexes the commit now, to publish it on `on_pushed`."""
         with self._lock:
             self._commit_listeners.append(listener)
 
@@ -631,10 +631,9 @@ class SourceRepo:
             time.sleep(_backoff(self._settings, pushes))
 
     def _start_push(self, commit: str, follower: _Follower | None) -> tuple[_PushInFlight, _Follower | None]:
-        """Start pushing `commit`; meanwhile readers index it and the next batch is applied on top
-        (unless a batch prepared before was dropped: it goes next, alone, in its order)."""
+        """Start pushing `commit`; meanwhile the next batch is applied on top (unless a batch
+        prepared before was dropped: it goes next, alone, in its order)."""
         pushing = _PushInFlight(self, commit)
-        self._announce_commit(commit)
         if follower is None:
             follower = self._prepare_follower(commit, pushing)
         return pushing, follower
@@ -688,6 +687,8 @@ class SourceRepo:
                 deadline = min(deadline, time.monotonic() + self._settings.batch_window)
         if not requests:
             return _Follower([], None, prepared=False, stopping=True) if stopping else None
+        # Readers index `commit` now, before the tree moves on (published once the push landed).
+        self._announce_commit(commit)
         try:
             self._apply_all(requests, commit)
             status = self._status_paths()
