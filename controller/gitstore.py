@@ -125,6 +125,7 @@ class RepoSettings:
     max_batch: int = 250
     network_timeout: float = 30.0  # seconds for one clone/fetch/push/ls-remote, then it is killed
     probe_interval: float = 10.0  # an idle writer checks the remote this often (git ls-remote)
+    pipeline: bool = True  # apply the next batch while a push is in flight
 
 
 @dataclass(frozen=True, slots=True)
@@ -634,7 +635,7 @@ class SourceRepo:
         """Start pushing `commit`; meanwhile the next batch is applied on top (unless a batch
         prepared before was dropped: it goes next, alone, in its order)."""
         pushing = _PushInFlight(self, commit)
-        if follower is None:
+        if follower is None and self._settings.pipeline:
             follower = self._prepare_follower(commit, pushing)
         return pushing, follower
 
