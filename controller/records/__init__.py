@@ -32,7 +32,6 @@ from btp_gitops.controller.records.index import (
     TenantRecord,
     VersionRecord,
     WorkingIndex,
-    files_hashed,
 )
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "VersionRecord",
     "WorkingIndex",
     "consumer_tenant_name",
-    "files_hashed",
     "record_operation_outcome",
     "record_path",
     "remove_document",

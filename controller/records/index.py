@@ -439,7 +439,6 @@ class _ParsedFiles:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_root: dict[Path, dict[str, _FileContents]] = {}
-        self.hashed = 0  # files whose bytes were read and hashed (`of_tree`'s cost beyond a stat)
 
     def contents_of(self, root: Path) -> list[_FileContents]:
         with self._lock:
@@ -500,7 +499,6 @@ class _ParsedFiles:
         checked_at = time.time_ns()
         with open(path, "rb") as file:
             digest = hashlib.sha256(file.read()).digest()
-        self.hashed += 1
         if cached is not None and cached.digest == digest:
             return dataclasses.replace(cached, signature=signature, checked_at_ns=checked_at, own=False)
         return _parse_file(root, Path(path), signature, digest, checked_at)
@@ -595,12 +593,6 @@ def _version_record(document: SourceDocument, path: Path) -> VersionRecord:
         application=str(spec.get("capApplicationInstance") or ""),
         version=str(spec.get("version") or ""),
     )
-
-
-def files_hashed() -> int:
-    """How many files the index has read and hashed so far, in this process (its cost beyond a
-    stat per file): a batch's own records are hashed once, when written, never again."""
-    return _PARSED_FILES.hashed
 
 
 # --- the writer's index of its working tree ---------------------------------------------------------
