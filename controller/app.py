@@ -191,7 +191,7 @@ def add_subscription_server_command(commands: Any) -> None:
     limits.add_argument(
         "--max-queued",
         type=int,
-        default=512,
+        default=1024,
         metavar="N",
         help="requests waiting for a handler; more: 503 with Retry-After",
     )

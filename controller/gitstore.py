@@ -8,11 +8,23 @@ the working tree, and `SourceRepo.submit` queues it. One writer thread owns the 
                                                                       the batch; the rest are applied
                                                                       again on a clean tree)
     one commit for the batch, if anything changed                   (never an empty commit)
-    plain push                                                      rejected: back off, fetch, apply
-                                                                      again, push again (max_attempts)
+    push that commit (by sha); while it is in flight:               the next batch: taken from the
+                                                                      queue, applied on top of the
+                                                                      commit, committed (pushed next,
+                                                                      once ours landed)
+    rejected: back off, fetch, rebase the commit on the new head, push again (max_attempts)
 
 A change's future resolves only once the push carrying it succeeded, so whoever answers a caller
-after `apply` knows the change is durable on the remote.
+after `apply` knows the change is durable on the remote. Batches are pushed in the order they were
+taken, each on the one before: a batch prepared on a commit whose push failed is dropped and
+applied anew once that batch is settled, so two changes of the same record never swap.
+
+With a `TreeTracker` (controller.records' `WorkingIndex`), the writer keeps one index of its tree
+across batches and tells it which files Git rewrote; the tracker records per change what it
+looked up and which files it wrote. A refused commit is then rebased, not rebuilt: HEAD and Git's
+index move to the new head, the competitor's files come from it, ours stay, and only the changes
+whose files or lookups the competitor touched (and those depending on them) are applied again.
+Without a tracker every attempt applies the whole batch to the new head.
 
 Every Git command that talks to the remote (fetch, push, ls-remote) runs in a process group of its
 own and is killed, group and all (Git's remote helpers are children of it), after
@@ -32,9 +44,9 @@ The writer keeps the outcome of its last contact with the remote (`remote_health
 idle for `probe_interval` it probes with `git ls-remote`, from its own thread, one process at a
 time, so readiness follows the remote without probes piling up behind a hung one.
 
-Because changes are re-applied to the remote's newest tree after every rejection, other writers
-(people, CI, other controllers) may push to the same branch at any time without any change being
-lost or applied twice.
+Because changes are rebased onto (or re-applied to) the remote's newest tree after every rejection,
+other writers (people, CI, other controllers) may push to the same branch at any time without any
+change being lost or applied twice, and without any of their commits being lost.
 
 Reads (`read`) run under the writer's lock, on a tree that is exactly a commit of the remote.
 Git runs with a fixed identity and with hooks and commit signing off, so the local Git
@@ -47,6 +59,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
+import math
 import os
 import queue
 import random
@@ -55,7 +68,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -111,6 +125,7 @@ class RepoSettings:
     max_batch: int = 250
     network_timeout: float = 30.0  # seconds for one clone/fetch/push/ls-remote, then it is killed
     probe_interval: float = 10.0  # an idle writer checks the remote this often (git ls-remote)
+    pipeline: bool = True  # apply the next batch while a push is in flight
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +151,41 @@ class TreeChange(Protocol):
     def __call__(self, tree: Path) -> str | None: ...
 
 
+class Footprint(Protocol):
+    """What one change looked up in the tree (keys of its reader's choosing) and which files it
+    wrote (paths relative to the tree, `/`-separated)."""
+
+    @property
+    def reads(self) -> AbstractSet[Hashable]: ...
+
+    @property
+    def writes(self) -> AbstractSet[str]: ...
+
+
+class TreeTracker(Protocol):
+    """Whoever keeps an index of the working tree for the changes (controller.records'
+    `WorkingIndex`): the writer opens it for a batch on its own thread, says which files Git
+    rewrote, and asks per change what it read and wrote, to rebase a batch after a lost race."""
+
+    def open(self, tree: Path) -> None: ...
+
+    def close(self) -> None: ...
+
+    def forget(self) -> None: ...
+
+    def change_started(self) -> None: ...
+
+    def change_ended(self) -> Footprint: ...
+
+    def rewritten(self, paths: Iterable[str] | None) -> AbstractSet[Hashable]:
+        """Git rewrote `paths` (None: possibly any file); the keys their contents answer(ed)."""
+        ...
+
+    def keys(self, paths: Iterable[str]) -> AbstractSet[Hashable]:
+        """The keys the files at `paths` answer now."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class CommitOutcome:
     commit: str | None  # sha of the pushed commit that carries the change; None when nothing changed
@@ -149,6 +199,52 @@ class _Request:
     message: str
     future: concurrent.futures.Future[CommitOutcome]
     summary: str | None = None
+    footprint: Footprint | None = None  # of its last application, when a tracker recorded it
+
+
+@dataclass(frozen=True, slots=True)
+class _Follower:
+    """The batch behind one whose push is in flight, applied on top of that push's commit."""
+
+    requests: list[_Request]
+    commit: str | None  # its commit (None: it changed nothing, or it was dropped)
+    prepared: bool  # applied on top of the commit in flight (False: to be applied anew)
+    stopping: bool  # the stop marker was met while collecting it
+    base: str = ""  # the commit in flight it was applied on
+    moves: int = -1  # the writer's count of tree resets when it was committed
+
+
+class _PushInFlight:
+    """One push of a commit (by sha, so a commit made meanwhile cannot slip into it), in a thread
+    of its own: the writer prepares the next batch meanwhile."""
+
+    def __init__(self, repo: SourceRepo, commit: str) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(repo, commit), daemon=True)
+        self._thread.start()
+
+    def _run(self, repo: SourceRepo, commit: str) -> None:
+        try:
+            repo._push(commit)
+        except BaseException as error:  # handed to the writer by result()
+            self._error = error
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self) -> None:
+        """Wait for the push; raise what `_push` raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+@dataclass(frozen=True, slots=True)
+class _Pushed:
+    """A batch's commit that the remote refused: what a rebase starts from."""
+
+    commit: str
+    base: str  # the remote's commit it was made on
 
 
 class _PushUnanswered(GitError):
@@ -223,8 +319,9 @@ def _remove_stale_locks(git_dir: Path) -> None:
 class SourceRepo:
     """The source repository as the controller edits it: one clone, one writer thread."""
 
-    def __init__(self, settings: RepoSettings) -> None:
+    def __init__(self, settings: RepoSettings, *, tracker: TreeTracker | None = None) -> None:
         self._settings = settings
+        self._tracker = tracker
         self._tree = settings.workdir
         self._remote = mask_credentials(settings.url)
         self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
@@ -236,8 +333,11 @@ class SourceRepo:
         self._head = ""
         self._last_fetch_started = float("-inf")
         self._tree_pristine = False  # the tree is exactly origin/<branch>, nothing else in it
+        self._tree_moves = 0  # resets of the tree so far (a reader may move it between batches)
         self._env = self._git_environment()
         self._head_listeners: list[Callable[[Path, str], None]] = []
+        self._commit_listeners: list[Callable[[Path, str], None]] = []
+        self._pushed_listeners: list[Callable[[str], None]] = []
         self._announced_head = ""
         self._health_lock = threading.Lock()
         self._health = RemoteHealth(False, "the remote has not been contacted yet", None)
@@ -248,6 +348,16 @@ class SourceRepo:
     @property
     def settings(self) -> RepoSettings:
         return self._settings
+
+    @property
+    def tracker(self) -> TreeTracker | None:
+        return self._tracker
+
+    def track_tree(self, tracker: TreeTracker) -> None:
+        """Keep `tracker` informed of the tree (before `start`; a second call is ignored)."""
+        with self._lock:
+            if self._tracker is None:
+                self._tracker = tracker
 
     @property
     def head(self) -> str:
@@ -305,6 +415,37 @@ class SourceRepo:
             self._head_listeners.append(listener)
             if self._tree_pristine and self._head:
                 listener(self._tree, self._head)
+
+    def on_commit(self, listener: Callable[[Path, str], None]) -> None:
+        """Call `listener(tree, commit)` when the tree is exactly at a commit of ours whose push is
+        in flight (not on the remote yet) and the next batch is about to be applied on top, under
+        the tree's lock: a reader indexes the commit now, to publish it on `on_pushed`."""
+        with self._lock:
+            self._commit_listeners.append(listener)
+
+    def on_pushed(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(head)` once our push made `head` the remote's commit while the tree has
+        moved on (the next batch is applied on top of it already); `on_new_head` otherwise."""
+        with self._lock:
+            self._pushed_listeners.append(listener)
+
+    def _announce_commit(self, commit: str) -> None:
+        for listener in self._commit_listeners:
+            try:
+                listener(self._tree, commit)
+            except Exception:  # a reader's failure must not fail the writer's push
+                log.exception("a listener of %s failed on %s", self._remote, commit[:12])
+
+    def _announce_pushed(self) -> None:
+        if self._tree_pristine:
+            self._announce_head()
+            return
+        self._announced_head = self._head
+        for listener in self._pushed_listeners:
+            try:
+                listener(self._head)
+            except Exception:
+                log.exception("a listener of %s failed on %s", self._remote, self._head[:12])
 
     def _announce_head(self) -> None:
         if not self._tree_pristine or self._head == self._announced_head:
@@ -385,7 +526,7 @@ class SourceRepo:
                 return
             batch, stopping = self._collect_batch(first)
             if batch:
-                self._process_safely(batch)
+                stopping = self._process_safely(batch) or stopping
             if not self.remote_health().reachable:
                 # What queued up meanwhile would wait for the same silent remote once more: fail it
                 # now (nothing of it was written), so no caller waits longer than one timeout or so.
@@ -409,57 +550,93 @@ class SourceRepo:
                 batch.append(item)
         return batch, False
 
-    def _process_safely(self, batch: list[_Request]) -> None:
-        """Nothing may end the writer thread: an unexpected failure fails its batch and is logged."""
+    def _process_safely(self, batch: list[_Request]) -> bool:
+        """Nothing may end the writer thread: an unexpected failure fails its batch (and the
+        batches prepared behind it) and is logged. True when the stop marker was seen."""
+        taken = list(batch)  # every request taken from the queue, followers included
         try:
-            self._process(batch)
+            return self._process(batch, taken)
         except Exception as error:
             log.exception("writing a batch of %d changes to %s failed", len(batch), self._remote)
             self._tree_pristine = False  # whatever state the tree was left in, a reset comes first
+            if self._tracker is not None:
+                self._tracker.forget()  # and whatever it knew of the tree, a walk
             failure = GitError(f"writing to {self._remote} failed unexpectedly ({type(error).__name__})")
-            for request in batch:
+            for request in taken:
                 if not request.future.done():
                     request.future.set_exception(failure)
+            return False
 
-    def _process(self, batch: list[_Request]) -> None:
-        live = list(batch)
+    def _process(self, batch: list[_Request], taken: list[_Request]) -> bool:
+        """Push `batch`, then each batch prepared while the one before was being pushed, in order.
+        True when the stop marker was seen while collecting them."""
+        live: list[_Request] = batch
+        prepared: _Follower | None = None
+        stopping = False
+        while live:
+            follower = self._push_batch(live, prepared)
+            if follower is None:
+                return stopping
+            taken += follower.requests
+            stopping = stopping or follower.stopping
+            if not self.remote_health().reachable:
+                error = GitError(f"the remote {self._remote} does not answer: {self.remote_health().problem}")
+                self._fail(follower.requests, error)
+                return stopping
+            live, prepared = follower.requests, (follower if follower.commit is not None else None)
+        return stopping
+
+    def _push_batch(self, live: list[_Request], prepared: _Follower | None) -> _Follower | None:
+        """Commit and push one batch (`prepared`: it was committed while the batch before was being
+        pushed), rebasing it after a lost race. While its push is in flight the next batch is taken
+        from the queue and applied on top of it (`_Follower`): pushed next once this one landed,
+        applied again from scratch otherwise. Returns that next batch, if any."""
         pushes = 0
         detail = ""
+        refused: _Pushed | None = None  # the last attempt's commit, when the remote refused it
+        follower: _Follower | None = None
         while True:
             with self._lock:
+                self._open_tracker()
+                commit: str | None = None
                 try:
-                    commit = self._prepare_commit(live)
+                    commit = self._make_commit(live, prepared, refused)
+                    prepared = None
+                    refused = None
                     if commit is None:
                         self._resolve(live, None, pushes)
-                        return
+                        return follower
                     pushes += 1
                     base = self._head
+                    pushing, follower = self._start_push(commit, follower)
                     try:
-                        self._push()
+                        pushing.result()
                         self._head = commit
-                        self._tree_pristine = True
+                        self._tree_pristine = follower is None or follower.commit is None
                     except (GitTimeout, _PushUnanswered) as failure:
+                        follower = self._drop(follower, commit)
                         if self._settle_unanswered_push(live, commit, base, pushes, failure):
-                            return
+                            return follower
                         raise _PushRejected(failure.message) from None
-                    self._resolve(live, commit, pushes)
-                    self._announce_head()  # after the answers: they need not wait for readers' indexes
-                    log.info(
-                        "pushed %s to %s (%d changes, attempt %d)",
-                        commit[:12],
-                        self._remote,
-                        len(live),
-                        pushes,
-                    )
-                    return
+                    except BaseException:
+                        follower = self._drop(follower, commit)
+                        raise
+                    return self._landed(live, commit, pushes, follower)
                 except _PushRejected as rejection:
                     detail = rejection.detail
-                    self._restore_quietly()
+                    # The tree stays at our commit: the next attempt rebases it onto the new head.
+                    refused = _Pushed(commit, base) if commit and self._local_head() == commit else None
+                    if refused is None:
+                        self._restore_quietly()
                 except GitError as error:
                     self._restore_quietly()
                     self._fail(live, error)
-                    return
+                    return follower
+                finally:
+                    self._close_tracker()
             if pushes >= self._settings.max_attempts:
+                if refused is not None:
+                    self._restore_quietly_locked()
                 self._fail(
                     live,
                     GitPushRejected(
@@ -467,9 +644,241 @@ class SourceRepo:
                         delay=self._settings.backoff_max,
                     ),
                 )
-                return
+                return follower
             log.info("push to %s rejected (attempt %d): %s; trying again", self._remote, pushes, detail)
             time.sleep(_backoff(self._settings, pushes))
+
+    def _start_push(self, commit: str, follower: _Follower | None) -> tuple[_PushInFlight, _Follower | None]:
+        """Start pushing `commit`; meanwhile the next batch is applied on top (unless a batch
+        prepared before was dropped: it goes next, alone, in its order)."""
+        pushing = _PushInFlight(self, commit)
+        if follower is None and self._settings.pipeline:
+            follower = self._prepare_follower(commit, pushing)
+        return pushing, follower
+
+    def _make_commit(
+        self, live: list[_Request], prepared: _Follower | None, refused: _Pushed | None
+    ) -> str | None:
+        """The batch's commit: the one prepared during the last push, its refused one rebased, or
+        the batch applied to the remote's newest tree. None when nothing changed."""
+        commit = self._resume(prepared) if prepared is not None else None
+        if commit is not None:
+            return commit
+        if refused is not None and self._can_rebase(live):
+            return self._rebase(live, refused)
+        return self._prepare_commit(live)
+
+    def _landed(
+        self, live: list[_Request], commit: str, pushes: int, follower: _Follower | None
+    ) -> _Follower | None:
+        """The push of `commit` succeeded: answer its changes, publish it; the next batch."""
+        self._resolve(live, commit, pushes)
+        log.info("pushed %s to %s (%d changes, attempt %d)", commit[:12], self._remote, len(live), pushes)
+        if follower is not None and follower.commit is None and follower.prepared:
+            # The next batch changed nothing on top of this commit, now the remote's.
+            self._resolve(follower.requests, None, 0)
+            follower = None
+        self._announce_pushed()  # after the answers: they need not wait for readers
+        return follower
+
+    # --- pipelining: the next batch prepared while a push is in flight ------------------------------
+
+    def _prepare_follower(self, commit: str, pushing: _PushInFlight) -> _Follower | None:
+        """Take what is queued while the push of `commit` runs (for one batch window from the
+        first, as `_collect_batch`) and apply it on top of `commit`, the push still in flight.
+        None when nothing was queued before the push ended."""
+        requests: list[_Request] = []
+        stopping = False
+        deadline = math.inf  # the batch window, from the first request taken
+        while not pushing.done() and len(requests) < self._settings.max_batch:
+            if time.monotonic() >= deadline:
+                break  # applied now, while the push is still in flight
+            try:
+                item = self._queue.get(timeout=0.002)
+            except queue.Empty:
+                continue
+            if item is None:
+                stopping = True
+                break
+            if item.future.set_running_or_notify_cancel():
+                requests.append(item)
+                deadline = min(deadline, time.monotonic() + self._settings.batch_window)
+        if not requests:
+            return _Follower([], None, prepared=False, stopping=True) if stopping else None
+        # Readers index `commit` now, before the tree moves on (published once the push landed).
+        self._announce_commit(commit)
+        try:
+            self._apply_all(requests, commit)
+            status = self._status_paths()
+            if self._tracker is not None and not self._tracked_everything(requests, status):
+                return self._drop(_Follower(requests, None, prepared=True, stopping=stopping), commit)
+            follower_commit = self._commit_batch(requests, commit, status)
+        except GitError as error:
+            log.warning("preparing the next batch on %s failed: %s", commit[:12], error.message)
+            return self._drop(_Follower(requests, None, prepared=True, stopping=stopping), commit)
+        return _Follower(requests, follower_commit, True, stopping, base=commit, moves=self._tree_moves)
+
+    def _drop(self, follower: _Follower | None, commit: str) -> _Follower | None:
+        """The prepared batch cannot go on top of `commit` (its push failed): the tree goes back
+        to `commit` and the batch's changes will be applied anew, after this batch settled."""
+        if follower is None:
+            return None
+        if follower.prepared:
+            self._reset_to(commit)
+        for request in follower.requests:
+            request.summary = None
+            request.footprint = None
+        return _Follower(follower.requests, None, prepared=False, stopping=follower.stopping)
+
+    def _resume(self, prepared: _Follower) -> str | None:
+        """The tree at the prepared batch's commit, made on the remote's head while the batch
+        before was pushed (a reader may have moved the tree since); None when it is not on the
+        head any more."""
+        if prepared.commit is None or prepared.base != self._head:
+            return None
+        if prepared.moves != self._tree_moves:
+            self._reset_to(prepared.commit)
+        self._tree_pristine = False
+        return prepared.commit
+
+    def _restore_quietly_locked(self) -> None:
+        with self._lock:
+            self._restore_quietly()
+
+    # --- the tracker of the tree ------------------------------------------------------------------
+
+    def _open_tracker(self) -> None:
+        if self._tracker is not None:
+            self._tracker.open(self._tree)
+
+    def _close_tracker(self) -> None:
+        if self._tracker is not None:
+            self._tracker.close()
+
+    def _rewritten(self, paths: Iterable[str] | None) -> AbstractSet[Hashable]:
+        return self._tracker.rewritten(paths) if self._tracker is not None else frozenset()
+
+    # --- rebasing a refused commit ----------------------------------------------------------------
+
+    def _can_rebase(self, live: list[_Request]) -> bool:
+        return self._tracker is not None and all(r.footprint is not None for r in live)
+
+    def _rebase(self, live: list[_Request], refused: _Pushed) -> str | None:
+        """Our commit, made on `refused.base`, lost the race: put it on the remote's new head.
+
+        Fetch; the competitor's files (those that changed between the base and the new head) are
+        taken from the new head, ours stay as we wrote them: only our commit is re-applied, every
+        competitor commit is kept. A change whose files the competitor also changed, or that
+        looked up something the competitor's files answer (a tenant id, a subdomain, the
+        application...), is applied again to the new files, and so is one that depends on such a
+        change; the rest are not run again. When a change applied again no longer fits (it
+        fails, or writes where an untouched change wrote or looked), the whole batch is applied
+        again as on any new head. None when nothing is left to commit."""
+        tracker = self._tracker
+        assert tracker is not None  # _can_rebase
+        if self._local_head() != refused.commit or self._status_paths():
+            self._reset_to(refused.commit)  # a reader moved the tree meanwhile: back to our commit
+        self._fetch()
+        theirs = self._changed_paths(refused.base, self._head)
+        if self._head == refused.base or self._is_ancestor(refused.commit, self._head):
+            return self._prepare_commit(live)  # refused for another reason, or landed after all
+        # HEAD and Git's index to the new head; the working tree keeps our files, then takes theirs.
+        self._run_git("reset", "--quiet", "--mixed", self._tracking)
+        self._take_from_head(theirs)
+        dirty_keys = set(self._rewritten(theirs))
+        dirty_paths = set(theirs)
+        again: list[_Request] = []
+        while True:
+            more = [
+                r
+                for r in live
+                if r not in again
+                and r.footprint is not None
+                and (r.footprint.reads & dirty_keys or r.footprint.writes & dirty_paths)
+            ]
+            if not more:
+                break
+            paths = sorted({path for r in more if r.footprint is not None for path in r.footprint.writes})
+            self._take_from_head(paths)
+            dirty_keys |= self._rewritten(paths)
+            dirty_paths |= set(paths)
+            again += more
+        kept = [r for r in live if r not in again]
+        again.sort(key=live.index)
+        log.info(
+            "rebasing %s on %s: %d of %d changes applied again (%d files of the competitor)",
+            refused.commit[:12],
+            self._head[:12],
+            len(again),
+            len(live),
+            len(theirs),
+        )
+        done: list[_Request] = []
+        for request in again:
+            failure = self._apply_one(request)
+            if failure is not None:
+                # It leaves the batch, as on any tree; what it wrote before failing is undone,
+                # unless another change wrote there too: then the whole batch is applied again.
+                live.remove(request)
+                request.future.set_exception(failure)
+                written = request.footprint.writes if request.footprint is not None else None
+                if written is None or any(
+                    r.footprint is None or r.footprint.writes & written for r in (*kept, *done)
+                ):
+                    self._reset_to_remote()
+                    return self._prepare_commit(live)
+                self._take_from_head(written)
+                self._rewritten(written)
+                continue
+            if not self._fits(request, kept, tracker):
+                self._reset_to_remote()
+                return self._prepare_commit(live)
+            done.append(request)
+        return self._commit_batch(live)
+
+    @staticmethod
+    def _fits(request: _Request, kept: list[_Request], tracker: TreeTracker) -> bool:
+        """Whether a change applied again leaves every change that was not applied again as it
+        was: it writes none of their files and nothing they looked up."""
+        footprint = request.footprint
+        if footprint is None:
+            return False
+        keys = tracker.keys(footprint.writes)
+        for other in kept:
+            if other.footprint is None or other.footprint.writes & footprint.writes:
+                return False
+            if other.footprint.reads & keys:
+                return False
+        return True
+
+    def _take_from_head(self, paths: Iterable[str]) -> None:
+        """The working tree's `paths` as the remote's head holds them (gone when it does not)."""
+        wanted = sorted(set(paths))
+        if not wanted:
+            return
+        present = set(self._tree_paths(self._tracking, wanted))
+        for chunk in _chunks([p for p in wanted if p in present]):
+            self._run_git("checkout", "--quiet", self._tracking, "--", *chunk)
+        for path in wanted:
+            if path not in present:
+                with contextlib.suppress(FileNotFoundError):
+                    (self._tree / path).unlink()
+
+    def _tree_paths(self, commit: str, paths: list[str]) -> list[str]:
+        found: list[str] = []
+        for chunk in _chunks(paths):
+            out = self._run_git("ls-tree", "-z", "--name-only", "--full-tree", commit, "--", *chunk)
+            found += [p for p in out.split("\0") if p]
+        return found
+
+    def _changed_paths(self, old: str, new: str) -> list[str]:
+        out = self._run_git("diff", "--name-only", "--no-renames", "-z", old, new, "--")
+        return [p for p in out.split("\0") if p]
+
+    def _status_paths(self) -> list[str]:
+        """Files of the working tree that differ from HEAD (untracked ones included)."""
+        out = self._run_git("status", "--porcelain", "-z", "--untracked-files=all", "--no-renames")
+        return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
     def _settle_unanswered_push(
         self, live: list[_Request], commit: str, base: str, pushes: int, failure: GitError
@@ -525,21 +934,58 @@ class SourceRepo:
         self._fetch()
         self._reset_to_remote()
         self._apply_all(live)
+        status = self._status_paths()
+        if self._tracker is not None and not self._tracked_everything(live, status):
+            # A change wrote a file the tracker was not told of: its index may have been stale for
+            # the changes after it. Applied again, each on an index walked anew.
+            self._reset_to_remote()
+            self._close_tracker()
+            self._tracker.forget()
+            try:
+                self._apply_all(live)
+            finally:
+                self._open_tracker()
+            status = self._status_paths()
+        return self._commit_batch(live, None, status)
+
+    def _tracked_everything(self, live: list[_Request], status: list[str]) -> bool:
+        """Whether the tracker was told of every file the batch changed (`status`)."""
+        told = {path for r in live if r.footprint is not None for path in r.footprint.writes}
+        untold = [path for path in status if path not in told]
+        if untold:
+            log.warning(
+                "changes wrote %d files of %s outside the editor (%s...): applying them again",
+                len(untold),
+                self._remote,
+                untold[0],
+            )
+            for request in live:
+                request.footprint = None
+        return not untold
+
+    def _commit_batch(
+        self, live: list[_Request], base: str | None = None, status: list[str] | None = None
+    ) -> str | None:
+        """Commit the tree as the batch left it on the remote's head (or on `base`, our commit in
+        flight); None when nothing changed (`status`: the changed files, when just asked)."""
         self._tree_pristine = False
         changed = [r for r in live if r.summary is not None]
-        if not changed or not self._run_git("status", "--porcelain", "--untracked-files=all"):
+        if status is None:
+            status = self._status_paths()
+        if not changed or not status:
             for request in live:
                 request.summary = None
-            self._reset_to_remote()
+            self._reset_back(base)
             return None
         self._run_git("add", "--all")
         message = commit_message([(r.message, r.summary or "") for r in changed])
         self._run_git("commit", "--quiet", "--no-verify", "--cleanup=whitespace", "--message", message)
         return self._local_head()
 
-    def _apply_all(self, live: list[_Request]) -> None:
+    def _apply_all(self, live: list[_Request], base: str | None = None) -> None:
         """Apply every change in order; one that raises leaves `live` with its error, and the others
-        are applied again on a clean tree, so no half-applied edit of it is committed."""
+        are applied again on a clean tree (the remote's commit, or `base`), so no half-applied
+        edit of it is committed."""
         while True:
             failed = self._first_failure(live)
             if failed is None:
@@ -547,16 +993,36 @@ class SourceRepo:
             request, error = failed
             live.remove(request)
             request.future.set_exception(error)
+            self._reset_back(base)
+
+    def _reset_back(self, base: str | None) -> None:
+        if base is None:
             self._reset_to_remote()
+        else:
+            self._reset_to(base)
 
     def _first_failure(self, live: list[_Request]) -> tuple[_Request, Exception] | None:
         for request in live:
-            try:
-                request.summary = request.change(self._tree)
-            except Exception as error:
-                reason = error.message if isinstance(error, BtpGitopsError) else type(error).__name__
-                log.warning("change %r cannot be applied: %s", _one_line(request.message), reason)
+            error = self._apply_one(request)
+            if error is not None:
                 return request, error
+        return None
+
+    def _apply_one(self, request: _Request) -> Exception | None:
+        """Apply one change to the tree (its footprint recorded when a tracker is open)."""
+        tracker = self._tracker
+        self._tree_pristine = False
+        if tracker is not None:
+            tracker.change_started()
+        try:
+            request.summary = request.change(self._tree)
+        except Exception as error:
+            reason = error.message if isinstance(error, BtpGitopsError) else type(error).__name__
+            log.warning("change %r cannot be applied: %s", _one_line(request.message), reason)
+            return error
+        finally:
+            if tracker is not None:
+                request.footprint = tracker.change_ended()
         return None
 
     def _resolve(self, live: list[_Request], commit: str | None, pushes: int) -> None:
@@ -734,9 +1200,9 @@ class SourceRepo:
         self._head = self._run_git("rev-parse", "--verify", self._tracking)
         self._last_fetch_started = started
 
-    def _push(self) -> None:
+    def _push(self, commit: str) -> None:
         status, out, err = self._network(
-            "push", "push", "--quiet", REMOTE, f"HEAD:refs/heads/{self._settings.branch}"
+            "push", "push", "--quiet", REMOTE, f"{commit}:refs/heads/{self._settings.branch}"
         )
         if status == 0:
             return
@@ -753,9 +1219,26 @@ class SourceRepo:
         return self._run_git("rev-parse", "--verify", "HEAD")
 
     def _reset_to_remote(self) -> None:
-        self._run_git("reset", "--quiet", "--hard", self._tracking)
-        self._run_git("clean", "-ffdxq")
+        """The tree exactly at the remote's commit; the tracker learns which files that rewrote."""
+        if self._tree_pristine and self._local_head() == self._head:
+            return  # nothing to rewrite: the files (and what the tracker knows of them) stay
+        self._reset_to(self._tracking)
         self._tree_pristine = True
+
+    def _reset_to(self, target: str) -> None:
+        """The tree (and the local branch) exactly at `target`, nothing else in it; the tracker
+        learns which files that rewrote."""
+        changed: list[str] | None = None
+        if self._tracker is not None:
+            try:
+                changed = sorted({*self._status_paths(), *self._changed_paths("HEAD", target)})
+            except GitError:
+                changed = None  # the tracker reads the whole tree again
+        self._tree_pristine = False
+        self._tree_moves += 1
+        self._run_git("reset", "--quiet", "--hard", target)
+        self._run_git("clean", "-ffdxq")
+        self._rewritten(changed)
 
     def _restore_quietly(self) -> None:
         """After a failed cycle: back to the remote's commit, or marked for a reset before any read."""
@@ -764,6 +1247,11 @@ class SourceRepo:
         except GitError as error:
             self._tree_pristine = False
             log.warning("cannot reset the clone of %s: %s", self._remote, error.message)
+
+
+def _chunks(paths: list[str], size: int = 200) -> Iterable[list[str]]:
+    for start in range(0, len(paths), size):
+        yield paths[start : start + size]
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:

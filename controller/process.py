@@ -28,6 +28,7 @@ from btp_gitops.controller.health import ProbeServer
 from btp_gitops.controller.kube import KubeClient, load_api_client
 from btp_gitops.controller.leader import LeaderElector, LeaseSettings
 from btp_gitops.controller.reconcilers import ReconcilerOptions, build_reconcilers
+from btp_gitops.controller.records import WorkingIndex
 from btp_gitops.controller.runtime import Manager, RuntimeSettings
 from btp_gitops.controller.subscription.git_ledger import GitTenantLedger
 from btp_gitops.controller.subscription.server import SubscriptionServerSettings, build_subscription_server
@@ -61,7 +62,8 @@ def source_repo_from_args(args: argparse.Namespace) -> SourceRepo | None:
             branch=args.source_branch,
             network_timeout=args.git_timeout,
             probe_interval=args.git_probe_interval,
-        )
+        ),
+        tracker=WorkingIndex(),
     )
 
 

@@ -1,7 +1,8 @@
 """The controller's one owner of the source tree's files: CAPApplication, CAPApplicationVersion and
 CAPTenant documents read, and records edited.
 
-    index       the one reader: every CAP document of a tree, checked and indexed (`SourceIndex`)
+    index       the one reader: every CAP document of a tree, checked and indexed (`SourceIndex`);
+                the writer's index of its tree, updated in place per file (`WorkingIndex`)
     editor      the one editor: one document of a file replaced or removed, comments kept, and
                 one policy for a file it cannot cut into documents (refused, never rewritten)
     changes     the change set: subscribe, unsubscribe, operation outcomes, removals (`TreeChange`s)
@@ -30,6 +31,7 @@ from btp_gitops.controller.records.index import (
     SourceIndex,
     TenantRecord,
     VersionRecord,
+    WorkingIndex,
 )
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "Subscription",
     "TenantRecord",
     "VersionRecord",
+    "WorkingIndex",
     "consumer_tenant_name",
     "record_operation_outcome",
     "record_path",

@@ -144,8 +144,8 @@ def _check_subdomain_free(subscription: Subscription, app: ApplicationRecord, in
     wanted = subscription.sub_domain
     if subscription.tenant_id != app.provider_tenant_id and wanted == app.provider_sub_domain:
         raise SubdomainTaken(f"subdomain {wanted} is CAPApplication {app.namespace}/{app.name}'s provider's")
-    for other in index.tenants_of(app.namespace, app.name):
-        if other.sub_domain == wanted and other.tenant_id != subscription.tenant_id:
+    for other in index.tenants_with_subdomain(app.namespace, app.name, wanted):
+        if other.tenant_id != subscription.tenant_id:
             raise SubdomainTaken(f"subdomain {wanted} is taken by CAPTenant {other.namespace}/{other.name}")
 
 

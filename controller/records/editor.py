@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.controller.errors import PermanentError
-from btp_gitops.controller.records.index import source_schemas
+from btp_gitops.controller.records.index import note_written, source_schemas
 from btp_gitops.controller.records.unreadable import MAX_PROBLEMS_SHOWN, unreadable_source
 from btp_gitops.generator.core import (
     SourceDocument,
@@ -149,12 +149,16 @@ class _YamlFile:
     def remove(self, piece: _Piece) -> None:
         self.pieces.remove(piece)
 
-    def write(self) -> None:
-        """Write the pieces back; a file left without any document is deleted."""
+    def write(self, tree: Path, relative: Path) -> None:
+        """Write the pieces back; a file left without any document is deleted. The index keeps
+        what was written (records.index.note_written), so it never reads the file back."""
         if all(piece.body is None for piece in self.pieces):
             self.path.unlink()
+            note_written(tree, relative, None)
             return
-        self.path.write_text("".join(piece.separator + piece.text for piece in self.pieces), "utf-8")
+        data = "".join(piece.separator + piece.text for piece in self.pieces).encode("utf-8")
+        self.path.write_bytes(data)
+        note_written(tree, relative, data)
 
 
 def checked(body: dict[str, Any], what: str) -> dict[str, Any]:
@@ -184,7 +188,7 @@ def edit_document(tree: Path, ref: DocumentRef, edit: Callable[[dict[str, Any]],
     if updated == original:
         return False
     file.replace(piece, checked(updated, str(ref)))
-    file.write()
+    file.write(tree, ref.path)
     return True
 
 
@@ -192,7 +196,7 @@ def remove_document(tree: Path, ref: DocumentRef) -> None:
     """Remove the document with the comments heading it; its file goes when nothing else is in it."""
     file, piece = _find(tree, ref)
     file.remove(piece)
-    file.write()
+    file.write(tree, ref.path)
 
 
 def describe(body: dict[str, Any]) -> str:
@@ -208,4 +212,6 @@ def write_new_document(tree: Path, path: Path, body: dict[str, Any]) -> None:
         raise PermanentError(f"{path} exists but holds no record of {describe(body)}: not overwritten")
     checked(body, describe(body))
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(dump_object(body), encoding="utf-8")
+    data = dump_object(body).encode("utf-8")
+    target.write_bytes(data)
+    note_written(tree, path, data)

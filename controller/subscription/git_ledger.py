@@ -2,9 +2,10 @@
 controller.records).
 
 Lookups answer from the index of the newest commit the clone has seen, built once per commit when
-the clone moves to it (`SourceRepo.on_new_head`), without waiting for the clone's lock, which the
-writer holds while it commits and pushes: under load, requests would otherwise queue behind every
-batch.
+the clone moves to it (`SourceRepo.on_new_head`), or for our own commits while their push is in
+flight (`on_commit`, published by `on_pushed`: the writer applies the next batch on top of a
+commit before its push has landed), without waiting for the clone's lock, which the writer holds
+while it commits and pushes: under load, requests would otherwise queue behind every batch.
 
 Several replicas share the remote, and a replica's clone moves only when it pushes or fetches, so
 its index can miss what another replica recorded. Two bounds keep the replicas in agreement
@@ -48,6 +49,7 @@ from btp_gitops.controller.records import (
     SourceIndex,
     Subscription,
     TenantRecord,
+    WorkingIndex,
     consumer_tenant_name,
     subscribe_tenant,
     unsubscribe_tenant,
@@ -173,6 +175,10 @@ class GitTenantLedger:
         self._snapshot_lock = threading.Lock()
         self._indexed = threading.Condition()  # notified when the published index moves
         self._refresher = _Refresher(self._catch_up, min_refresh_interval, clock)
+        self._pending: _Snapshot | None = None  # of our commit whose push is in flight
+        repo.track_tree(WorkingIndex())  # one index per batch, updated in place
+        repo.on_commit(self._index_commit)
+        repo.on_pushed(self._index_pushed)
         repo.on_new_head(self._index_new_head)
 
     def _catch_up(self) -> None:
@@ -195,6 +201,23 @@ class GitTenantLedger:
 
     def _index_new_head(self, tree: Path, head: str) -> None:
         self._snapshot_of_head(tree, head)
+        with self._indexed:
+            self._indexed.notify_all()
+
+    def _index_commit(self, tree: Path, commit: str) -> None:
+        """Index our commit while its push is in flight; published once it landed."""
+        snapshot = _build_snapshot(tree, commit)
+        with self._snapshot_lock:
+            self._pending = snapshot
+
+    def _index_pushed(self, head: str) -> None:
+        """Our push made `head` the remote's commit, and the tree has moved on to the next batch:
+        publish the index made of it before."""
+        with self._snapshot_lock:
+            pending = self._pending
+            if pending is None or pending.head != head:
+                return  # looked up under the lock when asked (`_current`)
+            self._snapshot = pending
         with self._indexed:
             self._indexed.notify_all()
 
@@ -265,8 +288,8 @@ class GitTenantLedger:
     def subdomain_holder(self, app: AppTarget, sub_domain: str, tenant_id: str) -> str | None:
         # Only a hit needs to be fresh: on a miss, the write checks the remote's newest tree.
         self._refresher.refresh(self._clock() - self._max_staleness)
-        for other in self._current().index.tenants_of(app.namespace, app.name):
-            if other.sub_domain == sub_domain and other.tenant_id != tenant_id:
+        for other in self._current().index.tenants_with_subdomain(app.namespace, app.name, sub_domain):
+            if other.tenant_id != tenant_id:
                 return other.name
         return None
 
@@ -296,7 +319,8 @@ class GitTenantLedger:
     def _snapshot_of_head(self, tree: Path, head: str) -> _Snapshot:
         with self._snapshot_lock:
             if self._snapshot is None or self._snapshot.head != head:
-                self._snapshot = _build_snapshot(tree, head)
+                pending = self._pending
+                self._snapshot = pending if pending and pending.head == head else _build_snapshot(tree, head)
             return self._snapshot
 
     # --- writing ------------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ class SubscriptionServerSettings:
     keepalive_timeout: float = 15.0  # idle connections, new ones without a request head too
     backlog: int = 2048  # connections the kernel queues before `accept`
     max_concurrent: int = 128  # requests handled at once (threads)
-    max_queued: int = 512  # requests waiting for a thread; beyond: 503 with Retry-After
+    max_queued: int = 1024  # requests waiting for a thread (a 1,000-tenant burst); beyond: 503
     max_header_line: int = 8190  # request line and each header field, bytes
     max_headers: int = 100
     shutdown_grace: float = 10.0  # how long `stop` waits for requests in flight

@@ -1,4 +1,5 @@
-"""bench/subscriptions.py still runs end to end (on 40 requests): a smoke test, not a timing test."""
+"""bench/subscriptions.py still runs end to end (40 requests, both scenarios: 40 simultaneous
+clients and 8, one run each): a smoke test, not a timing test."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ pytestmark = pytest.mark.kube
 
 def test_subscriptions_benchmark_runs() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.subscriptions", "--requests", "40", "--clients", "8"],
+        [
+            sys.executable,
+            *("-m", "bench.subscriptions", "--requests", "40", "--clients", "40", "8", "--runs", "1"),
+            *("--baseline", "10"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -23,6 +28,9 @@ def test_subscriptions_benchmark_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "non-202 answers" in done.stdout
-    assert "40 new files for 40 tenants: 0 lost, 0 duplicated, 0 unexpected" in done.stdout
-    assert "  ratio: server throughput " in done.stdout
-    assert "goal (issue #8: all 40 recorded" in done.stdout
+    assert done.stdout.count("40 new files for 40 tenants: 0 lost, 0 duplicated, 0 unexpected") == 2
+    assert done.stdout.count("  ratio: server throughput ") == 2
+    assert "goal (issue #18: 40 simultaneous clients, all 40 recorded" in done.stdout
+    assert "goal (issue #18: all 40 recorded" in done.stdout
+    assert "summary: 40 subscriptions from 40 clients, median of 1 runs" in done.stdout
+    assert "summary: 40 subscriptions from 8 clients, median of 1 runs" in done.stdout

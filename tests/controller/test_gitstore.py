@@ -285,7 +285,10 @@ def test_a_competing_writer_loses_nothing_and_nothing_is_applied_twice(remote: P
     middle of every batch: each batch's first push is rejected and the batch applied again on the
     other writer's commit. Nothing of either writer is lost, and nothing is applied twice."""
     clients, per_client = 10, 5
-    source = SourceRepo(settings_for(remote, tmp_path / "work", backoff_initial=0.01, max_attempts=5))
+    # Without pipelining: the other writer's turn must fall between the controller's fetch and its
+    # push, and a change applied while the batch before is being pushed would hand it a turn then.
+    settings = settings_for(remote, tmp_path / "work", backoff_initial=0.01, max_attempts=5, pipeline=False)
+    source = SourceRepo(settings)
     source.start()
     try:
         with TurnTakingWriter(remote, tmp_path / "other", pushes=clients * per_client) as competitor:
