@@ -240,7 +240,7 @@ ALL_ON_SERVER_ARGS = [
     "--body-timeout=30",
     "--idle-timeout=15",
     "--max-concurrent=128",
-    "--max-queued=512",
+    "--max-queued=1024",
     "--log-format=json",
     "--log-level=info",
 ]
