@@ -47,6 +47,7 @@ from tests.support.dry_run import (
     object_path,
     rendered_objects,
     request,
+    wait_until_served,
 )
 from tests.support.flux import FLUX_NAMESPACE, FluxControllers, flux_crds, running_flux
 from tests.support.git_http import GitHttpRemote
@@ -122,9 +123,15 @@ def cluster(tmp_path: Path) -> Iterator[FluxCluster]:
         with kube.api_client() as client:
             crds = [*load_crds([*our_crd_files(), *third_party_crd_files(*THIRD_PARTY)]), *flux_crds()]
             install_crds(client, crds, timeout=180)
+            served = ServedResources(client)
+            for crd in crds:  # Established comes a moment before discovery serves the kind
+                for version in crd["spec"]["versions"]:
+                    if version.get("served"):
+                        api_version = f"{crd['spec']['group']}/{version['name']}"
+                        wait_until_served(served, api_version, crd["spec"]["names"]["kind"])
             create_namespace(client, FLUX_NAMESPACE)
             with running_flux(kube, tmp_path / "flux") as flux:
-                yield FluxCluster(kube, client, ServedResources(client), flux)
+                yield FluxCluster(kube, client, served, flux)
     finally:
         stop_kube()
 
@@ -397,15 +404,15 @@ def test_flux_applies_and_prunes_what_btp_gitops_renders(
     second = repo.render_and_push()
     changed = repo.changed_files(first, second)
     tenant_dir = f"clusters/{CLUSTER}/cap-tenant.bookshop.hooli/"
-    assert {path for path, status in changed.items() if status != "A"} == {
-        f"clusters/{CLUSTER}/.wiring/kustomization.yaml"
-    }, changed
-    assert all(path.startswith((tenant_dir, f"clusters/{CLUSTER}/.wiring/")) for path in changed), changed
+    records = {f"clusters/{CLUSTER}/.wiring/kustomization.yaml", f"clusters/{CLUSTER}/.btp-gitops-files"}
+    assert {path for path, status in changed.items() if status != "A"} == records, changed
+    assert all(
+        path.startswith((tenant_dir, f"clusters/{CLUSTER}/.wiring/")) or path in records for path in changed
+    )
     wait_for_sync(cluster, repo, second)
     with_tenant = rendered_objects(repo.cluster_dir)
     after = state(cluster, with_tenant)
     added = set(after) - set(before)
-    assert added == {key(obj) for obj in with_tenant if key(obj) not in before}
     assert {obj.path.split("/")[2] for obj in with_tenant if key(obj) in added} == {
         "cap-tenant.bookshop.hooli",
         ".wiring",
@@ -423,10 +430,8 @@ def test_flux_applies_and_prunes_what_btp_gitops_renders(
     assert globex and globex_stages
     (repo.sources / "cap-app" / "tenants" / "globex.yaml").unlink()
     third = repo.render_and_push()
-    assert all(
-        status == "D" or path.endswith("/.wiring/kustomization.yaml")
-        for path, status in repo.changed_files(second, third).items()
-    )
+    removed = repo.changed_files(second, third)
+    assert {path for path, status in removed.items() if status != "D"} == records, removed
     wait_for_sync(cluster, repo, third)
     held = wait_until_gone(cluster, [*globex_stages, *globex], "the removed tenant globex")
     # Only the controller's finalizers hold anything back (the CAPTenant waits for its
