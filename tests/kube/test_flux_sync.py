@@ -350,19 +350,32 @@ def prepare_namespaces(cluster: FluxCluster, repo: GitOpsRepo) -> None:
         create_namespace(cluster.client, namespace)
 
 
-def check_dependency_order(cluster: FluxCluster, repo: GitOpsRepo, first_ready: dict[str, int]) -> None:
+def first_reconciled(body: dict[str, Any] | None, commit: str) -> str:
+    """When kustomize-controller first applied `commit` for this Kustomization (its status history;
+    the Ready condition's lastTransitionTime moves with every reconciliation, so it cannot tell)."""
+    for entry in (body or {}).get("status", {}).get("history", []):
+        if str(entry.get("metadata", {}).get("revision", "")).endswith(f":{commit}"):
+            return str(entry["firstReconciled"])
+    raise AssertionError(f"no history entry for commit {commit} in {body and body.get('status')}")
+
+
+def check_dependency_order(
+    cluster: FluxCluster, repo: GitOpsRepo, first_ready: dict[str, int], commit: str
+) -> None:
+    """No Kustomization was seen Ready, or first applied the commit, before one it depends on."""
     stages = [obj for obj in rendered_objects(repo.cluster_dir) if obj.kind == "Kustomization"]
     dependent = [obj for obj in stages if obj.body["spec"].get("dependsOn")]
     assert dependent, "no Kustomization depends on another: the ordering is not exercised"
+    by_name = {obj.name: obj for obj in stages}
     for obj in dependent:
-        body = read(cluster, obj)
-        since = (ready(body) or {}).get("lastTransitionTime", "")
+        applied = first_reconciled(read(cluster, obj), commit)
         for dependency in obj.body["spec"]["dependsOn"]:
             name = dependency["name"]
-            [dep] = [o for o in stages if o.name == name]
-            dep_since = (ready(read(cluster, dep)) or {}).get("lastTransitionTime", "")
+            dep_applied = first_reconciled(read(cluster, by_name[name]), commit)
             assert first_ready[name] <= first_ready[obj.name], f"{obj.name} was Ready before {name}"
-            assert dep_since <= since, f"{obj.name} Ready at {since}, before {name} (at {dep_since})"
+            assert dep_applied <= applied, (
+                f"{obj.name} applied at {applied}, before {name} (at {dep_applied})"
+            )
 
 
 # --- the test ------------------------------------------------------------------------------------
@@ -388,7 +401,7 @@ def test_flux_applies_and_prunes_what_btp_gitops_renders(
 
     # 1. everything rendered is applied by Flux, stage after stage
     first_ready = wait_for_sync(cluster, repo, first)
-    check_dependency_order(cluster, repo, first_ready)
+    check_dependency_order(cluster, repo, first_ready, first)
     applied = [obj for obj in objects if not is_flux(obj)]
     managers = {
         entry["manager"]
@@ -501,17 +514,14 @@ def check_private_source_needs_its_secret(
 
 
 def remove_finalizers(cluster: FluxCluster, body: dict[str, Any]) -> None:
+    """What the controller does once it has deprovisioned: let the object go."""
     obj = RenderedObject("cluster", "", body)
     resource = cluster.served.lookup(obj.api_version, obj.kind)
-    assert resource is not None
-    reply = request(
-        cluster.client,
-        "PATCH",
-        object_path(obj, resource),
-        body='{"metadata": {"finalizers": null}}',
-        content_type="application/merge-patch+json",
+    assert resource is not None and resource.namespaced and obj.namespace
+    group, version = obj.api_version.split("/")
+    k8s.CustomObjectsApi(cluster.client).patch_namespaced_custom_object(
+        group, version, obj.namespace, resource.plural, obj.name, {"metadata": {"finalizers": None}}
     )
-    assert reply.status == 200, f"removing the finalizers of {obj.describe()}: {reply.message()}"
 
 
 def wait_until_absent(cluster: FluxCluster, objects: list[RenderedObject]) -> None:
