@@ -13,9 +13,10 @@
 #   $CACHE/go/{mod,build}                    GOMODCACHE / GOCACHE
 #
 # A tool whose version-keyed binary already exists is not rebuilt, so changing
-# one *_VERSION below rebuilds only that tool. kube-apiserver and etcd are built
-# through small wrapper modules (tests/tools/<tool>/) because their upstream
-# modules use replace directives, which `go install module@version` refuses.
+# one *_VERSION below rebuilds only that tool. kube-apiserver, etcd and Flux's
+# source-controller and kustomize-controller are built through small wrapper
+# modules (tests/tools/<tool>/) because their upstream modules use replace
+# directives, which `go install module@version` refuses.
 # When KUBE_VERSION / ETCD_VERSION no longer match the wrapper's go.mod, the
 # go.mod/go.sum are regenerated here; commit the result.
 #
@@ -30,8 +31,12 @@ HELM4_VERSION=v4.3.1      # helm.sh/helm/v4
 KUSTOMIZE_VERSION=v5.8.2  # sigs.k8s.io/kustomize/kustomize/v5 (v5.8.3 needs go 1.27)
 SOPS_VERSION=v3.13.3      # github.com/getsops/sops/v3
 ACTIONLINT_VERSION=v1.7.12 # github.com/rhysd/actionlint (lints .github/workflows and action.yml)
+# Flux's controllers, at the version of the Flux CRDs scripts/fetch-crds.sh pins (v1.10 needs go 1.27).
+SOURCE_CONTROLLER_VERSION=v1.9.6    # github.com/fluxcd/source-controller
+KUSTOMIZE_CONTROLLER_VERSION=v1.9.6 # github.com/fluxcd/kustomize-controller
+SOURCE_CONTROLLER_ARTIFACT_VERSION=v0.18.0 # github.com/fluxcd/pkg/artifact (see sync_wrapper)
 
-ALL_TOOLS=(kube-apiserver etcd helm3 helm4 kustomize sops actionlint)
+ALL_TOOLS=(kube-apiserver etcd helm3 helm4 kustomize sops actionlint source-controller kustomize-controller)
 
 # --- paths -------------------------------------------------------------------
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -147,9 +152,39 @@ sync_wrapper() {
             done
             echo ")"
         fi
+        if [[ $module == github.com/fluxcd/* ]]; then
+            # Flux's controllers replace their own api module with ./api (published
+            # under the same version) and pin a few dependencies by replace, which only
+            # the main module can do: keep every replace whose target is not a local path.
+            echo
+            upstream_replaces "$upstream"
+            if [[ $module == github.com/fluxcd/source-controller ]]; then
+                # The module proxy these builds were made through (proxy.golang.org as
+                # seen from the build machine) answers 403 "This module version is not
+                # available" for the zip of github.com/fluxcd/pkg/artifact v0.18.3, which
+                # source-controller v1.9.5/v1.9.6 require; v0.18.0 (required by v1.9.0) is
+                # served, and differs from v0.18.3 only in code, not in its API.
+                echo "replace github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact $SOURCE_CONTROLLER_ARTIFACT_VERSION"
+            fi
+        fi
     } >"$gomod"
     rm -f "$dir/go.sum"
-    (cd "$dir" && run "$log" go mod tidy)
+    local -a tidy=(go mod tidy)
+    # Flux's controllers' tests import test-server modules the proxy does not serve
+    # either (github.com/fluxcd/pkg/helmtestserver v0.40.2); tidy records everything
+    # the build needs and reports those as errors: -e keeps going. A build dependency
+    # missing from go.sum still fails the -mod=readonly build below.
+    [[ $module == github.com/fluxcd/* ]] && tidy+=(-e)
+    (cd "$dir" && run "$log" "${tidy[@]}")
+}
+
+# upstream_replaces GOMOD: the replace directives of GOMOD that point at another
+# module version (not at a directory), one `replace A => B vX` line each.
+upstream_replaces() {
+    awk '/^replace[[:space:]]*\(/ { inblock = 1; next }
+         inblock && /^\)/ { inblock = 0; next }
+         inblock && NF >= 3 && $0 !~ /=>[[:space:]]*\.\.?\// { sub(/^[[:space:]]+/, ""); print "replace " $0 }
+         /^replace[[:space:]]+[^(]/ && $0 !~ /=>[[:space:]]*\.\.?\// { print }' "$1"
 }
 
 # finish_dir TMP OUT: move a finished build directory into place.
@@ -170,6 +205,8 @@ build_tool() {
         kustomize) version=$KUSTOMIZE_VERSION binary=kustomize ;;
         sops) version=$SOPS_VERSION binary=sops ;;
         actionlint) version=$ACTIONLINT_VERSION binary=actionlint ;;
+        source-controller) version=$SOURCE_CONTROLLER_VERSION binary=source-controller ;;
+        kustomize-controller) version=$KUSTOMIZE_CONTROLLER_VERSION binary=kustomize-controller ;;
         *) usage; die "unknown tool: $tool" ;;
     esac
 
@@ -248,6 +285,20 @@ build_tool() {
                 (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
                     "github.com/rhysd/actionlint/cmd/actionlint@$version")
                 ;;
+            source-controller | kustomize-controller)
+                # The main package is the module root. Its CRDs (config/crd/bases) go beside
+                # the binary: a test cluster running it needs every kind it watches, more than
+                # the ones scripts/fetch-crds.sh pins for validation.
+                local w=$WRAPPERS_DIR/$tool module=github.com/fluxcd/$tool dir
+                sync_wrapper "$w" "$module" "$version" "$log"
+                (cd "$w" && run "$log" "${gobuild[@]}" -mod=readonly -ldflags "-s -w" \
+                    -o "$tmp/$binary" "$module")
+                dir=$(cd "$w" && go list -mod=readonly -m -f '{{.Dir}}' "$module") ||
+                    die "$tool: cannot locate $module in the module cache"
+                mkdir -p "$tmp/crds"
+                cp "$dir"/config/crd/bases/*.yaml "$tmp/crds/"
+                chmod u+w "$tmp"/crds/*.yaml
+                ;;
         esac
         [[ -x $tmp/$binary ]] || die "$tool: build finished but $tmp/$binary is missing (see $log)"
         # Smoke test: the binary must at least start and print its version.
@@ -257,6 +308,8 @@ build_tool() {
             # sops would otherwise ask the GitHub API for the latest release.
             sops) vcmd=("$tmp/$binary" --disable-version-check --version) ;;
             actionlint) vcmd=("$tmp/$binary" -version) ;;
+            # Flux's controllers have no version flag; --help parses every flag and exits 0.
+            source-controller | kustomize-controller) vcmd=("$tmp/$binary" --help) ;;
             *) vcmd=("$tmp/$binary" --version) ;;
         esac
         (cd "$tmp" && run "$log" "${vcmd[@]}")

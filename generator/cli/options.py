@@ -16,6 +16,7 @@ from btp_gitops.generator.core.errors import (
     Problem,
     UsageError,
 )
+from btp_gitops.generator.core.names import NameRule, name_message
 from btp_gitops.generator.domains.kyma import DEFAULT_MIN_WINDOW, PolicyText
 from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
@@ -27,10 +28,16 @@ from btp_gitops.generator.pipeline.render import (
 from btp_gitops.generator.pipeline.validate import ValidateOptions
 from btp_gitops.generator.wiring.objects import (
     ARGOCD,
+    FLUX,
+    FLUX_DURATION_PATTERN,
+    FLUX_GIT_INTERVAL,
+    FLUX_SYNC_INTERVAL,
+    FLUX_TIMEOUT,
     IN_CLUSTER,
     TARGETS,
     ArgoCDDestination,
     ArgoCDRetry,
+    FluxSync,
     TargetOptions,
 )
 
@@ -114,6 +121,101 @@ def target_options(args: argparse.Namespace) -> TargetOptions:
         argocd_retry=argocd_retry(args),
         flux_namespace=args.flux_namespace,
         flux_source=args.flux_source,
+        flux=flux_sync_options(args),
+    )
+
+
+# --- Flux: how the wiring syncs ------------------------------------------------------------------
+
+_FLUX_SYNC_FLAGS = (
+    ("flux_interval", "--flux-interval"),
+    ("flux_source_interval", "--flux-source-interval"),
+    ("flux_timeout", "--flux-timeout"),
+    ("flux_secret_ref", "--flux-secret-ref"),
+    ("flux_service_account", "--flux-service-account"),
+    ("flux_no_wait", "--flux-no-wait"),
+)
+
+
+def flux_sync_options(args: argparse.Namespace) -> FluxSync:
+    """The `--flux-*` sync options; each one given is refused when nothing would carry it."""
+    given = [flag for attr, flag in _FLUX_SYNC_FLAGS if getattr(args, attr) not in (None, False)]
+    if given and args.target != FLUX:
+        raise UsageError(f"{given[0]} shapes the Flux wiring: it needs --target flux")
+    if not args.emit_wiring:
+        for attr, flag in (
+            ("flux_secret_ref", "--flux-secret-ref"),
+            ("flux_source_interval", "--flux-source-interval"),
+        ):
+            if getattr(args, attr) is not None:
+                raise UsageError(
+                    f"{flag} is set on the GitRepository that --emit-wiring writes; without it the "
+                    f"Kustomizations read --flux-source ({args.flux_source}), which the render does not write"
+                )
+    return FluxSync(
+        interval=args.flux_interval or FLUX_SYNC_INTERVAL,
+        source_interval=args.flux_source_interval or FLUX_GIT_INTERVAL,
+        timeout=args.flux_timeout or FLUX_TIMEOUT,
+        secret_ref=args.flux_secret_ref,
+        service_account=args.flux_service_account,
+        wait=not args.flux_no_wait,
+    )
+
+
+def flux_duration(text: str) -> str:
+    """A duration as Flux reads it (Go's form: 30s, 5m, 1h30m)."""
+    if re.fullmatch(FLUX_DURATION_PATTERN, text) is None or not any(c in "123456789" for c in text):
+        raise argparse.ArgumentTypeError(f"not a positive duration like 30s, 5m or 1h30m: {text!r}")
+    return text
+
+
+def object_name(text: str) -> str:
+    """The name of a Secret or ServiceAccount: a DNS-1123 subdomain."""
+    if name_message(text, NameRule.SUBDOMAIN) is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {NameRule.SUBDOMAIN.value}")
+    return text
+
+
+def add_flux_sync_options(parser: argparse.ArgumentParser) -> None:
+    """The `--flux-*` options that shape how the Flux wiring syncs (with --target flux)."""
+    parser.add_argument(
+        "--flux-interval",
+        type=flux_duration,
+        metavar="DURATION",
+        help=f"how often each Flux Kustomization re-applies its path (default: {FLUX_SYNC_INTERVAL})",
+    )
+    parser.add_argument(
+        "--flux-source-interval",
+        type=flux_duration,
+        metavar="DURATION",
+        help="with --emit-wiring: how often the GitRepository looks for a new commit "
+        f"(default: {FLUX_GIT_INTERVAL})",
+    )
+    parser.add_argument(
+        "--flux-timeout",
+        type=flux_duration,
+        metavar="DURATION",
+        help=f"how long a Kustomization's apply and health wait may take (default: {FLUX_TIMEOUT})",
+    )
+    parser.add_argument(
+        "--flux-secret-ref",
+        type=object_name,
+        metavar="SECRET",
+        help="with --emit-wiring: the Secret (in --flux-namespace) with the Git credentials of a private "
+        "repository, set as the GitRepository's secretRef",
+    )
+    parser.add_argument(
+        "--flux-service-account",
+        type=object_name,
+        metavar="NAME",
+        help="the ServiceAccount kustomize-controller impersonates to apply each Kustomization "
+        "(serviceAccountName; in --flux-namespace)",
+    )
+    parser.add_argument(
+        "--flux-no-wait",
+        action="store_true",
+        help="Kustomizations do not wait for their objects to be ready (wait: false): a stage counts as "
+        "done once applied, so later stages no longer wait for Deployments or release Jobs",
     )
 
 
@@ -374,3 +476,4 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
         help="without --emit-wiring: the GitRepository the Flux Kustomizations read (default: flux-system, "
         "the one `flux bootstrap` creates)",
     )
+    add_flux_sync_options(parser)

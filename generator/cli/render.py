@@ -17,6 +17,7 @@ from btp_gitops.generator.cli.options import (
     add_validation_options,
     allow_paths,
     chart_engine,
+    flux_sync_options,
     kyma_options,
     seconds,
     target_options,
@@ -48,6 +49,7 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
         raise UsageError(
             "--stdout is for Argo CD's plugin: it cannot be combined with --target flux or --emit-wiring"
         )
+    flux_sync_options(args)  # refuses a --flux-* option: the stream carries no wiring
     result = render_cluster(
         tuple(Path(s) for s in args.sources),
         args.cluster,

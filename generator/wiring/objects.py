@@ -14,7 +14,11 @@ objects and its own kustomization.yaml, and `clusters/<cluster>/kustomization.ya
   reads `clusters/<cluster>`, whose kustomization.yaml lists `.wiring` only, so after it is
   applied once a change of the ApplicationSet in Git is synced like any other.
 - Flux (`--target flux`): each stage directory `<app>/<NN>-<slug>/` is the path of exactly one
-  Kustomization; `.wiring/` is the path of none of them.
+  Kustomization; `.wiring/` is the path of none of them. The root Kustomization
+  (`btp-gitops-<cluster>`) has the cluster directory as its path: it applies the wiring, itself
+  included, as the Kustomization `flux bootstrap` writes does, and prunes what leaves it. A tenant
+  or app added in Git gets its stage Kustomizations applied; a removed app's Kustomizations are
+  deleted, and Flux garbage-collects their objects.
 - The cluster-level kustomization.yaml makes the cluster directory itself a safe entry point: an
   Argo CD Application or a Flux Kustomization pointed at `clusters/<cluster>` applies the wiring
   only. Without it Flux would generate a kustomization of every manifest below that path (apps
@@ -45,6 +49,8 @@ WIRING_DIR = ".wiring"
 FLUX_GIT_INTERVAL = "1m"  # how often Flux looks for a new commit
 FLUX_SYNC_INTERVAL = "10m"  # how often a Kustomization re-applies (drift correction)
 FLUX_TIMEOUT = "10m"  # a stage's apply plus health wait; release Jobs run inside it
+# A Go duration as the Flux CRDs accept it (their `interval`/`timeout` pattern).
+FLUX_DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 
 # What cert-manager (or Gardener's CA injector) writes into objects after the sync: Argo CD must
 # not see it as drift. The jq paths are Argo CD's own documented form.
@@ -88,6 +94,19 @@ class ArgoCDRetry:
 
 
 @dataclass(frozen=True, slots=True)
+class FluxSync:
+    """How the Flux wiring syncs: `--flux-interval`, `--flux-source-interval`, `--flux-timeout`,
+    `--flux-secret-ref`, `--flux-service-account`, `--flux-no-wait`."""
+
+    interval: str = FLUX_SYNC_INTERVAL  # every Kustomization's re-apply interval
+    source_interval: str = FLUX_GIT_INTERVAL  # the emitted GitRepository's poll interval
+    timeout: str = FLUX_TIMEOUT
+    secret_ref: str | None = None  # Secret with the Git credentials (emitted GitRepository only)
+    service_account: str | None = None  # kustomize-controller impersonates it to apply
+    wait: bool = True  # a stage is Ready only once its objects are healthy
+
+
+@dataclass(frozen=True, slots=True)
 class TargetOptions:
     """The GitOps tool a render is laid out and wired for: `--target T [--emit-wiring ...]`."""
 
@@ -101,6 +120,7 @@ class TargetOptions:
     argocd_retry: ArgoCDRetry = ArgoCDRetry()
     flux_namespace: str = "flux-system"
     flux_source: str = "flux-system"  # the GitRepository read without emit (`flux bootstrap`'s)
+    flux: FluxSync = FluxSync()
 
     @property
     def writes_wiring(self) -> bool:
@@ -233,16 +253,55 @@ def check_argocd_names(cluster: str, apps: Sequence[str]) -> None:
 
 
 def flux_git_repository(cluster: str, options: TargetOptions) -> KubeObject:
+    spec: dict[str, Any] = {
+        "interval": options.flux.source_interval,
+        "url": _required_repo_url(options),
+        "ref": {"branch": options.revision},
+    }
+    if options.flux.secret_ref:
+        spec["secretRef"] = {"name": options.flux.secret_ref}
     return {
         "apiVersion": "source.toolkit.fluxcd.io/v1",
         "kind": "GitRepository",
         "metadata": {"name": wiring_name(cluster), "namespace": options.flux_namespace},
-        "spec": {
-            "interval": FLUX_GIT_INTERVAL,
-            "url": _required_repo_url(options),
-            "ref": {"branch": options.revision},
-        },
+        "spec": spec,
     }
+
+
+def flux_source_name(cluster: str, options: TargetOptions) -> str:
+    """The GitRepository every Kustomization of the cluster reads."""
+    return wiring_name(cluster) if options.emit else options.flux_source
+
+
+def flux_root_kustomization(cluster: str, options: TargetOptions) -> KubeObject:
+    """The Kustomization of the cluster directory: it applies `.wiring/` (itself included) and
+    prunes what leaves it, so the wiring follows Git once this object has been applied by hand.
+
+    It does not wait for the stage Kustomizations it applies: each reports its own readiness, and
+    one failing app must not hold back the wiring of the others."""
+    spec: dict[str, Any] = {
+        "interval": options.flux.interval,
+        "path": f"./clusters/{cluster}",
+        "prune": True,
+        "wait": False,
+        "timeout": options.flux.timeout,
+        "sourceRef": {"kind": "GitRepository", "name": flux_source_name(cluster, options)},
+    }
+    if options.flux.service_account:
+        spec["serviceAccountName"] = options.flux.service_account
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": wiring_name(cluster), "namespace": options.flux_namespace},
+        "spec": spec,
+    }
+
+
+def flux_bootstrap_objects(cluster: str, options: TargetOptions) -> list[KubeObject]:
+    """What a user applies once: the root Kustomization, and the GitRepository it reads when the
+    render emits one. Flux reconciles everything else from Git."""
+    source = [flux_git_repository(cluster, options)] if options.emit else []
+    return [*source, flux_root_kustomization(cluster, options)]
 
 
 def flux_kustomization_name(app: str, stage_dir: str) -> str:
@@ -254,17 +313,19 @@ def flux_kustomizations(
 ) -> list[KubeObject]:
     """One Kustomization per stage of one app (`stage_dirs` in sync order), each waiting for its
     objects to be healthy and depending on the stage before it."""
-    source = wiring_name(cluster) if options.emit else options.flux_source
+    source = flux_source_name(cluster, options)
     objects = []
     for index, stage_dir in enumerate(stage_dirs):
         spec: dict[str, Any] = {
-            "interval": FLUX_SYNC_INTERVAL,
+            "interval": options.flux.interval,
             "path": f"./clusters/{cluster}/{app}/{stage_dir}",
             "prune": True,
-            "wait": True,
-            "timeout": FLUX_TIMEOUT,
+            "wait": options.flux.wait,
+            "timeout": options.flux.timeout,
             "sourceRef": {"kind": "GitRepository", "name": source},
         }
+        if options.flux.service_account:
+            spec["serviceAccountName"] = options.flux.service_account
         if index:
             spec["dependsOn"] = [{"name": flux_kustomization_name(app, stage_dirs[index - 1])}]
         objects.append(
@@ -287,13 +348,12 @@ def wiring_objects(
     """The wiring of one cluster; `app_stages` maps each app to its stage directories (Flux; for
     Argo CD the apps, with no stages)."""
     if options.target == FLUX:
-        source = [flux_git_repository(cluster, options)] if options.emit else []
         stages = [
             obj
             for app in sorted(app_stages)
             for obj in flux_kustomizations(cluster, app, app_stages[app], options)
         ]
-        return [*source, *stages]
+        return [*flux_bootstrap_objects(cluster, options), *stages]
     if not options.emit:
         return []
     check_argocd_names(cluster, list(app_stages))

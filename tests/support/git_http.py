@@ -13,10 +13,15 @@ per request behind a small threaded HTTP server. What a test can do to it:
   serves again.
 
 `url(user_info)` puts credentials into the URL (the backend ignores them) for masking tests.
+`require_basic_auth(username, password)` makes it a private remote: a request without those
+credentials (HTTP basic auth) is answered 401 with a `WWW-Authenticate: Basic` challenge, as a Git
+host answers for a private repository, and counted in `refused`.
 """
 
 from __future__ import annotations
 
+import base64
+import hmac
 import os
 import subprocess
 import threading
@@ -43,6 +48,8 @@ class GitHttpRemote:
         self._hang_after_push = False
         self.pushes_landed = 0
         self.held = 0  # requests held so far
+        self.refused = 0  # requests answered 401 (see require_basic_auth)
+        self._authorization: bytes | None = None
         self._server = self._listen(0)
         self.port = int(self._server.server_address[1])
         self._thread = self._run(self._server)
@@ -66,6 +73,12 @@ class GitHttpRemote:
     def hang(self) -> None:
         with self._lock:
             self._mode = "hang"
+
+    def require_basic_auth(self, username: str, password: str) -> None:
+        """Answer only requests that carry these credentials (HTTP basic auth) from now on."""
+        token = base64.b64encode(f"{username}:{password}".encode()).decode()
+        with self._lock:
+            self._authorization = f"Basic {token}".encode()
 
     def lose_push_ack(self, *, hang_after: bool = False) -> None:
         with self._lock:
@@ -122,7 +135,29 @@ class GitHttpRemote:
             self.held += 1
         release.wait(HELD_AT_MOST)
 
+    def _authorized(self, request: BaseHTTPRequestHandler) -> bool:
+        with self._lock:
+            expected = self._authorization
+        if expected is None:
+            return True
+        given = request.headers.get("Authorization", "").encode("latin-1", "replace")
+        if hmac.compare_digest(given, expected):
+            return True
+        with self._lock:
+            self.refused += 1
+        self._body(request)  # read what the client sent before answering
+        payload = b"authentication required\n"
+        request.send_response(401)
+        request.send_header("WWW-Authenticate", 'Basic realm="git"')
+        request.send_header("Content-Type", "text/plain")
+        request.send_header("Content-Length", str(len(payload)))
+        request.end_headers()
+        request.wfile.write(payload)
+        return False
+
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        if not self._authorized(request):
+            return
         with self._lock:
             mode, release = self._mode, self._release
         is_push = request.command == "POST" and request.path.split("?")[0].endswith("/git-receive-pack")

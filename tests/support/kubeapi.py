@@ -365,7 +365,9 @@ def _parent_death_signal() -> Callable[[], None] | None:
 class _Process:
     """A child process whose combined output goes to a log file."""
 
-    def __init__(self, name: str, argv: list[str], log_path: Path, cwd: Path) -> None:
+    def __init__(
+        self, name: str, argv: list[str], log_path: Path, cwd: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.argv = argv
         self.log_path = log_path
@@ -373,6 +375,7 @@ class _Process:
             self.popen = subprocess.Popen(
                 argv,
                 cwd=cwd,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

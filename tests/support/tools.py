@@ -18,7 +18,19 @@ TOOLS_DIR = cache_dir() / "tools"
 TOOLS_BIN = TOOLS_DIR / "bin"
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-tools.sh"
 
-TOOL_NAMES = frozenset({"kube-apiserver", "etcd", "helm3", "helm4", "kustomize", "sops", "actionlint"})
+TOOL_NAMES = frozenset(
+    {
+        "kube-apiserver",
+        "etcd",
+        "helm3",
+        "helm4",
+        "kustomize",
+        "sops",
+        "actionlint",
+        "source-controller",
+        "kustomize-controller",
+    }
+)
 # The API server's own binaries belong to the `kube` tier; every other tool to `tools`.
 KUBE_TOOLS = frozenset({"kube-apiserver", "etcd"})
 

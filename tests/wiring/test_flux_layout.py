@@ -158,7 +158,8 @@ def test_kustomize_builds_each_stage_and_the_cluster_directory_only_as_wiring(
     entry = kustomize_build(cluster)
     assert {obj["kind"] for obj in entry} == {"Kustomization"}
     assert sorted(obj["spec"]["path"] for obj in entry) == sorted(
-        f"./clusters/{CLUSTER}/{stage.relative_to(cluster).as_posix()}" for stage in stages
+        [f"./clusters/{CLUSTER}"]  # the root Kustomization: the wiring applies itself
+        + [f"./clusters/{CLUSTER}/{stage.relative_to(cluster).as_posix()}" for stage in stages]
     )
 
 

@@ -81,7 +81,10 @@ def test_flux_without_emit_wiring_reads_the_bootstrap_source(tmp_path: Path, run
     cluster = render(run_cli, tmp_path, "--target", "flux", "--flux-source", "platform")
     kinds = {load(path)["kind"] for path in (cluster / ".wiring").glob("*-*.yaml")}
     assert kinds == {"Kustomization"}
-    stages = [load(path) for path in sorted((cluster / ".wiring").glob("kustomization-*.yaml"))]
+    root = load(cluster / ".wiring" / f"kustomization-btp-gitops-{CLUSTER}.yaml")
+    assert root["spec"]["path"] == f"./clusters/{CLUSTER}"
+    assert root["spec"]["sourceRef"] == {"kind": "GitRepository", "name": "platform"}
+    stages = [load(path) for path in sorted((cluster / ".wiring").glob("kustomization-btp-operator-*.yaml"))]
     assert [obj["spec"]["sourceRef"] for obj in stages] == [{"kind": "GitRepository", "name": "platform"}] * 3
     crds, resources, custom_resources = stages
     assert crds["spec"]["path"] == f"./clusters/{CLUSTER}/btp-operator/00-crds"
@@ -247,6 +250,55 @@ def test_an_app_whose_application_would_take_the_wirings_name_is_refused() -> No
         check_argocd_names("btp-gitops", ["kyma-greeter", "btp-gitops"])
 
 
+def test_the_flux_root_kustomization_applies_the_wiring_and_itself(tmp_path: Path, run_cli: RunCli) -> None:
+    """The cluster directory's kustomization.yaml lists `.wiring` only, and `.wiring` lists the root
+    Kustomization whose path is the cluster directory: once applied, it keeps itself, the
+    GitRepository and every stage Kustomization in step with Git, pruning what leaves it."""
+    cluster = render(run_cli, tmp_path, "--target", "flux", *EMIT)
+    root = load(cluster / ".wiring" / f"kustomization-btp-gitops-{CLUSTER}.yaml")
+    assert root["metadata"] == {"name": f"btp-gitops-{CLUSTER}", "namespace": "flux-system"}
+    assert root["spec"]["path"] == f"./clusters/{CLUSTER}"
+    assert root["spec"]["prune"] is True
+    assert root["spec"]["sourceRef"] == {"kind": "GitRepository", "name": f"btp-gitops-{CLUSTER}"}
+    assert "dependsOn" not in root["spec"]
+    assert load(cluster / "kustomization.yaml")["resources"] == [".wiring"]
+    listed = load(cluster / ".wiring" / "kustomization.yaml")["resources"]
+    assert f"kustomization-btp-gitops-{CLUSTER}.yaml" in listed
+    assert f"gitrepository-btp-gitops-{CLUSTER}.yaml" in listed
+
+
+def test_flux_options_shape_the_wiring(tmp_path: Path, run_cli: RunCli, yaml_snapshot: object) -> None:
+    cluster = render(
+        run_cli,
+        tmp_path,
+        "--target",
+        "flux",
+        *EMIT,
+        "--flux-secret-ref",
+        "gitops-credentials",
+        "--flux-service-account",
+        "btp-gitops-applier",
+        "--flux-interval",
+        "2m30s",
+        "--flux-source-interval",
+        "15s",
+        "--flux-timeout",
+        "1h",
+        "--flux-no-wait",
+    )
+    objects = [load(path) for path in sorted((cluster / ".wiring").glob("*-*.yaml"))]
+    [source] = [obj for obj in objects if obj["kind"] == "GitRepository"]
+    assert source["spec"]["secretRef"] == {"name": "gitops-credentials"}
+    assert source["spec"]["interval"] == "15s"
+    kustomizations = [obj["spec"] for obj in objects if obj["kind"] == "Kustomization"]
+    assert len(kustomizations) == 4  # the root and three stages
+    assert {spec["serviceAccountName"] for spec in kustomizations} == {"btp-gitops-applier"}
+    assert {(spec["interval"], spec["timeout"], spec["wait"]) for spec in kustomizations} == {
+        ("2m30s", "1h", False)
+    }
+    assert tree_as_yaml(wiring_tree(cluster)) == yaml_snapshot
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -271,6 +323,22 @@ def test_an_app_whose_application_would_take_the_wirings_name_is_refused() -> No
             (*EMIT, "--argocd-retry-duration", "5m", "--argocd-retry-max-duration", "1m"),
             "--argocd-retry-max-duration 1m is shorter than --argocd-retry-duration 5m",
         ),
+        (
+            ("--stdout", "--flux-timeout", "5m"),
+            "--flux-timeout shapes the Flux wiring: it needs --target flux",
+        ),
+        (("--flux-interval", "1m"), "--flux-interval shapes the Flux wiring: it needs --target flux"),
+        ((*EMIT, "--flux-no-wait"), "--flux-no-wait shapes the Flux wiring: it needs --target flux"),
+        (("--target", "flux", "--flux-secret-ref", "creds"), "--flux-secret-ref is set on the GitRepository"),
+        (
+            ("--target", "flux", "--flux-source-interval", "1m"),
+            "--flux-source-interval is set on the GitRepository",
+        ),
+        (("--target", "flux", "--flux-interval", "10"), "not a positive duration like 30s"),
+        (("--target", "flux", "--flux-timeout", "0s"), "not a positive duration like 30s"),
+        (("--target", "flux", "--flux-timeout", "1d"), "not a positive duration like 30s"),
+        (("--target", "flux", "--flux-service-account", "Applier"), "is not a DNS-1123 subdomain"),
+        ((*EMIT, "--target", "flux", "--flux-secret-ref", "../creds"), "is not a DNS-1123 subdomain"),
     ],
 )
 def test_wiring_options_that_cannot_work_are_usage_errors(
