@@ -75,7 +75,7 @@ def waiting_for(index: SourceIndex, app: ApplicationRecord) -> list[str]:
     """The tenants whose deprovisioning the application's retirement still waits for."""
     waiting = [r.name for r in index.tenants_of(app.namespace, app.name) if not _deprovisioned(r)]
     provider_recorded = index.tenant(app.namespace, app.name, app.provider_tenant_id) is not None
-    if not app.services_only and not provider_recorded:
+    if app.has_provider and not provider_recorded:
         waiting.append(app.provider_tenant_name)  # derived, never recorded: not deprovisioned yet
     return sorted(waiting)
 

@@ -224,7 +224,7 @@ def _provider_application(index: SourceIndex, namespace: str, name: str) -> Appl
     for app in index.applications:
         if (
             app.namespace == namespace
-            and not app.services_only
+            and app.has_provider
             and app.provider_tenant_name == name
             and index.tenant(namespace, app.name, app.provider_tenant_id) is None
         ):

@@ -38,12 +38,9 @@ class AppTarget:
     identifier_hash: str
     services: tuple[ServiceRef, ...] = ()
     annotations: Mapping[str, str] = field(default_factory=dict)
-    provider_tenant_id: str = ""  # "" for a services-only application, which has no tenants
+    provider_tenant_id: str = ""  # "" without a provider tenant
     provider_sub_domain: str = ""
-
-    @property
-    def multi_tenant(self) -> bool:
-        return bool(self.provider_tenant_id)
+    multi_tenant: bool = False  # has tenants (SourceIndex.services_only decides; callbacks need not know)
 
     def services_of_class(self, service_class: str) -> tuple[ServiceRef, ...]:
         return tuple(s for s in self.services if s.service_class == service_class)

@@ -108,7 +108,7 @@ def _tenant_application(index: SourceIndex, namespace: str, application: str) ->
     app = index.application(namespace, application)
     if app is None:
         raise PermanentError(f"no CAPApplication {namespace}/{application} in the source repository")
-    if app.services_only:
+    if index.services_only(app):
         raise PermanentError(f"CAPApplication {namespace}/{application} is services-only: it has no tenants")
     return app
 
@@ -122,14 +122,6 @@ def _check_subscription(subscription: Subscription, app: ApplicationRecord) -> N
     secret = subscription.subscription_context_secret
     if secret and not _DNS_SUBDOMAIN.match(secret):
         raise PermanentError(f"subscription context Secret name {secret!r} is not a valid object name")
-    if (
-        subscription.tenant_id == app.provider_tenant_id
-        and subscription.sub_domain != app.provider_sub_domain
-    ):
-        raise PermanentError(
-            f"tenant {subscription.tenant_id} is CAPApplication {app.namespace}/{app.name}'s provider, "
-            f"whose subdomain is {app.provider_sub_domain}, not {subscription.sub_domain}"
-        )
 
 
 class SubdomainTaken(PermanentError):
@@ -142,7 +134,16 @@ def _check_subdomain_free(subscription: Subscription, app: ApplicationRecord, in
     """A subdomain is one host per domain, so one tenant of the application: a second would make
     the render refuse the whole application, every other tenant with it."""
     wanted = subscription.sub_domain
-    if subscription.tenant_id != app.provider_tenant_id and wanted == app.provider_sub_domain:
+    # The provider holds `spec.provider.subDomain` until its record says otherwise (a record's
+    # subdomain wins, as in CAP Operator: the provider may move, freeing the old one).
+    provider_derived = (
+        app.has_provider and index.tenant(app.namespace, app.name, app.provider_tenant_id) is None
+    )
+    if (
+        subscription.tenant_id != app.provider_tenant_id
+        and provider_derived
+        and wanted == app.provider_sub_domain
+    ):
         raise SubdomainTaken(f"subdomain {wanted} is CAPApplication {app.namespace}/{app.name}'s provider's")
     for other in index.tenants_with_subdomain(app.namespace, app.name, wanted):
         if other.tenant_id != subscription.tenant_id:
@@ -329,7 +330,7 @@ def _provider_application(index: SourceIndex, namespace: str, name: str) -> Appl
     if not name.endswith(PROVIDER_SUFFIX):
         return None
     app = index.application(namespace, name.removesuffix(PROVIDER_SUFFIX))
-    return app if app is not None and not app.services_only else None
+    return app if app is not None and app.has_provider else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,8 @@ from btp_gitops.generator.domains.cap import (
     BtpService,
     TenantStatus,
     TenantType,
+    Version,
+    application_mode,
     sha1_hex,
     tenant_from_source,
 )
@@ -76,8 +78,10 @@ class ApplicationRecord:
         return sha1_hex(self.provider_subaccount_id or self.global_account_id, self.btp_app_name)
 
     @property
-    def services_only(self) -> bool:
-        return not self.provider_tenant_id
+    def has_provider(self) -> bool:
+        """Whether `spec.provider` names a provider tenant (an application without one may still
+        have consumer tenants: SourceIndex.services_only decides that)."""
+        return bool(self.provider_tenant_id)
 
     @property
     def provider_tenant_name(self) -> str:
@@ -261,6 +265,21 @@ class SourceIndex:
     def versions_of(self, namespace: str, application: str) -> list[VersionRecord]:
         self._read(("versions-of", namespace, application))
         return self._versions_of.every((namespace, application))
+
+    def services_only(self, app: ApplicationRecord) -> bool:
+        """Whether the application has no tenants, as the render decides it (the CAP domain's
+        `application_mode`): with a provider it has them; without one, its first version decides
+        (only Service deployments and Content jobs: services-only)."""
+        if app.has_provider:
+            return False
+        application = Application.from_source(
+            self.document(app.path, CAP_APPLICATION, app.namespace, app.name)
+        )
+        versions = [
+            Version.from_source(self.document(v.path, CAP_APPLICATION_VERSION, v.namespace, v.name))
+            for v in self.versions_of(app.namespace, app.name)
+        ]
+        return application_mode(application, versions).services_only
 
     def document(self, path: Path, kind: tuple[str, str], namespace: str, name: str) -> SourceDocument:
         """The document a record was read from: `path` is the record's file (of two documents of

@@ -387,6 +387,7 @@ def _app_target(index: SourceIndex, record: ApplicationRecord) -> AppTarget:
         annotations=dict(record.annotations),
         provider_tenant_id=record.provider_tenant_id,
         provider_sub_domain=record.provider_sub_domain,
+        multi_tenant=not index.services_only(record),
     )
 
 

@@ -290,10 +290,9 @@ def check_subscribable(app: AppTarget, payload: SubscriptionPayload) -> None:
         raise NotSubscribable(
             f"CAPApplication {app.namespace}/{app.name} is services-only: it has no tenants"
         )
-    if payload.tenant_id == app.provider_tenant_id and payload.sub_domain != app.provider_sub_domain:
-        raise NotSubscribable("the provider tenant subscribes with a subdomain other than the application's")
-    if payload.tenant_id != app.provider_tenant_id and payload.sub_domain == app.provider_sub_domain:
-        raise NotSubscribable(f"subdomain {payload.sub_domain} is the provider tenant's")
+    # Subdomains are checked against the records when the change is applied (records.changes:
+    # SubdomainTaken, 409): the provider may move to another subdomain as any tenant may, and the
+    # one it left is free, which only the records know.
 
 
 def subscribe(service: SubscriptionService, request: Request, payload: SubscriptionPayload) -> Response:

@@ -32,6 +32,7 @@ from btp_gitops.controller.records import (
     DocumentRef,
     OperationOutcome,
     SourceIndex,
+    SubdomainTaken,
     Subscription,
     consumer_tenant_name,
     record_operation_outcome,
@@ -293,14 +294,48 @@ def test_a_resubscribe_clears_the_deprovisioning_mark(repo: SourceRepo) -> None:
 
 
 def test_the_provider_tenant_is_recorded_under_its_operator_name(repo: SourceRepo) -> None:
-    with pytest.raises(PermanentError, match="provider, whose subdomain is bookshop-provider, not elsewhere"):
-        apply(repo, subscribe_tenant(subscription(PROVIDER_TENANT_ID, "elsewhere")))
-
     apply(repo, subscribe_tenant(subscription(PROVIDER_TENANT_ID, "bookshop-provider")))
 
     provider = index_of(repo).tenant(NAMESPACE, APP, PROVIDER_TENANT_ID)
     assert provider is not None
     assert (provider.name, provider.path) == ("bookshop-provider", Path("tenants/bookshop-provider.yaml"))
+
+
+def test_the_provider_tenant_may_move_to_another_subdomain(repo: SourceRepo) -> None:
+    """As CAP Operator serves the provider CAPTenant's subDomain once it exists (the render follows
+    the record), the provider may subscribe with another subdomain than `spec.provider`'s; the one
+    it left is then free, and the one it took is not."""
+    while_derived = subscribe_tenant(subscription(sub_domain="bookshop-provider"))
+    apply(repo, subscribe_tenant(subscription(PROVIDER_TENANT_ID, "bookshop-shop")))
+
+    provider = index_of(repo).tenant(NAMESPACE, APP, PROVIDER_TENANT_ID)
+    assert provider is not None
+    assert (provider.name, provider.sub_domain) == ("bookshop-provider", "bookshop-shop")
+    with pytest.raises(
+        SubdomainTaken, match="subdomain bookshop-shop is taken by CAPTenant bookshop/bookshop-provider"
+    ):
+        apply(repo, subscribe_tenant(subscription(sub_domain="bookshop-shop")))
+    apply(repo, while_derived)
+    newco = index_of(repo).tenant(NAMESPACE, APP, NEW_ID)
+    assert newco is not None and newco.sub_domain == "bookshop-provider"
+
+
+def test_an_application_without_provider_but_tenant_workloads_takes_subscriptions(tmp_path: Path) -> None:
+    """Without `spec.provider` an application is services-only only when its first version has
+    nothing but Service deployments and Content jobs (the render's rule); the example's versions
+    have a router and a CAP backend, so its consumers subscribe as before."""
+    tree = tmp_path / "tree"
+    shutil.copytree(EXAMPLE, tree)
+    app_file = tree / "capapplication.yaml"
+    app = yaml.safe_load(app_file.read_text())
+    del app["spec"]["provider"]
+    app_file.write_text(yaml.safe_dump(app))
+    record = SourceIndex.of_tree(tree).application(NAMESPACE, APP)
+    assert record is not None and not record.has_provider
+
+    assert not SourceIndex.of_tree(tree).services_only(record)
+    subscribe_tenant(subscription())(tree)
+    assert (tree / NEW_RECORD).exists()
 
 
 def test_subscriptions_to_unknown_or_services_only_applications_are_refused(
@@ -309,7 +344,8 @@ def test_subscriptions_to_unknown_or_services_only_applications_are_refused(
     tree = tmp_path / "tree"
     shutil.copytree(EXAMPLE, tree)
     shutil.copytree(EXAMPLES / "cap-services-only", tree / "services-only")
-    services_only = next(a for a in SourceIndex.of_tree(tree).applications if a.services_only)
+    index = SourceIndex.of_tree(tree)
+    services_only = next(a for a in index.applications if index.services_only(a))
 
     with pytest.raises(PermanentError, match="no CAPApplication bookshop/nowhere"):
         subscribe_tenant(subscription(application="nowhere"))(tree)

@@ -17,7 +17,7 @@ ClusterDomain.
 This face lists what other packages (pipeline, controller) may use.
 """
 
-from btp_gitops.generator.domains.cap.catalog import build_catalog
+from btp_gitops.generator.domains.cap.catalog import application_mode, build_catalog
 from btp_gitops.generator.domains.cap.exposures import semantic_version
 from btp_gitops.generator.domains.cap.identity import (
     CAV_VERSION,
@@ -113,6 +113,7 @@ __all__ = [
     "Version",
     "VersionIndex",
     "Workload",
+    "application_mode",
     "build_catalog",
     "build_tenant_catalog",
     "derived_provider_tenant",

@@ -164,15 +164,23 @@ def test_the_provider_tenant_gets_the_provider_record(running: Running, tokens: 
     assert running.sources.show(f"apps/{APP}/tenants/{APP}-provider.yaml") is not None
 
 
-def test_the_provider_tenant_with_another_subdomain_is_a_conflict(
+def test_the_provider_tenant_may_subscribe_with_another_subdomain(
     running: Running, tokens: TokenFactory
 ) -> None:
+    """The provider's record wins over `spec.provider.subDomain` (CAP Operator serves the CAPTenant's
+    subdomain): it is recorded, and then that subdomain is taken for other tenants."""
     payload = saas_payload(PROVIDER_TENANT, "elsewhere")
-    head = running.sources.head()
 
     answer = running.client.send("PUT", f"/provision/tenants/{PROVIDER_TENANT}", payload, bearer(tokens()))
 
-    assert answer.status == 409
+    assert answer.status == 202, answer.body
+    record = yaml.safe_load(running.sources.show(f"apps/{APP}/tenants/{APP}-provider.yaml") or "")
+    assert record["spec"]["subDomain"] == "elsewhere"
+    head = running.sources.head()
+    taken = running.client.send(
+        "PUT", f"/provision/tenants/{TENANT}", saas_payload(TENANT, "elsewhere"), bearer(tokens())
+    )
+    assert taken.status == 409
     assert running.sources.head() == head
 
 
