@@ -6,7 +6,7 @@ authorizer is asked, as each ServiceAccount, whether it may do what its process 
 it may do chosen things it must not. Covered: the controller's cluster-wide rules (issue #10), its
 leader election Lease (by name) and Events in the release namespace; the subscription server's
 rules; and that the controller may get, list and delete every kind of the BTP operator module:
-every apiVersion/kind in module-resources/apply/*.yml and delete/to-delete.yml, read straight from
+every apiVersion/kind in module-resources/apply/ and delete/to-delete.yml, read straight from
 the files with the resource name the API server's discovery gives, and every kind the controller
 itself derives from them or adds for the render (its `load_module_resources` and
 `RENDER_ADDED_KINDS`). A module that starts shipping a new kind fails here until the chart has a
@@ -235,9 +235,12 @@ def test_the_controller_may_do_nothing_else_asked(chart_api: k8s.ApiClient, rele
 
 
 def module_kinds_in_the_files() -> list[tuple[str, str]]:
-    """(apiVersion, kind) of every document of apply/*.yml and delete/to-delete.yml."""
+    """(apiVersion, kind) of every document of apply/ (each file named as its template, `.yaml`
+    or `.yml`) and delete/to-delete.yml."""
+    apply_files = sorted(p for p in (MODULE_RESOURCES / "apply").iterdir() if p.suffix in (".yaml", ".yml"))
+    assert len(apply_files) >= 8, f"the apply/ files of {MODULE_RESOURCES} are missing"
     files = [
-        *sorted((MODULE_RESOURCES / "apply").glob("*.yml")),
+        *apply_files,
         MODULE_RESOURCES / "delete" / "to-delete.yml",
     ]
     found = set()

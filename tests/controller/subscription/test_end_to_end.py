@@ -361,7 +361,7 @@ def api(kube_api: KubeAPI) -> Iterator[k8s.ApiClient]:
 @pytest.fixture
 def crds(kube_api: KubeAPI) -> None:
     """Ours (CAP, BtpOperator) and the SAP BTP service operator's: the controller watches them all."""
-    services = [d for d in yaml.safe_load_all((MODULE_RESOURCES / "apply" / "crd.yml").read_text()) if d]
+    services = [d for d in yaml.safe_load_all((MODULE_RESOURCES / "apply" / "crd.yaml").read_text()) if d]
     with kube_api.api_client() as api:
         install_crds(api, load_crds(our_crd_files()) + services)
 
