@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from btp_gitops.generator.cli.argocd_parameters import PARAMETERS
+from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import CLI, EXAMPLES, ROOT, RunCli
 
 PLUGIN = ROOT / "argocd-cmp" / "plugin.yaml"
@@ -203,7 +204,9 @@ def test_generate_renders_kyma_sources_with_the_catalog_parameter(tmp_path: Path
     no_allow = run_like_argocd(generate, app, source_path="clusters/beta", **parameter_env([catalog]))
     generated = run_like_argocd(generate, app, source_path="clusters/beta", **parameter_env([catalog, allow]))
 
-    assert without.returncode == 3 and "no templates were found" in without.stderr
+    # A module without templates is a module problem: not zero, so Argo CD fails the generation
+    # instead of pruning the module's objects.
+    assert without.returncode == ExitCode.MODULE_PROBLEMS and "no templates were found" in without.stderr
     assert no_allow.returncode == 3 and "outside the source roots (see --allow-path)" in no_allow.stderr
     assert generated.returncode == 0, generated.stderr
     assert generated.stdout == stdout_render(
