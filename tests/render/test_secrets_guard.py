@@ -240,7 +240,15 @@ def test_every_git_output_path_refuses_and_shows_nothing(case: Case, tmp_path: P
         "render --stdout": run_cli("render", source, "--stdout", cwd=ROOT),
         **{
             f"diff --output {output}": run_cli(
-                "diff", source, "--against", repo, "--output", output, cwd=ROOT
+                # --new-cluster: the repository holds no render yet; the guard is what is tested.
+                "diff",
+                source,
+                "--against",
+                repo,
+                "--new-cluster",
+                "--output",
+                output,
+                cwd=ROOT,
             )
             for output in ("text", "markdown", "json")
         },
@@ -285,7 +293,14 @@ def test_diff_masks_keys_someone_committed_into_the_old_tree(tmp_path: Path, run
 
     for output in ("text", "markdown", "json"):
         result = run_cli(
-            "diff", EXAMPLES / "kyma-modules", "--against", tmp_path / "gitops", "--output", output, cwd=ROOT
+            "diff",
+            EXAMPLES / "kyma-modules",
+            "--against",
+            tmp_path / "gitops",
+            "--new-cluster",  # a tree written by hand, not by render
+            "--output",
+            output,
+            cwd=ROOT,
         )
         assert result.returncode == 0, result.stderr
         assert "configmap-committed.yaml" in result.stdout
