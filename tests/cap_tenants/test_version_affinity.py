@@ -123,13 +123,13 @@ ROWS = [
         "each version's own logout endpoint",
         recorded_status("shop-2", previousCAPApplicationVersions=["shop-1"]),
         [
-            logout("shop-2", "^|.*(signOff).*"),
+            logout("shop-2", "^|.*(custom-logout).*"),
             logout("shop-3"),
             cookie("shop-2"),
             cookie("shop-3"),
             default("shop-3"),
         ],
-        versions={"version-2.yaml": {"sme.sap.com/logout-endpoint": "signOff"}},
+        versions={"version-2.yaml": {"sme.sap.com/logout-endpoint": "custom-logout"}},
     ),
     Row(
         "the logout endpoint is read from the versions only, as CAP Operator reads it",
