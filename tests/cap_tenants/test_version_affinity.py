@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from btp_gitops.generator.core.errors import InvalidSpec
 from tests.cap_tenants.conftest import (
     objects_of_kind,
     recorded_status,
@@ -261,3 +262,41 @@ def test_requests_are_served_as_cap_operator_serves_them(
     response = route.get("headers", {}).get("response", {})
     cookies = [(how, headers["Set-Cookie"]) for how, headers in response.items() if "Set-Cookie" in headers]
     assert cookies == ([set_cookie] if set_cookie else [])
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "refused"),
+    [
+        pytest.param("custom-logout", False, id="the docs' example"),
+        pytest.param("sign(out|off)", False, id="a regular expression"),
+        pytest.param("do/logout", False, id="a path"),
+        pytest.param("sign(out", True, id="no regular expression"),
+        pytest.param("(?!x)logout", True, id="lookahead: RE2 cannot read it"),
+        pytest.param("(a)\\1", True, id="a backreference: RE2 cannot read it"),
+        pytest.param("log\nout", True, id="a control character"),
+        pytest.param("x" * 254, True, id="too long"),
+    ],
+)
+def test_a_logout_endpoint_istio_cannot_read_is_refused_by_field(
+    shop_source: Path, endpoint: str, refused: bool
+) -> None:
+    _annotate(shop_source / "capapplication.yaml", AFFINITY)
+    _annotate(shop_source / "version-2.yaml", {"sme.sap.com/logout-endpoint": endpoint})
+    write_tenants(shop_source, [tenant_record("acme", status=recorded_status("shop-3"))])
+    if not refused:
+        render_files(shop_source)
+        return
+    with pytest.raises(InvalidSpec) as raised:
+        render_files(shop_source)
+    [problem] = raised.value.problems
+    assert (problem.object_ref, problem.field_path) == (
+        "CAPApplicationVersion shop/shop-2",
+        "metadata.annotations.sme.sap.com/logout-endpoint",
+    )
+    assert problem.message.startswith("must be a path (a regular expression Istio reads, RE2)")
+
+
+def test_the_logout_endpoint_is_not_read_without_version_affinity(shop_source: Path) -> None:
+    _annotate(shop_source / "version-2.yaml", {"sme.sap.com/logout-endpoint": "sign(out"})
+    write_tenants(shop_source, [tenant_record("acme", status=recorded_status("shop-3"))])
+    render_files(shop_source)  # CAP Operator reads it only for version affinity: no problem

@@ -26,7 +26,8 @@ else the last of `status.previousCAPApplicationVersions`); when it is no longer 
 has no routes, and older versions never have any. The cookie regex is
 `(^|.*; )CAPOP_CAV=<cav>($|; .*)` (other cookies before and after it); the URI regex
 `^|.*(logout|logoff).*`, or `^|.*(<endpoint>).*` with the version's annotation
-`sme.sap.com/logout-endpoint` (no leading slash), each version its own.
+`sme.sap.com/logout-endpoint` (no leading slash), each version its own; with version affinity on,
+one that is no regular expression Istio reads (RE2) is refused at render.
 
 Headers from the annotations `sme.sap.com/vs-route-request-header-set` and
 `sme.sap.com/vs-route-response-header-set` (JSON objects of header name to value) are `set`:
@@ -41,7 +42,8 @@ domain's app does not change when a tenant comes or goes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +106,37 @@ def _logout_endpoint(body: Mapping[str, Any]) -> str:
     """The version's `sme.sap.com/logout-endpoint`, as written (CAP Operator puts it into its regex)."""
     annotations = body.get("metadata", {}).get("annotations") or {}
     return str(annotations.get(LOGOUT_ENDPOINT_ANNOTATION) or "")
+
+
+_MAX_LOGOUT_ENDPOINT = 253
+# What Python's `re` reads but RE2 (Istio's regex engine) refuses: lookaround, backreferences.
+_NOT_RE2 = re.compile(r"\(\?[=!<]|\\[1-9]|\(\?P=")
+
+
+def logout_endpoint_problems(versions: Iterable[Version]) -> list[Problem]:
+    """A version's logout endpoint goes into its logout route's URI regex as written, as CAP
+    Operator puts it there: one Istio would refuse is refused at render, by field."""
+    problems = []
+    for version in versions:
+        endpoint = _logout_endpoint(version.source.body)
+        if not endpoint:
+            continue
+        where = f"metadata.annotations.{LOGOUT_ENDPOINT_ANNOTATION}"
+        try:
+            re.compile(endpoint)
+            readable = not _NOT_RE2.search(endpoint)
+        except re.error:
+            readable = False
+        if len(endpoint) > _MAX_LOGOUT_ENDPOINT or not endpoint.isprintable() or not readable:
+            problems.append(
+                problem_at(
+                    version.source,
+                    where,
+                    f"must be a path (a regular expression Istio reads, RE2) of at most "
+                    f"{_MAX_LOGOUT_ENDPOINT} characters: it goes into the logout route's URI regex",
+                )
+            )
+    return problems
 
 
 def logout_uri_regex(version: Version) -> str:
