@@ -23,7 +23,7 @@ from btp_gitops.generator.cli.options import (
     target_options,
     validate_options,
 )
-from btp_gitops.generator.cli.output import print_notes
+from btp_gitops.generator.cli.output import print_module_problems, print_notes
 from btp_gitops.generator.core.errors import Problem, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.domains.kyma import report_table
@@ -71,15 +71,8 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
 
 def module_problems_exit(problems: list[Problem]) -> ExitCode:
     """Exit 9 when Kyma modules could not be resolved (their previous apps kept), each named on stderr."""
-    if not problems:
-        return ExitCode.OK
-    print(
-        f"warning: rendered with {len(problems)} Kyma module problem(s); their previous files are kept:",
-        file=sys.stderr,
-    )
-    for problem in problems:
-        print(f"  {problem.render()}", file=sys.stderr)
-    return ExitCode.MODULE_PROBLEMS
+    print_module_problems(problems, sys.stderr)
+    return ExitCode.MODULE_PROBLEMS if problems else ExitCode.OK
 
 
 def run_render(args: argparse.Namespace) -> int:
