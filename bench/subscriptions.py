@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.subscriptions [--requests 1000] [--clients 1000 50] [--runs 3]
                                             [--baseline 100] [--batch-window S] [--max-batch N]
-                                            [--profile] [--output json]
+                                            [--profile] [--cprofile DIR] [--output json]
 
 Setup (not timed): a real etcd + kube-apiserver (tests/support/kubeapi.py) with the namespace
 `bookshop` holding the application's xsuaa and saas-registry binding Secrets; a local HTTPS token
@@ -53,11 +53,14 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import cProfile
 import functools
 import http.client
+import io
 import json
 import math
 import os
+import pstats
 import queue
 import shutil
 import signal
@@ -350,6 +353,7 @@ class ServerConfig:
     batch_window: float | None
     max_batch: int | None
     profile_file: str | None
+    cprofile_dir: str | None = None
 
 
 def serve(config: ServerConfig) -> None:
@@ -366,6 +370,7 @@ def serve(config: ServerConfig) -> None:
 
     configure_logging("json", "info")  # the production defaults; stderr goes to a log file
     timings = install_profile() if config.profile_file else None
+    cprofiles = install_cprofile() if config.cprofile_dir else None
     tuning: dict[str, Any] = {}
     if config.batch_window is not None:
         tuning["batch_window"] = config.batch_window
@@ -387,6 +392,8 @@ def serve(config: ServerConfig) -> None:
         repo.stop()
         if timings is not None and config.profile_file:
             Path(config.profile_file).write_text(json.dumps(timings.export()))
+        if cprofiles is not None and config.cprofile_dir:
+            cprofiles.write(Path(config.cprofile_dir))
 
 
 class Timings:
@@ -432,6 +439,67 @@ class TimedLock:
 
 def _role() -> str:
     return "writer" if threading.current_thread().name.startswith("source-repo-writer") else "request"
+
+
+class ThreadProfiles:
+    """cProfile of every thread the server process starts, per role (--cprofile only): a
+    profiler per thread (cProfile follows one thread), merged per role when written."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._finished: dict[str, list[cProfile.Profile]] = {}
+
+    def add(self, role: str, profile: cProfile.Profile) -> None:
+        with self._lock:
+            self._finished.setdefault(role, []).append(profile)
+
+    def write(self, directory: Path) -> None:
+        """Per role, `<role>.pstats` (for pstats / snakeviz) and `<role>.txt`: the top functions by
+        own time and by cumulative time. Threads still running now are not included."""
+        time.sleep(0.5)  # the request threads end once the pool is shut down
+        directory.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            finished = {role: list(profiles) for role, profiles in self._finished.items()}
+        for role, profiles in finished.items():
+            stats = pstats.Stats(profiles[0])
+            for profile in profiles[1:]:
+                stats.add(profile)
+            stats.dump_stats(str(directory / f"{role}.pstats"))
+            text = io.StringIO()
+            stats.stream = text  # type: ignore[attr-defined]
+            print(f"{role}: {len(profiles)} threads", file=text)
+            stats.sort_stats("tottime").print_stats(35)
+            stats.sort_stats("cumulative").print_stats(45)
+            (directory / f"{role}.txt").write_text(text.getvalue())
+
+
+def _thread_role(name: str) -> str:
+    for prefix, role in (
+        ("source-repo-writer", "writer"),
+        ("subscription-request", "request"),
+        ("subscription-server", "event-loop"),
+    ):
+        if name.startswith(prefix):
+            return role
+    return "other"
+
+
+def install_cprofile() -> ThreadProfiles:
+    """Profile every thread started from now on with cProfile (--cprofile only)."""
+    profiles = ThreadProfiles()
+    original = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            original(self)
+        finally:
+            profile.disable()
+            profiles.add(_thread_role(self.name), profile)
+
+    threading.Thread.run = run  # type: ignore[method-assign]
+    return profiles
 
 
 def install_profile() -> Timings:
@@ -780,6 +848,7 @@ def run_server(args: argparse.Namespace, env: Environment, work: Path, tenants: 
         batch_window=args.batch_window,
         max_batch=args.max_batch,
         profile_file=str(profile_file) if args.profile else None,
+        cprofile_dir=str(Path(args.cprofile).resolve() / work.name) if args.cprofile else None,
     )
     log_path = work / "server.log"
     with running_server(config, log_path) as (port, process):
@@ -1119,6 +1188,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-batch", type=positive, help="RepoSettings.max_batch (default: production's)")
     parser.add_argument("--profile", action="store_true", help="time the server's parts (adds a table)")
+    parser.add_argument(
+        "--cprofile",
+        metavar="DIR",
+        help="cProfile the server's threads; per run and role (writer, request, event-loop) "
+        "DIR/<run>/<role>.pstats and .txt (top functions)",
+    )
     parser.add_argument("--output", choices=("text", "json"), default="text")
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # the server process (internal)
     args = parser.parse_args(argv)
