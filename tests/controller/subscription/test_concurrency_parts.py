@@ -94,10 +94,9 @@ def test_a_handler_waiting_for_its_push_lets_another_one_work() -> None:
     done = threading.Event()
 
     def first() -> None:
-        with slots.working():
-            with slots.waiting():
-                waiting.set()
-                assert done.wait(10)
+        with slots.working(), slots.waiting():
+            waiting.set()
+            assert done.wait(10)
 
     thread = threading.Thread(target=first)
     thread.start()
