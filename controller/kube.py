@@ -275,6 +275,7 @@ class KubeClient:
             "PUT",
             resource.path(namespace, name),
             f"update {resource.describe(namespace, name)}",
+            query=[("fieldManager", FIELD_MANAGER)],
             body=dict(body),
         )
         return replaced

@@ -154,11 +154,13 @@ class ClusterSide:
             "data": {CONTEXT_KEY: base64.b64encode(context.encode("utf-8")).decode("ascii")},
         }
         # Usually a new tenant: one create, which costs the API server much less than an apply.
-        # A repeated subscribe finds it (`Conflict`) and applies it.
+        # A repeated subscribe finds it (`Conflict`) and replaces it whole: the create's fields
+        # belong to an Update entry of our manager, which an apply would not remove, so a label
+        # the new context lacks (a subscription GUID) would outlive it.
         try:
             self._kube.create(SECRET, secret, app.namespace, owned=True)
         except Conflict:
-            self._kube.apply(SECRET, secret)
+            self._kube.replace(SECRET, secret)
 
     def remove_subscription_context(self, app: AppTarget, secret_name: str) -> None:
         """Undo `store_subscription_context` for a tenant that was not recorded after all."""
@@ -178,7 +180,7 @@ class ClusterSide:
         except Conflict:
             pass
         previous = self._kube.get(CONFIG_MAP, callback.name, callback.app.namespace)
-        self._kube.apply(CONFIG_MAP, config_map)
+        self._kube.replace(CONFIG_MAP, config_map)  # whole, as for the Secret above
         return previous
 
     def withdraw_callback(self, callback: PendingCallback, previous: KubeObject | None) -> None:
@@ -186,7 +188,7 @@ class ClusterSide:
         if previous is None:
             self._kube.delete(CONFIG_MAP, callback.name, callback.app.namespace)
             return
-        self._kube.apply(CONFIG_MAP, _restorable(previous))
+        self._kube.replace(CONFIG_MAP, _restorable(previous))
 
 
 def _restorable(previous: KubeObject) -> dict[str, Any]:
