@@ -59,9 +59,42 @@ def _contributed() -> list[Register]:
     return [entry.load() for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)]
 
 
+def _terminal_columns() -> int:
+    """What shutil.get_terminal_size() says: $COLUMNS, else the terminal's width, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's, sized without importing shutil: argparse makes a formatter for every option it
+    adds, and shutil imports bz2 and lzma (a tenth of `post-render`'s start-up)."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        width = _terminal_columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """The parser of `btp-gitops` and of each command (subparsers are of their parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser of every command; with `only`, of those of our commands alone."""
-    parser = argparse.ArgumentParser(
+    parser = _ArgumentParser(
         prog="btp-gitops",
         description="Render SAP BTP workloads (BTP operator, Kyma modules, CAP) into a GitOps repository.",
     )

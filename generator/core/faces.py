@@ -18,8 +18,9 @@ from typing import Any
 
 
 def lazy_face(package: str, face: Mapping[str, tuple[str, ...]]) -> Callable[[str], Any]:
-    """The `__getattr__` of `package`'s face. `face` maps each module of the package to the names
-    it gives the face; a name equal to its module's gives the module itself (io's `bundled`)."""
+    """The `__getattr__` of `package`'s face. `face` maps each module of the package (or, with a
+    dot, any module: a name another package defines) to the names it gives the face; a name equal
+    to its module's gives the module itself (io's `bundled`)."""
     module_of = {name: module for module, names in face.items() for name in names}
     namespace = import_module(package).__dict__
 
@@ -27,7 +28,7 @@ def lazy_face(package: str, face: Mapping[str, tuple[str, ...]]) -> Callable[[st
         module = module_of.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        found = import_module(f"{package}.{module}")
+        found = import_module(module if "." in module else f"{package}.{module}")
         value = found if name == module else getattr(found, name)
         namespace[name] = value  # asked once
         return value
