@@ -109,15 +109,14 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
 
 
 def commands_needed(argv: Sequence[str]) -> set[str] | None:
-    """Which of our commands the parser needs for `argv`: the one it names, none for a lone
-    `--version`, or None (all, and the contributed ones) for anything else (`--help`, a
-    controller command, a mistake: argparse lists every command then)."""
-    leading: list[str] = []
-    for token in argv:
-        if not token.startswith("-"):
-            return {token} if token in COMMANDS else None
-        leading.append(token)
-    return set() if leading == ["--version"] else None
+    """Which of our commands the parser needs for `argv`: the one it starts with, none for a lone
+    `--version`, or None (all, and the contributed ones) for anything else (`--help`, `-h render`,
+    a controller command, a mistake: argparse may list every command then)."""
+    if list(argv) == ["--version"]:
+        return set()
+    if argv and argv[0] in COMMANDS:
+        return {argv[0]}
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

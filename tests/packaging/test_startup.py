@@ -143,6 +143,9 @@ def test_a_controller_command_is_found_through_its_entry_point(imported_by: Run)
     for command in ("render", "module-resources", "crds", "post-render", "diff", "validate", "controller"):
         assert f"    {command} " in done.stdout, command
     assert "importlib.metadata" in modules
+    done, _ = imported_by("-h", "render")  # the top-level help, all commands listed
+    assert done.returncode == 0, done.stderr
+    assert "    controller " in done.stdout and "    validate " in done.stdout
     done, _ = imported_by("controller", "--help")
     assert done.returncode == 0, done.stderr
     assert "usage: btp-gitops controller" in done.stdout
