@@ -11,7 +11,7 @@ A command pays only for its own imports: `main` imports the module of the comman
 other (`COMMANDS` names them the way entry points do), and looks at the entry points only when
 the command line names none of ours (`--help`, a controller command, a mistake). Helm runs
 `btp-gitops post-render` on every install and upgrade, where the start-up is most of the work;
-`tests/cli/test_startup.py` keeps `--version` and `post-render` free of the heavy packages.
+`tests/packaging/test_startup.py` keeps `--version` and `post-render` free of the heavy packages.
 """
 
 from __future__ import annotations

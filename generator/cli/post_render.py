@@ -39,7 +39,7 @@ from btp_gitops.generator.transforms.operator_secret import (
 # Helm runs this command on every install and upgrade, mostly in the default mode, where starting
 # is most of the work: what only another mode needs is imported in that mode's function below
 # (self-signed certificates: `cryptography`; --domain cap and kyma: schemas, chart engine and the
-# render pipeline). tests/cli/test_startup.py keeps the default mode free of them.
+# render pipeline). tests/packaging/test_startup.py keeps the default mode free of them.
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
