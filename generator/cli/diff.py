@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from btp_gitops.generator.cli.engine import allow_paths, chart_engine
 from btp_gitops.generator.cli.options import (
     add_source_options,
     add_target_options,
-    allow_paths,
-    chart_engine,
     kyma_options,
     target_options,
 )

@@ -10,13 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.cli.argocd_parameters import PARAMETERS_ENV, apply_argocd_parameters
+from btp_gitops.generator.cli.engine import add_engine_options, allow_paths, chart_engine
 from btp_gitops.generator.cli.options import (
-    add_engine_options,
     add_source_options,
     add_target_options,
     add_validation_options,
-    allow_paths,
-    chart_engine,
     flux_sync_options,
     kyma_options,
     seconds,

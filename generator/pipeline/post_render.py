@@ -19,20 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-
-from cryptography.hazmat.primitives.asymmetric import rsa
+from typing import TYPE_CHECKING
 
 from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
 from btp_gitops.generator.core.names import path_message
 from btp_gitops.generator.core.objects import Manifest, annotations_of, describe
 from btp_gitops.generator.core.report import Note
 from btp_gitops.generator.domains import btp_operator
-from btp_gitops.generator.pipeline.post_render_sources import (
-    GENERATED_FILENAME,
-    SOURCE_DOMAINS,
-    SourceDomainInputs,
-    post_render_sources,
-)
+from btp_gitops.generator.pipeline.post_render_domains import BTP_OPERATOR, GENERATED_FILENAME, SOURCE_DOMAINS
 from btp_gitops.generator.streams.helm import (
     FILENAME_ANNOTATION,
     SOURCE_PREFIX,
@@ -42,21 +36,23 @@ from btp_gitops.generator.streams.helm import (
     write_helm_stream,
 )
 from btp_gitops.generator.transforms.certificates import (
+    NO_EXISTING_CERTIFICATES,
     CertificatePlan,
+    ExistingCertificates,
     issue_webhook_certificates_with_cert_manager,
 )
 from btp_gitops.generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
 from btp_gitops.generator.transforms.operator_secret import OperatorCredentials
-from btp_gitops.generator.transforms.self_signed_certificates import (
-    NO_EXISTING_CERTIFICATES,
-    ExistingCertificates,
-    issue_webhook_certificates_self_signed,
-)
 
-BTP_OPERATOR = "btp-operator"
-DOMAINS = (BTP_OPERATOR, *SOURCE_DOMAINS)
-CERTIFICATE_MODES = ("cert-manager", "gardener", "self-signed")
-KeyFactory = Callable[[], rsa.RSAPrivateKey]
+# Helm runs the BTP operator's post-render on every install, where importing is most of the work:
+# what only another mode needs is imported by that mode below (self-signed certificates load
+# `cryptography`; the CAP and Kyma domains the render pipeline), and only named here for types.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from btp_gitops.generator.pipeline.post_render_sources import SourceDomainInputs
+
+KeyFactory = Callable[[], "rsa.RSAPrivateKey"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +102,10 @@ def certificate_step(
         return issue_webhook_certificates_with_gardener(manifests, plan, namespace), []
 
     def self_signed(manifests: list[Manifest]) -> tuple[list[Manifest], list[Note]]:
+        from btp_gitops.generator.transforms.self_signed_certificates import (  # noqa: PLC0415 - see above
+            issue_webhook_certificates_self_signed,
+        )
+
         return issue_webhook_certificates_self_signed(
             manifests, plan, request.existing_certificates, now, new_key
         )
@@ -175,6 +175,8 @@ def post_render(
     if request.domain in SOURCE_DOMAINS:
         if sources is None:
             raise ValueError(f"post-render of {request.domain} objects needs their schemas")
+        from btp_gitops.generator.pipeline.post_render_sources import post_render_sources  # noqa: PLC0415
+
         added, found = post_render_sources(stream, request.domain, sources, now, stream_name)
         return PostRenderResult(write_helm_stream(stream), helm4, len(stream.documents), added, found)
     manifests = [document.as_manifest() for document in stream.documents]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -35,3 +37,23 @@ def test_cap_tenants_benchmark_runs() -> None:
     assert done.stdout.count("ratio:") == 2  # the upgrade wave (the goal's scenario) and steady
     assert "upgrade-wave: 40 tenants" in done.stdout
     assert "      40 tenants:" in done.stdout  # the linearity table reached the full size
+
+
+@pytest.mark.tools
+@pytest.mark.slow
+def test_startup_benchmark_runs() -> None:
+    """bench.startup with one round: helm3, and yq, which it builds through scripts/build-tools.sh
+    when missing (a benchmark's peer, not built by default). Its own check that btp-gitops and the
+    helm+yq script write the same objects makes it exit 1 otherwise."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.startup", "--repeat", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "module-resources outputs: the same objects in all 10 files" in done.stdout
+    assert done.stdout.count("(goal ") == 3
+    assert "load average before:" in done.stdout
