@@ -26,7 +26,17 @@ def test_post_render_benchmark_runs() -> None:
 
 def test_cap_tenants_benchmark_runs() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.cap_tenants", "--tenants", "40", "--repeat", "1"],
+        [
+            sys.executable,
+            "-m",
+            "bench.cap_tenants",
+            "--tenants",
+            "40",
+            "--incremental-tenants",
+            "30",
+            "--repeat",
+            "1",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -34,7 +44,10 @@ def test_cap_tenants_benchmark_runs() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("ratio:") == 2  # the upgrade wave (the goal's scenario) and steady
+    # the upgrade wave (goal a's scenario), steady, and one tenant added (goal b)
+    assert done.stdout.count("ratio:") == 3
+    assert "incremental: one tenant added to 30 (steady)" in done.stdout
+    assert done.stdout.count("load average") >= 4
     assert "upgrade-wave: 40 tenants" in done.stdout
     assert "      40 tenants:" in done.stdout  # the linearity table reached the full size
 
