@@ -163,3 +163,19 @@ def test_a_command_parses_only_its_own_options(imported_by: Run) -> None:
     done, _ = imported_by("post-render", "--cluster", "x")
     assert done.returncode == 2
     assert "unrecognized arguments: --cluster x" in done.stderr
+
+
+def test_render_without_commit_does_not_load_git(imported_by: Run, tmp_path: Path) -> None:
+    """GitPython is for `--commit`; a render into a directory (or to stdout) must not pay for it.
+    The control commits and so loads it."""
+    source = Path(__file__).resolve().parents[2] / "examples" / "cap-app"
+    done, modules = imported_by("render", str(source), "--out", str(tmp_path / "plain"))
+    assert done.returncode == 0, done.stderr
+    assert "btp_gitops.generator.pipeline.render" in modules  # the check sees the render
+    assert not {m for m in modules if m == "git" or m.startswith("git.")}
+
+    repo = tmp_path / "committed"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    done, modules = imported_by("render", str(source), "--out", str(repo), "--commit")
+    assert done.returncode == 0, done.stderr
+    assert "git" in modules
