@@ -101,7 +101,9 @@ def test_errors_are_the_same_and_nothing_is_written(broken: str) -> None:
 @pytest.mark.parametrize("seed", range(20))
 def test_the_split_does_not_depend_on_the_chunks(seed: int) -> None:
     rnd = random.Random(seed)
-    text = _random_stream(rnd) + "".join(rnd.choice(["---", "\n", " ", "#c", "\t", "\r\n"]) for _ in range(20))
+    text = _random_stream(rnd) + "".join(
+        rnd.choice(["---", "\n", " ", "#c", "\t", "\r\n"]) for _ in range(20)
+    )
     expected = list(_raw_documents(text.lstrip("\ufeff")))
     for size in (1, 3, 64, 4096):
         chunks = [text[i : i + size] for i in range(0, len(text), size)]
