@@ -341,8 +341,10 @@ def _post_render_documents(  # noqa: PLR0917 - the arguments of post_render
             problems += read.problems
             for item, document in enumerate(read.documents):
                 objects += 1
+                if problems:
+                    continue  # the stream is refused for these: only reading on
                 misnamed += _filename_problem(document, stream_name)
-                if problems or misnamed or wiring.facts is None:
+                if misnamed or wiring.facts is None:
                     continue  # only checking from here on
                 if raw.position in wiring.positions:
                     body = wiring.bodies[(raw.position, item)]

@@ -83,6 +83,8 @@ def test_streaming_equals_the_whole_stream_implementation(seed: int) -> None:
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n"
         "    postrenderer.helm.sh/postrender-filename: ../escape.yaml\n",
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",  # no chart version anywhere
+        "---\napiVersion: v1\nkind: List\nitems:\n- null\n- apiVersion: v1\n  kind: ConfigMap\n"
+        "  metadata: {name: a}\n",
     ],
 )
 def test_errors_are_the_same_and_nothing_is_written(broken: str) -> None:
