@@ -156,7 +156,7 @@ def main() -> int:
     )
     parser.add_argument("--sizes", default="1000,2500,10000,50000")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--kustomize-max", type=int, default=2500)
+    parser.add_argument("--kustomize-max", type=int, default=1000)
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     if not TIME.is_file():
@@ -204,7 +204,8 @@ def main() -> int:
                 )
             if size > args.kustomize_max and kustomize:
                 print(
-                    f"{size:>9} {megabytes:>6.1f}  kustomize: skipped above --kustomize-max {args.kustomize_max}"
+                    f"{size:>9} {megabytes:>6.1f}  kustomize: skipped above "
+                    f"--kustomize-max {args.kustomize_max}"
                 )
             if "yq" in medians and size == 10_000:
                 ours, peer = medians["ours"], medians["yq"]
