@@ -157,14 +157,17 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,2500,10000,50000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kustomize-max", type=int, default=1000)
+    parser.add_argument("--sides", default="ours,bare,yq,kustomize", help="which sides to run")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     if not TIME.is_file():
         raise SystemExit(f"{TIME} (GNU time) is needed to measure each side's own CPU and peak RSS")
-    yq, kustomize = find_yq(), find_kustomize()
-    if yq is None:
+    wanted = set(args.sides.split(","))
+    yq = find_yq() if "yq" in wanted else None
+    kustomize = find_kustomize() if "kustomize" in wanted else None
+    if yq is None and "yq" in wanted:
         print("yq: not found ($YQ, PATH, ~/.cache/btp-gitops/tools): skipped")
-    if kustomize is None:
+    if kustomize is None and "kustomize" in wanted:
         print("kustomize: not found (PATH, ~/.cache/btp-gitops/tools/bin): skipped")
     print(f"chart {CHART}; median of {args.repeat} interleaved runs; CPU = user+sys of the child")
     header = ("documents", "MB", "side", "CPU s", "wall s", "peak MiB", "CPU/yq", "MiB/yq", "load")
