@@ -18,9 +18,9 @@ from btp_gitops.generator.core.errors import InputError, Problem, SourceSyntaxEr
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.io.cluster import ClusterReader
-from btp_gitops.generator.io.input_files import UnreadableInput, read_stream_text
+from btp_gitops.generator.io.input_files import UnreadableInput
 from btp_gitops.generator.io.sources import load_sources
-from btp_gitops.generator.pipeline.post_render import PostRenderRequest, post_render
+from btp_gitops.generator.pipeline.post_render import PostRenderRequest, PostRenderResult, post_render_to
 from btp_gitops.generator.pipeline.post_render import certificate_plan as post_render_certificate_plan
 from btp_gitops.generator.pipeline.post_render_domains import BTP_OPERATOR, CERTIFICATE_MODES, DOMAINS, KYMA
 from btp_gitops.generator.transforms.certificates import (
@@ -72,13 +72,18 @@ def _credentials(args: argparse.Namespace) -> OperatorCredentials | None:
     )
 
 
-def _read_stdin() -> str:
+def _post_render_stdin(request: PostRenderRequest, inputs: SourceDomainInputs | None) -> PostRenderResult:
+    """stdin to stdout, one document at a time; nothing is printed unless the whole stream is."""
     try:
-        return read_stream_text(sys.stdin.buffer)
+        result = post_render_to(
+            sys.stdin.buffer, sys.stdout, request, datetime.now(UTC), _new_key, sources=inputs
+        )
     except UnreadableInput as error:
         raise SourceSyntaxError(
             "the manifest stream is not valid post-renderer input", [Problem("<stdin>", error.reason)]
         ) from error
+    sys.stdout.flush()
+    return result
 
 
 def _existing_certificates(args: argparse.Namespace, plan: CertificatePlan) -> ExistingCertificates:
@@ -152,9 +157,7 @@ def run_post_render(args: argparse.Namespace) -> int:
     if args.domain != BTP_OPERATOR:
         request = PostRenderRequest(domain=args.domain, namespace=args.namespace)
         inputs = _source_domain_inputs(args)
-        result = post_render(_read_stdin(), request, datetime.now(UTC), _new_key, sources=inputs)
-        sys.stdout.write(result.text)
-        sys.stdout.flush()
+        result = _post_render_stdin(request, inputs)
         print_notes(result.notes, sys.stderr)
         return ExitCode.OK
     if args.catalog or args.allow_path:
@@ -177,9 +180,7 @@ def run_post_render(args: argparse.Namespace) -> int:
     request = dataclasses.replace(
         request, existing_certificates=_existing_certificates(args, post_render_certificate_plan(request))
     )
-    result = post_render(_read_stdin(), request, datetime.now(UTC), _new_key)
-    sys.stdout.write(result.text)
-    sys.stdout.flush()
+    result = _post_render_stdin(request, None)
     print_notes(result.notes, sys.stderr)
     return ExitCode.OK
 

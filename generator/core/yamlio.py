@@ -165,9 +165,7 @@ def _check_document(node: yaml.Node, budget: AliasBudget | None) -> None:
         )
 
 
-def _bounded_documents(
-    loader: yaml.CSafeLoader, text: str, budget: AliasBudget | None = None
-) -> Iterator[Any]:
+def _bounded_documents(loader: _Loader, text: str, budget: AliasBudget | None = None) -> Iterator[Any]:
     """The documents of `loader` (built over `text`), each checked against the limits first."""
     counted = (budget or AliasBudget()) if _may_hold_aliases(text) else None
     while loader.check_node():
@@ -175,24 +173,60 @@ def _bounded_documents(
         if node is None:
             return
         _check_document(node, counted)
-        yield loader.construct_document(node)
+        yield _construct(loader, node, aliases_possible=counted is not None)
 
 
-def _load_one(text: str, loader_type: type[yaml.CSafeLoader], budget: AliasBudget | None = None) -> Any:
+def _load_one(text: str, loader_type: type[_Loader], budget: AliasBudget | None = None) -> Any:
     """The one document of `text` (None when there is none), bounded like every read."""
     loader = loader_type(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_document(node, (budget or AliasBudget()) if _may_hold_aliases(text) else None)
-        return loader.construct_document(node)
+        aliases_possible = _may_hold_aliases(text)
+        _check_document(node, (budget or AliasBudget()) if aliases_possible else None)
+        return _construct(loader, node, aliases_possible=aliases_possible)
     finally:
         loader.dispose()
 
 
-class _Loader(yaml.CSafeLoader):
+_SCALAR_NODE = yaml.ScalarNode
+_STR_TAG = "tag:yaml.org,2002:str"
+_RESOLVED_LIMIT = 1 << 16  # distinct plain scalars remembered per class; then the memo starts over
+
+
+class _MemoizedResolution:
+    """`resolve` of plain scalars remembered by value: libyaml's composer asks once per scalar read,
+    its serializer twice per scalar written, and a stream repeats the same keys and values.
+
+    The answer for a scalar depends only on its value (no path resolvers are registered), and a
+    quoted scalar (implicit[0] false) is always a string; other nodes ask the resolver itself.
+    """
+
+    _resolved: dict[str, str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._resolved = {}
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is _SCALAR_NODE:
+            if not implicit[0]:
+                return _STR_TAG
+            tag = self._resolved.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
+                if len(self._resolved) >= _RESOLVED_LIMIT:
+                    self._resolved.clear()
+                self._resolved[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
+
+
+class _Loader(_MemoizedResolution, yaml.CSafeLoader):
     """C-accelerated safe loader that keeps timestamps as strings and rejects duplicate keys."""
+
+    strict = False  # duplicate keys: the last one wins (as in PyYAML), or an error when strict
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -239,7 +273,7 @@ def _construct_mapping_rejecting_duplicates(loader: _Loader, node: yaml.MappingN
 
 
 class _StrictLoader(_Loader):
-    pass
+    strict = True
 
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping_rejecting_duplicates)
@@ -249,14 +283,77 @@ class _FastLoader(_Loader):
     """For Helm streams we trust to be machine-written: no duplicate-key pass, for speed."""
 
 
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAPPING_NODE = yaml.MappingNode
+_SEQUENCE_NODE = yaml.SequenceNode
+# Scalars of these tags other than str are built by the loader's own constructor, once per value.
+_PLAIN_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "null"))
+_SCALARS_LIMIT = 1 << 14
+_SCALARS: dict[tuple[str, str], Any] = {}  # (tag, text) -> value, for the tags above
+
+
+class _Unusual(Exception):
+    """A node the direct builder leaves to PyYAML's constructor (tags, merge keys, duplicates)."""
+
+
+def _construct(loader: _Loader, node: yaml.Node, *, aliases_possible: bool) -> Any:
+    """The document of `node`, as `loader.construct_document` builds it, without its per-node
+    dispatch: strings are the node's value, other scalars come from a memo filled by the loader's
+    constructors, and containers are built directly. A document that may hold aliases (whose
+    identity PyYAML keeps), or any node that is not a plain string, number, boolean, null, map or
+    list, goes to PyYAML's constructor instead, and so does any mapping with a merge key or a
+    duplicate key: errors are PyYAML's, word for word, as are the values."""
+    if not aliases_possible:
+        try:
+            return _build(loader, node, loader.strict, _SCALARS)
+        except _Unusual:
+            pass
+    return loader.construct_document(node)
+
+
+def _build(loader: _Loader, node: yaml.Node, strict: bool, scalars: dict[tuple[str, str], Any]) -> Any:
+    kind = type(node)
+    tag = node.tag
+    if kind is _SCALAR_NODE:
+        if tag == _STR_TAG:
+            return node.value
+        if tag not in _PLAIN_SCALAR_TAGS:
+            raise _Unusual
+        key = (tag, node.value)
+        try:
+            return scalars[key]
+        except KeyError:
+            pass
+        try:
+            value = loader.yaml_constructors[tag](loader, node)
+        except Exception as error:  # left to PyYAML, which reports it as it always has
+            raise _Unusual from error
+        if len(scalars) >= _SCALARS_LIMIT:
+            scalars.clear()
+        scalars[key] = value
+        return value
+    if kind is _MAPPING_NODE:
+        if tag != _MAP_TAG:
+            raise _Unusual
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                raise _Unusual
+            key = _build(loader, key_node, strict, scalars)
+            try:
+                if strict and key in mapping:
+                    raise _Unusual
+                mapping[key] = _build(loader, value_node, strict, scalars)
+            except TypeError:  # an unhashable key
+                raise _Unusual from None
+        return mapping
+    if kind is _SEQUENCE_NODE and tag == _SEQ_TAG:
+        return [_build(loader, child, strict, scalars) for child in node.value]
+    raise _Unusual
+
+
 _CONTAINERS = (dict, list)  # a tuple built once: `dict | list` would build a union per call
-
-
-class _Dumper(yaml.CSafeDumper):
-    def ignore_aliases(self, data: Any) -> bool:
-        # Only a mapping or list met twice becomes an anchor and alias (which keeps an alias-heavy
-        # input from expanding on output); the base check walks a list of scalar types per value.
-        return not isinstance(data, _CONTAINERS)
 
 
 _PLACED_KEYS = frozenset((*_LEADING_KEYS, "status"))
@@ -264,14 +361,12 @@ _STR_ONLY = frozenset({str})
 _FIRST = operator.itemgetter(0)
 
 
-def _represent_mapping(dumper: _Dumper, data: dict[Any, Any]) -> yaml.MappingNode:
+def _sorted_items(data: dict[Any, Any]) -> list[tuple[Any, Any]]:
     # Most mappings (labels, env entries, specs) have only string keys and none placed first or
     # last: `_key_order` then sorts by the key itself, which C does without a call per key.
     if _PLACED_KEYS.isdisjoint(data) and set(map(type, data)) <= _STR_ONLY:
-        items = sorted(data.items(), key=_FIRST)
-    else:
-        items = sorted(data.items(), key=_key_order)
-    return dumper.represent_mapping("tag:yaml.org,2002:map", items)
+        return sorted(data.items(), key=_FIRST)
+    return sorted(data.items(), key=_key_order)
 
 
 # Plain scalars that PyYAML reads as strings but go-yaml v2 (kubectl, Helm, Argo CD, Flux) reads
@@ -282,13 +377,76 @@ _GO_YAML_NON_STRINGS = re.compile(r"^(?:[yYnN]|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[e
 _MAY_LOOK_LIKE_GO_YAML_NON_STRING = frozenset("yYnN0123456789+-")
 
 
-def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
+def _str_style(data: str) -> str | None:
+    """The style asked of the emitter for a string; the emitter may still quote a plain one."""
     if "\n" in data:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+        return "|"
     # The first-character test spares the regex for almost every string of a large stream.
     if data[:1] in _MAY_LOOK_LIKE_GO_YAML_NON_STRING and _GO_YAML_NON_STRINGS.match(data):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+        return "'"
+    return None
+
+
+_SCALAR_NODE_TYPE = yaml.ScalarNode
+
+
+class _Dumper(_MemoizedResolution, yaml.CSafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        # Only a mapping or list met twice becomes an anchor and alias (which keeps an alias-heavy
+        # input from expanding on output); the base check walks a list of scalar types per value.
+        return not isinstance(data, _CONTAINERS)
+
+    def represent(self, data: Any) -> None:
+        """`BaseRepresenter.represent` with the nodes of strings, dicts and lists made directly.
+
+        The nodes are those the registered representers make (`_represent_str`,
+        `_represent_mapping`, PyYAML's list representer with `default_flow_style=False`), and a
+        dict or list met twice is the same node, which the serializer turns into an anchor and
+        alias, as `represent_data` does; any other value goes through `represent_data`.
+        """
+        try:
+            node = self._node(data, self.represented_objects)
+            self.serialize(node)
+        finally:
+            self.represented_objects = {}
+            self.object_keeper = []
+            self.alias_key = None
+
+    def _node(self, data: Any, seen: dict[int, yaml.Node]) -> yaml.Node:
+        kind = type(data)
+        if kind is str:
+            return _SCALAR_NODE_TYPE(_STR_TAG, data, style=_str_style(data))
+        if kind is dict:
+            known = seen.get(id(data))
+            if known is not None:
+                return known
+            self.object_keeper.append(data)
+            items: list[tuple[yaml.Node, yaml.Node]] = []
+            mapping = yaml.MappingNode(_MAP_TAG, items, flow_style=False)
+            seen[id(data)] = mapping
+            node = self._node
+            items += [(node(key, seen), node(value, seen)) for key, value in _sorted_items(data)]
+            return mapping
+        if kind is list:
+            known = seen.get(id(data))
+            if known is not None:
+                return known
+            self.object_keeper.append(data)
+            children: list[yaml.Node] = []
+            sequence = yaml.SequenceNode(_SEQ_TAG, children, flow_style=False)
+            seen[id(data)] = sequence
+            node = self._node
+            children += [node(item, seen) for item in data]
+            return sequence
+        return self.represent_data(data)
+
+
+def _represent_mapping(dumper: _Dumper, data: dict[Any, Any]) -> yaml.MappingNode:
+    return dumper.represent_mapping(_MAP_TAG, _sorted_items(data))
+
+
+def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar(_STR_TAG, data, style=_str_style(data))
 
 
 _Dumper.add_representer(dict, _represent_mapping)
@@ -584,3 +742,39 @@ _DOCUMENT_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
 def split_documents(text: str) -> list[str]:
     """Split a multi-document YAML text the way Helm does; blank pieces are dropped."""
     return [piece for piece in _DOCUMENT_SEPARATOR.split(text) if piece.strip()]
+
+
+class DocumentWriter:
+    """Objects dumped one at a time as `dump_each` dumps a list: one emitter for all of them.
+
+    `dump` gives each object's document body as soon as it is written; `close` gives what the
+    emitter writes after the last document (a stream-end marker, usually nothing), which
+    `dump_each` counts as part of the last body.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = io.StringIO()
+        options = {key: value for key, value in _DUMP_OPTIONS.items() if key != "Dumper"}
+        self._dumper = _Dumper(self._buffer, explicit_start=True, **options)
+        self._dumper.open()
+        self._closed = False
+
+    def _take(self) -> str:
+        text = self._buffer.getvalue()
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        return text
+
+    def dump(self, obj: Any) -> str:
+        self._dumper.represent(obj)
+        return self._take().removeprefix("---\n")
+
+    def close(self) -> str:
+        if self._closed:
+            return ""
+        self._closed = True
+        try:
+            self._dumper.close()
+            return self._take()
+        finally:
+            self._dumper.dispose()

@@ -12,7 +12,7 @@ from tests.conftest import ROOT
 
 def test_post_render_benchmark_runs() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.post_render", "--documents", "40", "--repeat", "1"],
+        [sys.executable, "-m", "bench.post_render", "--sizes", "40", "--repeat", "1", "--sides", "ours,bare"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -20,8 +20,9 @@ def test_post_render_benchmark_runs() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert "ratio:" in done.stdout
-    assert done.stdout.count("\n") >= 9
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip().startswith("40 ")]
+    assert [row[2] for row in rows] == ["ours", "bare"], done.stdout
+    assert all(float(row[3]) > 0 and float(row[5]) > 0 for row in rows), done.stdout
 
 
 def test_cap_tenants_benchmark_runs() -> None:
