@@ -129,6 +129,41 @@ def test_a_refused_callback_is_retried_then_set_aside(
     assert saas_peer.callbacks == []  # set aside: no longer pending
 
 
+def test_a_callback_reopened_during_its_last_attempt_is_not_given_up_with_it(
+    globex: ObjectKey, kube: KubeClient, controller: Controller, saas_peer: SaasPeer
+) -> None:
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)
+    open_callback(kube, globex.namespace, "globex", GLOBEX_ID, Operation.PROVISIONING, deadline=past)
+    name = pending_callback_name("globex", Operation.PROVISIONING)
+    saas_peer.fail_callbacks_with = 503
+    refusals: list[int] = []
+
+    def subscribe_again_on_the_last_attempt() -> None:
+        refusals.append(1)
+        if len(refusals) == 3:  # the limit: the controller gives the old callback up after this
+            open_callback(kube, globex.namespace, "globex", GLOBEX_ID, Operation.PROVISIONING)
+
+    saas_peer.on_refusal = subscribe_again_on_the_last_attempt
+    controller.tenant_operations.reconcile(globex)
+    for _ in range(2):
+        time.sleep(0.6)
+        controller.tenant_operations.reconcile(globex)
+    assert len(refusals) == 3
+
+    # The new callback, opened while the old one's last PUT was refused, is still owed.
+    current = kube.get(CONFIG_MAP, name, globex.namespace)
+    assert current is not None
+    assert current["metadata"]["labels"]["btp-gitops.io/pending-callback"] == "true"
+    assert PendingCallback.of(current).state is None
+    assert "CallbackAbandoned" in events_of(kube, globex.namespace, name)
+
+    saas_peer.fail_callbacks_with = None
+    waiting = controller.tenant_operations.reconcile(globex)
+    assert waiting.requeue_after is not None and saas_peer.callbacks == []  # it waits for its tenant
+    still = kube.get(CONFIG_MAP, name, globex.namespace)
+    assert still is not None and still["metadata"]["labels"]["btp-gitops.io/pending-callback"] == "true"
+
+
 def test_an_unreadable_callback_is_set_aside(
     globex: ObjectKey, kube: KubeClient, controller: Controller, saas_peer: SaasPeer
 ) -> None:
