@@ -285,8 +285,16 @@ def _detail(output: str) -> str:
     return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."
 
 
-def _backoff(settings: RepoSettings, attempt: int) -> float:
-    """Exponential with jitter: competing writers that collided do not collide again in step."""
+def _backoff(settings: RepoSettings, attempt: int, *, lost_race: bool = False) -> float:
+    """Exponential with jitter: competing writers that collided do not collide again in step.
+
+    After a lost race, at most `backoff_initial`, whatever the attempt: the branch moved just
+    now, so the rebase should fetch and push again before the winner's next push (a writer that
+    pushes every 200 ms leaves about that long); waiting longer only lands us at a random point of
+    its cycle. Each lost race is another writer's push that landed, so nobody livelocks, and
+    the jitter still keeps two writers of our kind from retrying in step."""
+    if lost_race:
+        return random.uniform(0.0, settings.backoff_initial)
     ceiling = min(settings.backoff_max, settings.backoff_initial * 2 ** (attempt - 1))
     return random.uniform(ceiling / 2, ceiling)
 
@@ -668,7 +676,9 @@ class SourceRepo:
                 )
                 return follower
             log.info("push to %s rejected (attempt %d): %s; trying again", self._remote, pushes, detail)
-            time.sleep(_backoff(self._settings, pushes))
+            time.sleep(
+                _backoff(self._settings, pushes, lost_race=rejected is not None and rejected.lost_race)
+            )
 
     def _give_up(self, pushes: int, rejected: _PushRejected | None, started: float) -> bool:
         """After a refused push: whether the batch fails now. A push refused as such (a hook, the
