@@ -17,11 +17,21 @@ import logging
 import shlex
 import shutil
 from collections import Counter
+from collections.abc import Hashable
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from btp_gitops.controller.gitstore import CommitOutcome, SourceRepo, TreeChange, commit_message
+from btp_gitops.controller.gitstore import (
+    CommitOutcome,
+    SourceRepo,
+    TreeChange,
+    _directories,
+    _Request,
+    commit_message,
+)
 from btp_gitops.controller.records import SourceIndex, SubdomainTaken, WorkingIndex
 from tests.controller.test_tenant_records import run_git
 from tests.controller.test_writer_batches import (
@@ -180,3 +190,35 @@ def test_a_competitor_record_that_answers_a_lookup_of_the_batch_takes_the_long_w
         "theirs-0"
     ]
     assert_clone_is_at(writer, remote, tmp_path)
+
+
+@dataclass(frozen=True)
+class Wrote:
+    """A footprint: what a change wrote (it looked nothing up)."""
+
+    writes: frozenset[str]
+    reads: frozenset[Hashable] = frozenset()
+
+
+def wrote(*paths: str) -> _Request:
+    return _Request(lambda tree: None, "", Future(), footprint=Wrote(frozenset(paths)))
+
+
+def test_which_competitor_files_overlap_the_batch() -> None:
+    """The quick rebase is for batches none of whose files the competitor changed: a file ours
+    and theirs, a file a change wrote (even when the commit holds none of its writes), a change
+    without a footprint, or a file on one side where the other has a directory (`tenants` against
+    `tenants/a.yaml`) sends the batch the long way, where Git itself sorts such a tree out."""
+    live = [wrote("tenants/a.yaml"), wrote("tenants/b.yaml")]
+    ours = frozenset({"tenants/a.yaml", "tenants/b.yaml"})
+    assert not SourceRepo._overlaps(live, ours, ["competitor.txt", "tenants/theirs.yaml"])
+    assert SourceRepo._overlaps(live, ours, ["tenants/a.yaml"])
+    assert SourceRepo._overlaps(live, frozenset({"tenants/a.yaml"}), ["tenants/b.yaml"])
+    assert SourceRepo._overlaps([*live, _Request(lambda tree: None, "", Future())], ours, ["x.yaml"])
+    assert SourceRepo._overlaps(live, ours, ["tenants"])
+    assert SourceRepo._overlaps(live, ours | {"notes"}, ["notes/today.md"])
+    assert _directories(["tenants/a.yaml", "apps/bookshop/b.yaml", "top.yaml"]) == {
+        "tenants",
+        "apps",
+        "apps/bookshop",
+    }
