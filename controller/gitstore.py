@@ -877,32 +877,44 @@ class SourceRepo:
     def _commit_tree(self, tree: str, parent: str, *, like: str) -> str:
         """A commit of `tree` on `parent`, with the message and the author (date included) of
         the commit `like`."""
-        raw = self._require_started().odb.stream(bytes.fromhex(like)).read()
+        try:  # from gitpython's `git cat-file --batch`, kept running: no process to start
+            raw = bytes(self._require_started().odb.stream(bytes.fromhex(like)).read())
+        except (ValueError, OSError, git.GitError) as error:
+            raise GitError(
+                f"cannot read commit {like[:12]} of {self._remote}: {type(error).__name__}"
+            ) from error
         header, _, message = raw.partition(b"\n\n")
         author = next((line[7:] for line in header.split(b"\n") if line.startswith(b"author ")), b"")
         ident, _, date = author.rpartition(b"> ")
         name, _, email = ident.partition(b" <")
         if not (name and email and date):
             raise GitError(f"commit {like[:12]} of {self._remote} has no readable author")
-        env = {
-            **os.environ,
-            **self._env,
+        author_env = {
             "GIT_AUTHOR_NAME": name.decode("utf-8", "replace"),
             "GIT_AUTHOR_EMAIL": email.decode("utf-8", "replace"),
             "GIT_AUTHOR_DATE": date.decode("ascii", "replace"),
         }
-        done: subprocess.CompletedProcess[bytes] = subprocess.run(
-            ["git", "commit-tree", tree, "-p", parent],
-            cwd=self._tree,
-            env=env,
-            input=message,
-            capture_output=True,
-            check=False,
-        )
+        made = self._git_bytes("commit-tree", tree, "-p", parent, stdin=message, env=author_env)
+        return made.decode("ascii").strip()
+
+    def _git_bytes(self, *args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> bytes:
+        """Run one local Git command with `stdin`, its output as bytes, unstripped; GitError
+        (masked) when it fails."""
+        try:
+            done: subprocess.CompletedProcess[bytes] = subprocess.run(
+                ["git", *args],
+                cwd=self._tree,
+                env={**os.environ, **self._env, **(env or {})},
+                input=stdin,
+                capture_output=True,
+                check=False,
+            )
+        except OSError as error:
+            raise GitError(f"cannot run git {args[0]}: {type(error).__name__}") from error
         if done.returncode != 0:
-            error = done.stderr.decode("utf-8", "replace")
-            raise GitError(f"git commit-tree failed for {self._remote}: {_detail(error)}")
-        return done.stdout.decode("ascii").strip()
+            reason = done.stderr.decode("utf-8", "replace") or done.stdout.decode("utf-8", "replace")
+            raise GitError(f"git {args[0]} failed for {self._remote}: {_detail(reason)}")
+        return done.stdout
 
     def _note_committed(self, commit: str, paths: Iterable[str]) -> None:
         """Keep the files `commit` changed, for a rebase of it (the last few commits only)."""
