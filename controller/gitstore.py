@@ -821,7 +821,8 @@ class SourceRepo:
 
         The window between the fetch and the next push decides whether that push wins against a
         busy competitor, so the common case, where no change is to be applied again, takes a few
-        Git commands (`_rebase_quickly`); the rest goes the long way (`_rebase_slowly`)."""
+        local Git commands (`_take_theirs`, `_commit_rebased`); the rest goes the long way
+        (`_rebase_slowly`). The tree is at our commit unless a reader moved it (`refused.moves`)."""
         assert self._tracker is not None  # _can_rebase
         if refused.moves != self._tree_moves:
             self._reset_to(refused.commit)  # a reader moved the tree meanwhile: back to our commit
