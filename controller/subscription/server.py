@@ -114,10 +114,17 @@ class SubscriptionServerSettings:
     max_header_line: int = 8190  # request line and each header field, bytes
     max_headers: int = 100
     shutdown_grace: float = 10.0  # how long `stop` waits for requests in flight
+    # The interpreter's thread switch interval while serving (sys.setswitchinterval; None: leave
+    # it). A handler back from the API server or Git needs the GIL for a moment, and by default
+    # it waits up to 5 ms for it behind a thread at work (the Git writer indexing a commit, say),
+    # several times per request: under load that is most of a callback's time outside the push.
+    switch_interval: float | None = 0.001
 
     def __post_init__(self) -> None:
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise ConfigurationError("TLS needs both a certificate file and a key file")
+        if self.switch_interval is not None and not 0 < self.switch_interval <= 1:
+            raise ConfigurationError("the thread switch interval must be above 0 and at most 1 second")
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,6 +544,8 @@ class SubscriptionServer:
         self._run()
 
     def _run(self) -> None:
+        if self.settings.switch_interval is not None:
+            sys.setswitchinterval(self.settings.switch_interval)  # the process's, for as long as it runs
         try:
             self._loop.run_until_complete(self._serve())
         finally:
