@@ -7,6 +7,7 @@ local issuer of the fixtures.
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import socket
@@ -347,10 +348,14 @@ def test_stop_right_after_start_and_without_start(running: Running) -> None:
 
 @pytest.fixture
 def switch_interval() -> Iterator[float]:
-    """The interpreter's thread switch interval, restored after the test (it is the process's)."""
+    """The interpreter's thread switch interval and garbage collector thresholds, restored after
+    the test (they are the process's); objects the server froze are thawed."""
     before = sys.getswitchinterval()
+    thresholds = gc.get_threshold()
     yield before
     sys.setswitchinterval(before)
+    gc.set_threshold(*thresholds)
+    gc.unfreeze()
 
 
 def test_serving_sets_the_thread_switch_interval_of_the_settings(
@@ -371,3 +376,25 @@ def test_serving_sets_the_thread_switch_interval_of_the_settings(
     for wrong in (0.0, -1.0, 2.0):
         with pytest.raises(ConfigurationError, match="thread switch interval"):
             SubscriptionServerSettings(switch_interval=wrong)
+
+
+def test_serving_freezes_what_is_alive_and_collects_young_objects_less_often(
+    server_factory: ServerFactory, switch_interval: float
+) -> None:
+    """Once serving, the objects alive at the start are out of the collector's scans and the
+    youngest generation is collected after `gc_threshold` new objects; None leaves both alone."""
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    running = server_factory(gc_threshold=5000)
+    assert running.client.send("GET", "/healthz").status == 200
+    assert gc.get_threshold() == (5000, 10, 10)
+    assert gc.get_freeze_count() > 0
+
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    running = server_factory(gc_threshold=None)
+    assert running.client.send("GET", "/healthz").status == 200
+    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(ConfigurationError, match="garbage collector"):
+        SubscriptionServerSettings(gc_threshold=0)
