@@ -132,9 +132,27 @@ class _Ranked(Generic[_K, _V]):
 
     def __init__(self) -> None:
         self._entries: dict[_K, list[tuple[_Rank, _V]]] = {}
+        # Keys whose lists only this instance holds (None: all of them). After `copy` the lists are
+        # shared with the copy, and each side replaces a list before it changes it.
+        self._owned: set[_K] | None = None
+
+    def copy(self) -> _Ranked[_K, _V]:
+        """An equal instance sharing the lists with this one; neither changes them in place again."""
+        twin: _Ranked[_K, _V] = _Ranked()
+        twin._entries = self._entries.copy()
+        twin._owned = set()
+        self._owned = set()
+        return twin
 
     def add(self, key: _K, rank: _Rank, value: _V) -> None:
-        bisect.insort(self._entries.setdefault(key, []), (rank, value), key=_rank_of)
+        owned = self._owned
+        if owned is None or key in owned:
+            bisect.insort(self._entries.setdefault(key, []), (rank, value), key=_rank_of)
+            return
+        entries = list(self._entries.get(key, ()))
+        bisect.insort(entries, (rank, value), key=_rank_of)
+        self._entries[key] = entries
+        owned.add(key)
 
     def remove(self, key: _K, parts: tuple[str, ...]) -> None:
         """Drop the values of the file `parts` (a file is replaced whole)."""
@@ -144,6 +162,8 @@ class _Ranked(Generic[_K, _V]):
         kept = [entry for entry in entries if entry[0][0] != parts]
         if kept:
             self._entries[key] = kept
+            if self._owned is not None:
+                self._owned.add(key)
         else:
             del self._entries[key]
 
@@ -157,6 +177,21 @@ class _Ranked(Generic[_K, _V]):
 
 def _rank_of(entry: tuple[_Rank, Any]) -> _Rank:
     return entry[0]
+
+
+# The `_Ranked` attributes of a SourceIndex (what `SourceIndex._copy` copies).
+_RANKED_FIELDS = (
+    "_apps",
+    "_apps_by_identifier",
+    "_tenants_by_id",
+    "_tenants_by_name",
+    "_tenants_of",
+    "_by_subdomain",
+    "_versions",
+    "_versions_of",
+    "_by_place",
+    "_by_namespace",
+)
 
 
 class SourceIndex:
@@ -185,10 +220,15 @@ class SourceIndex:
             self._add(contents)
 
     @classmethod
-    def of_tree(cls, tree: Path) -> SourceIndex:
+    def of_tree(cls, tree: Path, previous: SourceIndex | None = None) -> SourceIndex:
         """Index every YAML file under `tree` (hidden files and directories skipped, as a render
         skips them). UnreadableSource when a file is not YAML or a CAP document breaks its schema:
         a record must not be written beside one that cannot be read (it might be the same tenant).
+
+        `previous`: an index of the same tree at another commit (say the one before), unchanged
+        by this call; the records of the files that did not change since are taken from it
+        (`updated`) instead of being indexed again, so a new commit costs a walk of the tree and
+        the records of the files it changed.
 
         Inside the writer's batch (`working_index`), on the writer's thread, this is the batch's
         own index, kept current as the batch writes: no walk of the tree at all."""
@@ -197,9 +237,33 @@ class SourceIndex:
         if working is not None and working.index is not None:
             working.index.check_readable()
             return working.index
-        index = cls(_PARSED_FILES.contents_of(root))
+        contents = _PARSED_FILES.contents_of(root)
+        index = previous.updated(contents) if previous is not None else cls(contents)
         index.check_readable()
         return index
+
+    def updated(self, files: Iterable[_FileContents]) -> SourceIndex:
+        """The index of `files` (a tree's parsed files), equal to `SourceIndex(files)`, made from
+        this one: a file whose parsed contents are the very object this index holds keeps its
+        records, the others are replaced, those not in `files` dropped. This index does not change
+        (readers may hold it): the two share their lists until either side changes one."""
+        twin = self._copy()
+        wanted = {contents.path: contents for contents in files}
+        for path in [path for path in twin._files if path not in wanted]:
+            twin.replace_file(path, None)
+        for path, contents in wanted.items():
+            if twin._files.get(path) is not contents:
+                twin.replace_file(path, contents)
+        return twin
+
+    def _copy(self) -> SourceIndex:
+        twin = SourceIndex()
+        for name in _RANKED_FIELDS:
+            setattr(twin, name, getattr(self, name).copy())
+        twin._files = self._files.copy()
+        twin._unreadable = self._unreadable.copy()
+        twin._ordered = self._ordered  # never changed in place: replaced (None) on a change
+        return twin
 
     def check_readable(self) -> None:
         """UnreadableSource listing every problem, in path order, when a file has any."""

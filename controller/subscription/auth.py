@@ -42,6 +42,7 @@ Tokens, claims and keys are never logged or put into messages.
 
 from __future__ import annotations
 
+import functools
 import json
 import ssl
 import threading
@@ -64,6 +65,7 @@ ALGORITHM = "RS256"
 MAX_JWKS_BYTES = 1 << 20
 LOCK_STRIPES = 64
 MAX_REMEMBERED_FAILURES = 1024
+HEADERS_REMEMBERED = 1024  # tokens whose header `unverified_header` keeps (LRU)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,17 @@ def bearer_token(authorization: str | None) -> str:
 
 
 def unverified_header(token: str) -> dict[str, Any]:
+    """The token's header (not verified: what it claims), or 401 for a token that is no JWT or
+    not RS256-signed. A copy of the remembered one (`_header_of`)."""
+    return dict(_header_of(token))
+
+
+@functools.lru_cache(maxsize=HEADERS_REMEMBERED)
+def _header_of(token: str) -> Mapping[str, Any]:
+    """The header of a token, remembered for the tokens seen last: a callback's token is read for
+    its header up to three times (its form before the body is read, the handler, the
+    verification), and reading it decodes and checks every part of the token, not just the
+    header. A pure function of the token (a refusal is raised again each time, not remembered)."""
     try:
         header = jwt.get_unverified_header(token)
     except jwt.InvalidTokenError as error:

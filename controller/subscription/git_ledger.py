@@ -78,11 +78,23 @@ class _Snapshot:
     head: str
     index: SourceIndex
     apps_by_name: dict[tuple[str, str], AppTarget] = field(default_factory=dict)  # first file wins
-    tenants_by_id: dict[str, list[TenantRecord]] = field(default_factory=dict)
+    _tenants_by_id: dict[str, list[TenantRecord]] | None = None  # made when first asked
 
     def application(self, identifier_hash: str) -> AppTarget | None:
         record = self.index.application_by_identifier(identifier_hash)
         return self.apps_by_name.get((record.namespace, record.name)) if record else None
+
+    def tenants_with_id(self, tenant_id: str) -> list[TenantRecord]:
+        """Every tenant record with this tenant id, whatever its application, in path order
+        (only subscription manager unsubscribes ask: made on the first question, not per commit;
+        two threads asking at once both make the same table)."""
+        by_id = self._tenants_by_id
+        if by_id is None:
+            by_id = {}
+            for tenant in self.index.tenants:
+                by_id.setdefault(tenant.tenant_id, []).append(tenant)
+            self._tenants_by_id = by_id
+        return by_id.get(tenant_id, [])
 
 
 class _Refresher:
@@ -204,7 +216,9 @@ class GitTenantLedger:
 
     def _index_commit(self, tree: Path, commit: str) -> None:
         """Index our commit while its push is in flight; published once it landed."""
-        snapshot = _build_snapshot(tree, commit)
+        with self._snapshot_lock:
+            previous = self._pending or self._snapshot
+        snapshot = _build_snapshot(tree, commit, previous)
         with self._snapshot_lock:
             self._pending = snapshot
 
@@ -269,7 +283,7 @@ class GitTenantLedger:
 
     def find_tenant_by_subscription(self, subscription_guid: str, tenant_id: str) -> TenantTarget | None:
         def lookup(snapshot: _Snapshot) -> TenantTarget | None:
-            for record in snapshot.tenants_by_id.get(tenant_id, []):
+            for record in snapshot.tenants_with_id(tenant_id):
                 app = snapshot.apps_by_name.get((record.namespace, record.application))
                 target = _tenant_target(snapshot.index, record, app) if app else None
                 if target is not None and target.subscription_guid == subscription_guid:
@@ -334,7 +348,9 @@ class GitTenantLedger:
                 return snapshot
             pending = self._pending
             snapshot = self._snapshot = (
-                pending if pending and pending.head == head else _build_snapshot(tree, head)
+                pending
+                if pending and pending.head == head
+                else _build_snapshot(tree, head, pending or snapshot)
             )
         with self._indexed:  # lookups waiting for the index of the new head (`_current`)
             self._indexed.notify_all()
@@ -380,13 +396,14 @@ class GitTenantLedger:
             ) from None
 
 
-def _build_snapshot(tree: Path, head: str) -> _Snapshot:
-    index = SourceIndex.of_tree(tree)
+def _build_snapshot(tree: Path, head: str, previous: _Snapshot | None = None) -> _Snapshot:
+    """The snapshot of `tree` at commit `head`; `previous`, a snapshot of the same clone at an
+    earlier commit, lends the records of every file that did not change since (a commit of a
+    batch costs a walk of the tree and the files the batch wrote, not an index of every record)."""
+    index = SourceIndex.of_tree(tree, previous.index if previous is not None else None)
     snapshot = _Snapshot(head, index)
     for record in index.applications:
         snapshot.apps_by_name.setdefault((record.namespace, record.name), _app_target(index, record))
-    for tenant in index.tenants:
-        snapshot.tenants_by_id.setdefault(tenant.tenant_id, []).append(tenant)
     return snapshot
 
 

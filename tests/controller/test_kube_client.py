@@ -3,12 +3,17 @@ finalizers guarded by JSON-patch tests, watch, and the error mapping. Nothing is
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from kubernetes.client import ApiClient
 
+from btp_gitops.controller.errors import KubeUnavailable
 from btp_gitops.controller.kube import CONFIG_MAP, Conflict, KubeClient, KubeRequestRefused, NotFound
+from tests.controller.subscription.peers import make_pki
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kube
@@ -120,3 +125,45 @@ def test_delete_with_preconditions_spares_a_changed_or_replaced_object(
         )
     assert kube.delete(CONFIG_MAP, "p", kube_namespace, preconditions=replacement) is True
     assert kube.get(CONFIG_MAP, "p", kube_namespace) is None
+
+
+def test_connections_share_one_tls_context_and_still_check_the_server(
+    kube_api: KubeAPI, kube_namespace: str, tmp_path: Path
+) -> None:
+    """After `keep_connections`, every connection to the API server uses one SSL context, loaded
+    once with the kubeconfig's CA and client certificate (not per connection): requests from many
+    threads at once, each on a connection of its own, authenticate with the client certificate,
+    and a client whose CA is another one is refused the server's certificate as before."""
+    client = KubeClient(kube_api.api_client())
+    client.keep_connections(16)
+    pool_manager = client._api.rest_client.pool_manager
+    settings = pool_manager.connection_pool_kw
+    context = settings["ssl_context"]
+    assert isinstance(context, ssl.SSLContext)
+    assert not any(settings.get(key) for key in ("ca_certs", "cert_file", "key_file", "ca_cert_data"))
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    started = threading.Barrier(8)
+
+    def create(number: int) -> None:
+        started.wait()
+        client.create(CONFIG_MAP, _config_map(f"tls-{number}", kube_namespace), kube_namespace)
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(client.list(CONFIG_MAP, kube_namespace)) >= 8
+    pool = pool_manager.connection_from_url(kube_api.server)  # the one the requests went through
+    connections = [c for c in list(pool.pool.queue) if c is not None]
+    assert len(connections) > 1 and {id(c.ssl_context) for c in connections} == {id(context)}
+    client.close()
+
+    stranger = make_pki(tmp_path).ca_file  # a CA that signed nothing the API server presents
+    configuration = kube_api.configuration()
+    configuration.ssl_ca_cert = str(stranger)
+    other = KubeClient(ApiClient(configuration))
+    other.keep_connections(4)
+    with pytest.raises(KubeUnavailable):
+        other.get(CONFIG_MAP, "tls-0", kube_namespace)
+    other.close()

@@ -692,3 +692,78 @@ def test_the_render_provisions_a_new_subscription_and_drops_a_deprovisioned_tena
         ),
     )
     assert rendered_tenant_jobs(remote, tmp_path, NEW_NAME) is None
+
+
+def _index_view(index: SourceIndex) -> dict[str, Any]:
+    """Everything an index answers about the example's namespace and application."""
+    tenants = index.tenants
+    app = index.application(NAMESPACE, APP)
+    return {
+        "applications": index.applications,
+        "tenants": tenants,
+        "versions": index.versions,
+        "documents": [(path, document.body) for path, document in index.documents],
+        "app": app,
+        "app by hash": index.application_by_identifier(app.identifier_hash) if app else None,
+        "by id": {t.tenant_id: index.tenant(t.namespace, t.application, t.tenant_id) for t in tenants},
+        "by name": {t.name: index.tenant_named(t.namespace, t.name) for t in tenants},
+        "of app": index.tenants_of(NAMESPACE, APP),
+        "by subdomain": {
+            t.sub_domain: index.tenants_with_subdomain(NAMESPACE, APP, t.sub_domain) for t in tenants
+        },
+        "versions of app": index.versions_of(NAMESPACE, APP),
+        "namespace": [document.body for document in index.documents_of_namespace(NAMESPACE)],
+    }
+
+
+def _tenant_file(tree: Path, relative: str, name: str, tenant_id: str, sub_domain: str) -> None:
+    body = yaml.safe_load((EXAMPLE / "tenants" / "acme.yaml").read_text())
+    body["metadata"]["name"] = name
+    body["spec"]["tenantId"] = tenant_id
+    body["spec"]["subDomain"] = sub_domain
+    (tree / relative).write_text(yaml.safe_dump(body))
+
+
+def test_an_index_made_from_the_one_before_answers_as_one_made_anew(tmp_path: Path) -> None:
+    """`of_tree(tree, previous)` (the subscription server indexes each new commit so) answers
+    exactly as `of_tree(tree)`, whatever the files did in between (new, rewritten, removed, a
+    second record of a name ahead of the first in path order, an unreadable file and its repair),
+    and leaves the index it was made from as it was: readers may be holding it."""
+    tree = tmp_path / "tree"
+    shutil.copytree(EXAMPLE, tree)
+    first = SourceIndex.of_tree(tree)
+    first_view = _index_view(first)
+
+    _tenant_file(tree, "tenants/newco.yaml", "newco", NEW_ID, "newco")
+    globex = tree / "tenants" / "globex.yaml"
+    globex.write_text(globex.read_text().replace("subDomain: globex", "subDomain: globex-moved"))
+    (tree / "tenants" / "initech.yaml").unlink()
+    _tenant_file(tree, "tenants/aa-acme-twin.yaml", "acme", ACME_ID, "acme-twin")
+
+    second = SourceIndex.of_tree(tree, first)
+    assert _index_view(second) == _index_view(SourceIndex.of_tree(tree))
+    assert _index_view(first) == first_view
+    twin = second.tenant_named(NAMESPACE, "acme")
+    assert twin is not None and twin.path == Path("tenants/aa-acme-twin.yaml")  # first in path order
+    assert [t.sub_domain for t in second.tenants_with_subdomain(NAMESPACE, APP, "globex-moved")] == [
+        "globex-moved"
+    ]
+    assert second.tenant(NAMESPACE, APP, INITECH_ID) is None
+    # The records of the files that did not change are the very ones of the index before.
+    assert second.application(NAMESPACE, APP) is first.application(NAMESPACE, APP)
+
+    broken = tree / "tenants" / "broken.yaml"
+    broken.write_text("kind: [unclosed\n")
+    with pytest.raises(UnreadableSource) as derived:
+        SourceIndex.of_tree(tree, second)
+    with pytest.raises(UnreadableSource) as anew:
+        SourceIndex.of_tree(tree)
+    assert derived.value.message == anew.value.message
+
+    broken.unlink()
+    (tree / "tenants" / "aa-acme-twin.yaml").unlink()
+    third = SourceIndex.of_tree(tree, second)
+    assert _index_view(third) == _index_view(SourceIndex.of_tree(tree))
+    acme = third.tenant_named(NAMESPACE, "acme")
+    assert acme is not None and acme.path == Path("tenants/acme.yaml")
+    assert _index_view(first) == first_view

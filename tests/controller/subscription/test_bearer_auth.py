@@ -17,17 +17,20 @@ import ssl
 import time
 from collections.abc import Callable
 
+import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from btp_gitops.controller.errors import TemporaryError
+from btp_gitops.controller.errors import AuthenticationFailed, TemporaryError
 from btp_gitops.controller.kube import CONFIG_MAP
 from btp_gitops.controller.subscription.auth import (
     JwksCache,
     TokenExpectation,
+    TokenVerifier,
     audience_matches,
     audiences_of,
     host_within,
+    unverified_header,
 )
 from tests.controller.subscription.conftest import (
     SAAS_CLIENT_ID,
@@ -318,3 +321,29 @@ def test_the_bindings_key_set_survives_any_number_of_other_urls(issuer: Issuer, 
     assert cache.key(issuer.jku, "key-1", trusted=True) is not None
     assert issuer.fetches == fetched
     assert len(cache._others) <= 8
+
+
+def test_a_remembered_token_header_does_not_spare_its_verification(
+    issuer: Issuer, pki: Pki, tokens: TokenFactory
+) -> None:
+    """The header of a token is remembered (it is read three times per callback), never whether
+    the token verified: the same token is refused once it expired, and a tampered copy with the
+    same header fails its signature. Callers get a copy of the remembered header."""
+    cache = JwksCache(ssl.create_default_context(cafile=str(pki.ca_file)), fetch_timeout=5)
+    verifier = TokenVerifier(cache, leeway=0)
+    expected = TokenExpectation(
+        uaadomain="localhost", xsappname=XSAPPNAME, clientid=SAAS_CLIENT_ID, key_urls=frozenset()
+    )
+    token = tokens(claims={"exp": now() + 2})
+    header = unverified_header(token)
+    header["jku"] = "https://elsewhere.example.com/token_keys"
+    assert unverified_header(token)["jku"] == issuer.jku
+
+    verifier.verify(token, expected)
+    head, _, signature = token.split(".")
+    other = tokens(claims={"exp": now() + 600}).split(".")[1]
+    with pytest.raises(AuthenticationFailed, match="signature does not verify"):
+        verifier.verify(f"{head}.{other}.{signature}", expected)
+    time.sleep(max(0.0, jwt.decode(token, options={"verify_signature": False})["exp"] - time.time() + 1.1))
+    with pytest.raises(AuthenticationFailed, match="has expired"):
+        verifier.verify(token, expected)

@@ -7,10 +7,12 @@ local issuer of the fixtures.
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import socket
 import ssl
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from btp_gitops.controller.errors import ConfigurationError
 from btp_gitops.controller.gitstore import RepoSettings, SourceRepo
 from btp_gitops.controller.subscription.git_ledger import GitTenantLedger
 from btp_gitops.controller.subscription.server import SubscriptionServer, SubscriptionServerSettings
@@ -341,3 +344,57 @@ def test_stop_right_after_start_and_without_start(running: Running) -> None:
         server.stop()
         server.stop()
         assert time.monotonic() - started < 5
+
+
+@pytest.fixture
+def switch_interval() -> Iterator[float]:
+    """The interpreter's thread switch interval and garbage collector thresholds, restored after
+    the test (they are the process's); objects the server froze are thawed."""
+    before = sys.getswitchinterval()
+    thresholds = gc.get_threshold()
+    yield before
+    sys.setswitchinterval(before)
+    gc.set_threshold(*thresholds)
+    gc.unfreeze()
+
+
+def test_serving_sets_the_thread_switch_interval_of_the_settings(
+    server_factory: ServerFactory, switch_interval: float
+) -> None:
+    """Handlers back from I/O get the GIL within the configured interval (default 1 ms, not the
+    interpreter's 5 ms); None leaves the interpreter's as it is; out-of-range values are refused."""
+    sys.setswitchinterval(0.005)
+    running = server_factory()
+    assert running.client.send("GET", "/healthz").status == 200
+    assert sys.getswitchinterval() == pytest.approx(SubscriptionServerSettings().switch_interval)
+
+    sys.setswitchinterval(0.004)
+    running = server_factory(switch_interval=None)
+    assert running.client.send("GET", "/healthz").status == 200
+    assert sys.getswitchinterval() == pytest.approx(0.004)
+
+    for wrong in (0.0, -1.0, 2.0):
+        with pytest.raises(ConfigurationError, match="thread switch interval"):
+            SubscriptionServerSettings(switch_interval=wrong)
+
+
+def test_serving_freezes_what_is_alive_and_collects_young_objects_less_often(
+    server_factory: ServerFactory, switch_interval: float
+) -> None:
+    """Once serving, the objects alive at the start are out of the collector's scans and the
+    youngest generation is collected after `gc_threshold` new objects; None leaves both alone."""
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    running = server_factory(gc_threshold=5000)
+    assert running.client.send("GET", "/healthz").status == 200
+    assert gc.get_threshold() == (5000, 10, 10)
+    assert gc.get_freeze_count() > 0
+
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    running = server_factory(gc_threshold=None)
+    assert running.client.send("GET", "/healthz").status == 200
+    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(ConfigurationError, match="garbage collector"):
+        SubscriptionServerSettings(gc_threshold=0)
