@@ -554,15 +554,23 @@ class SubscriptionServer:
         self._run()
 
     def _run(self) -> None:
+        # Both settings are the process's: they hold while this server serves and are put back
+        # afterwards, so a process that goes on (the controller, a test session) is left as found.
+        interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
         if self.settings.switch_interval is not None:
-            sys.setswitchinterval(self.settings.switch_interval)  # the process's, for as long as it runs
+            sys.setswitchinterval(self.settings.switch_interval)
         if self.settings.gc_threshold is not None:
             gc.freeze()  # what is alive now stays: later collections do not scan it
-            gc.set_threshold(self.settings.gc_threshold, *gc.get_threshold()[1:])
+            gc.set_threshold(self.settings.gc_threshold, *thresholds[1:])
         try:
             self._loop.run_until_complete(self._serve())
         finally:
             self._loop.close()
+            if self.settings.switch_interval is not None:
+                sys.setswitchinterval(interval)
+            if self.settings.gc_threshold is not None:
+                gc.set_threshold(*thresholds)
+                gc.unfreeze()
 
     async def _serve(self) -> None:
         server = web.Server(

@@ -367,6 +367,8 @@ def test_serving_sets_the_thread_switch_interval_of_the_settings(
     running = server_factory()
     assert running.client.send("GET", "/healthz").status == 200
     assert sys.getswitchinterval() == pytest.approx(SubscriptionServerSettings().switch_interval)
+    running.server.stop()  # a process that goes on gets its own interval back
+    assert sys.getswitchinterval() == pytest.approx(0.005)
 
     sys.setswitchinterval(0.004)
     running = server_factory(switch_interval=None)
@@ -389,6 +391,9 @@ def test_serving_freezes_what_is_alive_and_collects_young_objects_less_often(
     assert running.client.send("GET", "/healthz").status == 200
     assert gc.get_threshold() == (5000, 10, 10)
     assert gc.get_freeze_count() > 0
+    running.server.stop()  # and its collector as it was
+    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.get_freeze_count() == 0
 
     gc.unfreeze()
     gc.set_threshold(700, 10, 10)
