@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from btp_gitops.generator.core.layout import app_path
+
 MANIFEST_FILE = ".btp-gitops-files"
 _MANIFEST_HEAD = (
     "# Written by `btp-gitops render`: the files of this cluster directory it owns, one per line.\n"
@@ -87,13 +89,15 @@ def owned_files(files: Mapping[str, bytes], records: Collection[str]) -> set[str
 
 
 def object_counts(paths: Iterable[str]) -> dict[str, int]:
-    """App -> how many object files it has: files in an app directory, kustomizations left out."""
+    """App -> how many object files it has: files in an app directory, kustomizations left out.
+    Apps are read from the paths of either layout (core.layout.app_path), so moving a tenant into
+    its shard directory keeps its objects."""
     counts: dict[str, int] = {}
     for path in paths:
-        app, slash, rest = path.partition("/")
-        if not slash or app.startswith(".") or rest.rpartition("/")[2] == _KUSTOMIZATION:
+        where = app_path(path)
+        if not where.app or where.app.startswith(".") or where.inside.rpartition("/")[2] == _KUSTOMIZATION:
             continue
-        counts[app] = counts.get(app, 0) + 1
+        counts[where.app] = counts.get(where.app, 0) + 1
     return counts
 
 

@@ -21,7 +21,7 @@ from btp_gitops.generator.core.errors import (
     UnsafeOutput,
     raise_if_problems,
 )
-from btp_gitops.generator.core.layout import app_files, staged_app_files
+from btp_gitops.generator.core.layout import TENANTS_DIR, app_directory, app_files, app_path, staged_app_files
 from btp_gitops.generator.core.names import (
     NameRule,
     metadata_name_problems,
@@ -164,6 +164,22 @@ def reject_unsafe_paths(apps: list[AppRender], files: dict[str, str]) -> None:
         for app in apps
         if (message := name_message(app.app, NameRule.SUBDOMAIN)) is not None
     ]
+    problems += [
+        Problem(
+            file=app.manifests[0].origin if app.manifests else app.app,
+            message=f"app group {message}",
+        )
+        for app in apps
+        if app.group is not None and (message := name_message(app.group, NameRule.SUBDOMAIN)) is not None
+    ]
+    problems += [
+        Problem(
+            file=app.manifests[0].origin if app.manifests else app.app,
+            message=f"an app directory may not be named {TENANTS_DIR!r}: the tenants' directory is",
+        )
+        for app in apps
+        if app.group is None and app.app == TENANTS_DIR
+    ]
     for app in apps:
         for manifest in app.manifests:
             metadata = manifest.body.get("metadata")
@@ -226,8 +242,9 @@ def lay_out_cluster(
         if not app.manifests:
             continue
         drop_empty_metadata_maps(app.manifests)
+        directory = app_directory(app.app, app.group)
         for name, text in lay_out_app(app.manifests, target).items():
-            files[f"{app.app}/{name}"] = text
+            files[f"{directory}/{name}"] = text
     return dict(sorted(files.items()))
 
 
@@ -250,8 +267,8 @@ def carry_over(files: dict[str, str], apps: frozenset[str], previous: Mapping[st
     version of btp-gitops would lay out, so Argo CD and Flux see nothing to change or prune."""
     if not apps:
         return files
-    fresh = {path: text for path, text in files.items() if path.split("/", 1)[0] not in apps}
-    kept = {path: text for path, text in previous.items() if "/" in path and path.split("/", 1)[0] in apps}
+    fresh = {path: text for path, text in files.items() if app_path(path).app not in apps}
+    kept = {path: text for path, text in previous.items() if "/" in path and app_path(path).app in apps}
     return dict(sorted({**fresh, **kept}.items()))
 
 
@@ -314,8 +331,9 @@ def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
     """`+ app: Kind ns/name` lines for the commit message."""
 
     def ref(path: str, text: str | bytes) -> str:
+        app = app_path(path).app if "/" in path else path
         if path.endswith("kustomization.yaml"):
-            return f"{path.split('/', maxsplit=1)[0]}: kustomization"
+            return f"{app}: kustomization"
         if "/" not in path:  # a record beside the apps (.kyma-modules.json), not an object
             return path
         try:
@@ -327,7 +345,7 @@ def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
         described = (
             describe(body) if isinstance(body, dict) and isinstance(body.get("metadata"), dict) else path
         )
-        return f"{path.split('/', maxsplit=1)[0]}: {described}"
+        return f"{app}: {described}"
 
     listed: list[tuple[str, str, str | bytes]] = [("+", p, files[p]) for p in changes.added]
     listed += [("~", p, files[p]) for p in changes.changed]
