@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from btp_gitops.generator.core.layout import shard_of
 from tests.cap.conftest import (
     CAP_APP,
     CLUSTER,
@@ -39,12 +40,14 @@ def test_multi_tenant_application_matches_snapshot(
         "cap-clusterdomain.shops-external",
         "cap-domain.bookshop.bookshop",
         "cap-domain.bookshop.bookshop-partners",
-        "cap-tenant.bookshop.acme",
-        "cap-tenant.bookshop.bookshop-provider",
-        "cap-tenant.bookshop.globex",
-        "cap-tenant.bookshop.initech",
         "cap.bookshop.bookshop",
+        "tenants",
     ]
+    # Each tenant in a shard directory of its application's group (core.layout).
+    tenants = [f"cap-tenant.bookshop.{name}" for name in ("acme", "bookshop-provider", "globex", "initech")]
+    assert {"/".join(path.split("/")[3:6]) for path in tree if path.split("/")[2] == "tenants"} == {
+        f"bookshop.bookshop/{shard_of(app)}/{app}" for app in tenants
+    }
     assert tree_as_yaml(tree) == yaml_snapshot
 
 

@@ -17,10 +17,18 @@ from typing import Any
 import git
 import pytest
 
+from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.render import RenderRequest, RenderResult, render_into_repo
-from tests.cap_tenants.conftest import CLUSTER, recorded_status, tenant_dir, tenant_record, write_tenants
+from tests.cap_tenants.conftest import (
+    CLUSTER,
+    recorded_status,
+    tenant_dir,
+    tenant_files,
+    tenant_record,
+    write_tenants,
+)
 
 TENANTS = 1000
 
@@ -49,12 +57,14 @@ def test_one_new_tenant_changes_only_its_own_files(shop_source: Path, tmp_path: 
     repo_dir = tmp_path / "repo"
     first = render_and_commit(shop_source, repo_dir)
     assert first.commit is not None
-    assert sum(1 for path in first.files if path.startswith("cap-tenant.")) > 3 * TENANTS
+    assert sum(1 for path in first.files if app_path(path).app.startswith("cap-tenant.")) > 3 * TENANTS
 
     write_tenants(shop_source, [tenant_record("newcomer", status=recorded_status("shop-2"))])
     second = render_and_commit(shop_source, repo_dir)
 
-    own = f"clusters/{CLUSTER}/{tenant_dir('newcomer')}/"
+    [directory] = {app_path(path).directory for path in tenant_files(second.files, "newcomer")}
+    assert directory.startswith("tenants/")  # its shard directory: the trees above it stay small
+    own = f"clusters/{CLUSTER}/{directory}/"
     with git.Repo(repo_dir) as repo:
         commit = repo.commit(second.commit)
         changes = [(diff.change_type, diff.b_path) for diff in commit.parents[0].diff(commit)]
@@ -68,4 +78,4 @@ def test_one_new_tenant_changes_only_its_own_files(shop_source: Path, tmp_path: 
     assert all(path.startswith(own) for _, path in changes), [p for _, p in changes if not p.startswith(own)]
     assert len(changes) == 7  # CAPTenant, DNS entry, three upgrade Jobs, VirtualService, kustomization.yaml
     assert second.changes.changed == () and second.changes.removed == ()
-    assert all(path.startswith(tenant_dir("newcomer")) for path in second.changes.added)
+    assert all(app_path(path).app == tenant_dir("newcomer") for path in second.changes.added)

@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from btp_gitops.generator.core.layout import app_directory, app_path
 from tests.conftest import CLI, EXAMPLES, ROOT
 from tests.support.crds import load_crds, our_crd_files, third_party_crd_files
 from tests.support.dry_run import (
@@ -424,7 +425,7 @@ def test_flux_applies_and_prunes_what_btp_gitops_renders(
     (repo.sources / "cap-app" / "tenants" / "hooli.yaml").write_text(NEW_TENANT)
     second = repo.render_and_push()
     changed = repo.changed_files(first, second)
-    tenant_dir = f"clusters/{CLUSTER}/cap-tenant.bookshop.hooli/"
+    tenant_dir = f"clusters/{CLUSTER}/{app_directory('cap-tenant.bookshop.hooli', 'bookshop.bookshop')}/"
     records = {f"clusters/{CLUSTER}/.wiring/kustomization.yaml", f"clusters/{CLUSTER}/.btp-gitops-files"}
     assert {path for path, status in changed.items() if status != "A"} == records, changed
     assert all(
@@ -434,7 +435,7 @@ def test_flux_applies_and_prunes_what_btp_gitops_renders(
     with_tenant = rendered_objects(repo.cluster_dir)
     after = state(cluster, with_tenant)
     added = set(after) - set(before)
-    assert {obj.path.split("/")[2] for obj in with_tenant if key(obj) in added} == {
+    assert {app_path(obj.path.split("/", 2)[2]).app for obj in with_tenant if key(obj) in added} == {
         "cap-tenant.bookshop.hooli",
         ".wiring",
     }
