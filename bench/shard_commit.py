@@ -129,6 +129,7 @@ def new_repo(path: Path) -> Path:
     _git(path, "init", "--quiet", "--initial-branch=main")
     _git(path, "config", "user.name", "bench")
     _git(path, "config", "user.email", "bench@localhost")
+    _git(path, "config", "gc.auto", "0")  # no repack in the background of the timed commits
     return path
 
 

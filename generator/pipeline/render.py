@@ -410,6 +410,32 @@ def owned_previous(where: Path, tree: ScannedTree) -> dict[str, str]:
     }
 
 
+def moved_into_groups(previous: Mapping[str, str], apps: list[AppRender]) -> list[str]:
+    """The apps the previous tree holds directly in the cluster directory that this render puts
+    into a group's shard directory (a repository rendered before the tenants were sharded)."""
+    flat = {place.app for path in previous if not (place := app_path(path)).grouped}
+    return sorted(app.app for app in apps if app.group is not None and app.manifests and app.app in flat)
+
+
+def layout_move_note(moved: list[str], target: TargetOptions) -> list[Note]:
+    """For Argo CD, a warning when tenants move: an ApplicationSet running in the cluster that
+    does not know the shard directories deletes their Applications, and with them their objects."""
+    if not moved or target.target != ARGOCD:
+        return []
+    shown = ", ".join(moved[:3]) + (" ..." if len(moved) > 3 else "")
+    return [
+        Note(
+            Level.WARNING,
+            "TenantsMoved",
+            f"{len(moved)} tenant app(s): {shown}",
+            "moved from the cluster directory into shard directories under tenants/: before Argo CD "
+            "sees this commit, the ApplicationSet in the cluster must find the new directories, or it "
+            "deletes these Applications and their objects (see 'Where the app directories sit' in "
+            "docs/gitops/index.md)",
+        )
+    ]
+
+
 def refuse_emptying(where: Path, previous: Mapping[str, str], written: Mapping[str, str]) -> None:
     removal = removal_refusal(previous, written)
     if removal is not None:
@@ -459,6 +485,7 @@ def render_into_repo(
             allow_paths=request.allow_paths,
         )
         result.raise_if_strict(request.strict)
+        result.notes += layout_move_note(moved_into_groups(previous, result.apps), request.target)
         if request.validate is not None:
             progress.update("validating output", 0)
             result.notes += validate_render(where, result.files, request.validate)

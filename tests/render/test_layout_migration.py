@@ -75,6 +75,9 @@ def test_one_render_moves_an_old_repository_to_the_fresh_layout(
 
     assert migrated.returncode == 0, migrated.stderr
     assert read_tree(old / "clusters" / CLUSTER) == fresh
+    # Argo CD must learn the new directories before it sees the commit: the render says so.
+    warned = "warning: TenantsMoved: 4 tenant app(s): cap-tenant.bookshop.acme, " in migrated.stdout
+    assert warned == ("argocd" in options), migrated.stdout
     assert not [p for p in (old / "clusters" / CLUSTER).iterdir() if p.name.startswith("cap-tenant.")]
     # Git holds the very tree a fresh render commits, and nothing is left to commit.
     subtree = f"HEAD:clusters/{CLUSTER}"
@@ -83,6 +86,7 @@ def test_one_render_moves_an_old_repository_to_the_fresh_layout(
     again = render(run_cli, old, options)
     assert again.returncode == 0, again.stderr
     assert "0 added, 0 changed, 0 removed" in again.stdout
+    assert "TenantsMoved" not in again.stdout
     assert git(old, "rev-list", "--count", "HEAD") == "2"
 
 
