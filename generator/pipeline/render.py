@@ -175,7 +175,7 @@ def reject_unsafe_paths(apps: list[AppRender], files: dict[str, str]) -> None:
     problems += [
         Problem(
             file=app.manifests[0].origin if app.manifests else app.app,
-            message=f"an app directory may not be named {TENANTS_DIR!r}: the tenants' directory is",
+            message=f"an app may not be named {TENANTS_DIR!r} (the directory of the tenants' shards)",
         )
         for app in apps
         if app.group is None and app.app == TENANTS_DIR

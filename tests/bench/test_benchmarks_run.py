@@ -35,3 +35,24 @@ def test_cap_tenants_benchmark_runs() -> None:
     assert done.stdout.count("ratio:") == 2  # the upgrade wave (the goal's scenario) and steady
     assert "upgrade-wave: 40 tenants" in done.stdout
     assert "      40 tenants:" in done.stdout  # the linearity table reached the full size
+
+
+def test_shard_commit_benchmark_runs() -> None:
+    """On 200 tenants too, one tenant's commit writes fewer tree bytes sharded than flat."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.shard_commit", "--tenants", "200", "--repeat", "3"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    trees = {
+        line.split(":")[0].strip(): int(line.split("tree bytes")[1].split()[0].replace(",", ""))
+        for line in done.stdout.splitlines()
+        if "tree bytes" in line and "/" not in line
+    }
+    assert set(trees) == {"sharded", "flat (baseline)"}, done.stdout
+    assert trees["sharded"] < trees["flat (baseline)"], done.stdout
+    assert "load average" in done.stdout

@@ -16,6 +16,7 @@ from collections import Counter
 
 import pytest
 
+from btp_gitops.generator.core.errors import InvalidSpec
 from btp_gitops.generator.core.layout import (
     TENANTS_DIR,
     AppPath,
@@ -23,8 +24,11 @@ from btp_gitops.generator.core.layout import (
     app_path,
     shard_of,
 )
+from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.ownership import object_counts, removal_refusal
+from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.diff.compare import ChangeKind, compare_trees
+from btp_gitops.generator.pipeline.render import reject_unsafe_paths
 from btp_gitops.generator.wiring.layout import detect_layout
 from btp_gitops.generator.wiring.objects import ARGOCD, FLUX
 
@@ -127,3 +131,17 @@ def test_the_layout_is_read_through_shard_directories() -> None:
     argocd = detect_layout({f"{directory}/job-x.yaml": b"kind: Job\n"})
     assert flux is not None and (flux.target, flux.emit) == (FLUX, False)
     assert argocd is not None and (argocd.target, argocd.emit) == (ARGOCD, False)
+
+
+def test_an_app_named_like_the_tenants_directory_or_an_unsafe_group_is_refused() -> None:
+    config = Manifest({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, "source.yaml")
+    lay_out = [AppRender(TENANTS_DIR, [config]), AppRender(TENANT, [config], group="Bad/Group")]
+
+    with pytest.raises(InvalidSpec) as raised:
+        reject_unsafe_paths(lay_out, {})
+
+    messages = [problem.message for problem in raised.value.problems]
+    assert any("may not be named 'tenants'" in message for message in messages), messages
+    assert any(message.startswith("app group ") for message in messages), messages
+    # Grouped, an app may be called anything a directory may: only the top level is reserved.
+    reject_unsafe_paths([AppRender(TENANTS_DIR, [config], group="bookshop.bookshop")], {})
