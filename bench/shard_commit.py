@@ -72,7 +72,7 @@ def flat_layout(files: dict[str, str]) -> dict[str, str]:
             else text
         )
     if MANIFEST_FILE in flat:
-        flat[MANIFEST_FILE] = manifest_text(flat)
+        flat[MANIFEST_FILE] = manifest_text(flat, sharded=False)  # as written before the sharding
     return dict(sorted(flat.items()))
 
 
@@ -101,10 +101,10 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def commit(repo: Path, files: dict[str, str], message: str) -> tuple[float, float]:
+def commit(repo: Path, files: dict[str, str], message: str, *, sharded: bool) -> tuple[float, float]:
     """Write `files` as the cluster directory with the real writer and commit it: (wall, CPU) of
     the commit."""
-    written = {**files, MANIFEST_FILE: manifest_text(files)}
+    written = {**files, MANIFEST_FILE: manifest_text(files, sharded=sharded)}
     write_subtree(repo, SUBTREE, written)
     wall, cpu = time.perf_counter(), _cpu()
     made = commit_subtree(repo, SUBTREE, lambda _changes: message)
@@ -152,14 +152,16 @@ def main() -> int:
         repos = {name: new_repo(work / name) for name in layouts}
         base = args.tenants + 1
         for name, layout in layouts.items():
-            wall, _ = commit(repos[name], layout(first_tenants(rendered, apps, base)), f"{base} tenants")
+            files = layout(first_tenants(rendered, apps, base))
+            wall, _ = commit(repos[name], files, f"{base} tenants", sharded=name == "sharded")
             print(f"{name}: committed {base} tenant apps in {wall:.1f} s")
         results: dict[str, list[tuple[int, int, float, float]]] = {name: [] for name in layouts}
         for step in range(args.repeat):
             order = list(layouts) if step % 2 == 0 else list(reversed(layouts))
             files = first_tenants(rendered, apps, base + step + 1)
             for name in order:
-                wall, cpu = commit(repos[name], layouts[name](files), f"one tenant more ({step + 1})")
+                message = f"one tenant more ({step + 1})"
+                wall, cpu = commit(repos[name], layouts[name](files), message, sharded=name == "sharded")
                 trees, blobs = new_object_bytes(repos[name])
                 results[name].append((trees, blobs, wall, cpu))
         load = os.getloadavg()

@@ -20,6 +20,7 @@ or Flux would prune everything. See `removal_refusal` for the exact rule.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -30,14 +31,33 @@ _MANIFEST_HEAD = (
     "# Written by `btp-gitops render`: the files of this cluster directory it owns, one per line.\n"
     "# The next render replaces exactly these; it refuses to run over any other file. Do not edit.\n"
 )
+# Written into the manifests of cluster directories whose CAP tenants sit in shard directories
+# (core.layout.app_directory). A directory rendered before the sharding has no such line and keeps
+# its flat layout until a render with --migrate-layout: moving every tenant at once is only safe
+# once the GitOps controller knows the new directories (docs/gitops/index.md).
+SHARDED_LAYOUT_LINE = "# Layout: tenant apps in shard directories (tenants/<group>/<shard>/<app>).\n"
 _KUSTOMIZATION = "kustomization.yaml"
 _KUSTOMIZATION_HEAD = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
 
 
-def manifest_text(paths: Iterable[str]) -> str:
+def manifest_text(paths: Iterable[str], *, sharded: bool = True) -> str:
     """The manifest for a cluster directory holding `paths` (the manifest itself left out)."""
     listed = sorted(path for path in set(paths) if path != MANIFEST_FILE)
-    return _MANIFEST_HEAD + "".join(f"{path}\n" for path in listed)
+    head = _MANIFEST_HEAD + (SHARDED_LAYOUT_LINE if sharded else "")
+    return head + "".join(f"{path}\n" for path in listed)
+
+
+def shards_tenants(manifest: str | None, previous: Collection[str], migrate: bool) -> bool:
+    """Whether a render puts tenant apps into shard directories: always in a new or empty cluster
+    directory (`previous`: the paths it holds), in one already sharded (its manifest says so, or
+    it holds a shard directory), or when asked to migrate (`--migrate-layout`); a populated
+    directory rendered before the sharding keeps its flat layout."""
+    if migrate or not previous or any(app_path(path).grouped for path in previous):
+        return True
+    if manifest is None:
+        return False
+    head = itertools.takewhile(lambda line: line.startswith("#"), manifest.splitlines())
+    return SHARDED_LAYOUT_LINE.rstrip("\n") in head
 
 
 def parse_manifest(text: str) -> set[str]:

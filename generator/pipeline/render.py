@@ -31,7 +31,13 @@ from btp_gitops.generator.core.names import (
     require_cluster_name,
 )
 from btp_gitops.generator.core.objects import Manifest, describe, object_key
-from btp_gitops.generator.core.ownership import MANIFEST_FILE, manifest_text, owned_files, removal_refusal
+from btp_gitops.generator.core.ownership import (
+    MANIFEST_FILE,
+    manifest_text,
+    owned_files,
+    removal_refusal,
+    shards_tenants,
+)
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note, report_dict
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
@@ -95,6 +101,7 @@ class RenderRequest:
     allow_empty: bool = False  # may remove every app, or most objects, of a populated cluster
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another run writing --out
     strict: bool = False  # a Kyma module that cannot be resolved fails the render, nothing written
+    migrate_layout: bool = False  # --migrate-layout: move the tenants of a flat repository into shards
 
 
 @dataclass(slots=True)
@@ -283,6 +290,7 @@ def render_cluster(
     target: TargetOptions = DEFAULT_TARGET,
     progress: Progress = NO_PROGRESS,
     allow_paths: tuple[Path, ...] = (),
+    shard_tenants: bool = True,  # ownership.shards_tenants: False keeps a flat repository flat
 ) -> RenderResult:
     """Everything up to, not including, writing: pure apart from reading the sources and charts."""
     where = cluster_subtree(cluster)
@@ -297,6 +305,7 @@ def render_cluster(
     progress.update("rendering", 0)
     apps = render_domains(source_set, engine, kyma_plan, roots)
     reject_duplicate_objects(apps)
+    layout_notes = [] if shard_tenants else keep_flat(apps)
     laid_out = carry_over(
         lay_out_cluster(apps, target.target, progress), kyma_plan.untouched_apps, previous or {}
     )
@@ -311,7 +320,29 @@ def render_cluster(
         kymas=list(kyma_plan.reports),
         records=dict(kyma_plan.record_files),
         module_problems=kyma_plan.problems,
+        notes=layout_notes,
     )
+
+
+def keep_flat(apps: list[AppRender]) -> list[Note]:
+    """Lay the apps of groups out flat, as a repository rendered before the sharding holds them,
+    and say how to move them (see ownership.shards_tenants)."""
+    grouped = [app for app in apps if app.group is not None and app.manifests]
+    for app in apps:
+        app.group = None
+    if not grouped:
+        return []
+    return [
+        Note(
+            Level.INFO,
+            "FlatLayoutKept",
+            f"{len(grouped)} tenant app(s)",
+            "this cluster directory was rendered before tenant apps were sharded, so they stay in it. "
+            "The wiring written now already finds both layouts: once the GitOps controller runs it, "
+            "render with --migrate-layout to move the tenants into tenants/<group>/<shard>/ (see "
+            "'Where the app directories sit' in docs/gitops/index.md)",
+        )
+    ]
 
 
 def cluster_stream(result: RenderResult) -> str:
@@ -472,7 +503,14 @@ def render_into_repo(
         directory_lock(clusters, request.lock_timeout),
     ):
         recover_leftovers(clusters, request.cluster, fs)
-        previous = owned_previous(where, scan_tree(where))
+        tree = scan_tree(where)
+        previous = owned_previous(where, tree)
+        manifest = tree.files.get(MANIFEST_FILE)
+        sharded = shards_tenants(
+            manifest.decode("utf-8", errors="replace") if manifest is not None else None,
+            previous.keys(),
+            request.migrate_layout,
+        )
         result = render_cluster(
             request.sources,
             request.cluster,
@@ -483,6 +521,7 @@ def render_into_repo(
             target=request.target,
             progress=progress,
             allow_paths=request.allow_paths,
+            shard_tenants=sharded,
         )
         result.raise_if_strict(request.strict)
         result.notes += layout_move_note(moved_into_groups(previous, result.apps), request.target)
@@ -492,7 +531,7 @@ def render_into_repo(
         written = {**result.files, **result.records}
         if not request.allow_empty:
             refuse_emptying(where, previous, written)
-        written[MANIFEST_FILE] = manifest_text(written)
+        written[MANIFEST_FILE] = manifest_text(written, sharded=sharded)
         progress.update("writing the repo", 0)
         changes = write_subtree(request.out, subtree, written, fs, lock_timeout=request.lock_timeout)
         result.changes = without_manifest(changes)

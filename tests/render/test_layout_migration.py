@@ -1,4 +1,5 @@
-"""A repository rendered before the tenants were sharded is migrated by one render.
+"""A repository rendered before the tenants were sharded keeps its layout until asked; then one
+render (`--migrate-layout`) migrates it.
 
 The old repository is what an older btp-gitops wrote: every tenant app directly in the cluster
 directory, the Flux stage Kustomizations and the ApplicationSet pointing there, the ownership
@@ -40,8 +41,12 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def render(run_cli: RunCli, out: Path, options: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
-    return run_cli("render", *SOURCES, "--out", out, "--cluster", CLUSTER, "--commit", *options, cwd=ROOT)
+def render(
+    run_cli: RunCli, out: Path, options: tuple[str, ...], *more: str
+) -> subprocess.CompletedProcess[str]:
+    return run_cli(
+        "render", *SOURCES, "--out", out, "--cluster", CLUSTER, "--commit", *options, *more, cwd=ROOT
+    )
 
 
 def old_repository(path: Path, fresh: dict[str, bytes]) -> Path:
@@ -71,7 +76,18 @@ def test_one_render_moves_an_old_repository_to_the_fresh_layout(
     assert any(path.startswith("cap-tenant.") for path in before)
     assert before != fresh
 
-    migrated = render(run_cli, old, options)
+    kept = render(run_cli, old, options)
+
+    assert kept.returncode == 0, kept.stderr
+    assert "info: FlatLayoutKept: 4 tenant app(s)" in kept.stdout, kept.stdout
+    after_plain = read_tree(old / "clusters" / CLUSTER)
+    assert not [path for path in after_plain if path.startswith(f"{TENANTS_DIR}/")]
+    # the tenants' own files are untouched; what changed is wiring and bookkeeping only
+    changed = {p for p in set(before) | set(after_plain) if before.get(p) != after_plain.get(p)}
+    assert changed <= {".btp-gitops-files"} | {p for p in changed if p.startswith(".wiring/")}
+    assert "TenantsMoved" not in kept.stdout
+
+    migrated = render(run_cli, old, options, "--migrate-layout")
 
     assert migrated.returncode == 0, migrated.stderr
     assert read_tree(old / "clusters" / CLUSTER) == fresh
@@ -87,7 +103,9 @@ def test_one_render_moves_an_old_repository_to_the_fresh_layout(
     assert again.returncode == 0, again.stderr
     assert "0 added, 0 changed, 0 removed" in again.stdout
     assert "TenantsMoved" not in again.stdout
-    assert git(old, "rev-list", "--count", "HEAD") == "2"
+    assert "FlatLayoutKept" not in again.stdout  # the migrated repository stays sharded
+    commits = 3 if changed else 2  # the plain render committed only if the wiring changed
+    assert git(old, "rev-list", "--count", "HEAD") == str(commits)
 
 
 def test_a_file_a_person_put_into_an_old_tenant_directory_stops_the_migration(
@@ -100,7 +118,7 @@ def test_a_file_a_person_put_into_an_old_tenant_directory_stops_the_migration(
     note.write_text("kept by a person\n")
     before = read_tree(old / "clusters" / CLUSTER)
 
-    refused = render(run_cli, old, TARGETS["argocd"])
+    refused = render(run_cli, old, TARGETS["argocd"], "--migrate-layout")
 
     assert refused.returncode == ExitCode.OUTPUT, refused.stderr
     assert "cap-tenant.bookshop.acme/NOTES.md" in refused.stderr
@@ -127,6 +145,7 @@ def test_diff_against_an_old_repository_shows_the_tenants_moving(
         CLUSTER,
         "--output",
         "json",
+        "--migrate-layout",
         *TARGETS[target],
         cwd=ROOT,
     )

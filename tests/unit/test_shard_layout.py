@@ -25,7 +25,14 @@ from btp_gitops.generator.core.layout import (
     shard_of,
 )
 from btp_gitops.generator.core.objects import Manifest
-from btp_gitops.generator.core.ownership import object_counts, removal_refusal
+from btp_gitops.generator.core.ownership import (
+    SHARDED_LAYOUT_LINE,
+    manifest_text,
+    object_counts,
+    parse_manifest,
+    removal_refusal,
+    shards_tenants,
+)
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.diff.compare import ChangeKind, compare_trees
 from btp_gitops.generator.pipeline.render import reject_unsafe_paths
@@ -145,3 +152,35 @@ def test_an_app_named_like_the_tenants_directory_or_an_unsafe_group_is_refused()
     assert any(message.startswith("app group ") for message in messages), messages
     # Grouped, an app may be called anything a directory may: only the top level is reserved.
     reject_unsafe_paths([AppRender(TENANTS_DIR, [config], group="bookshop.bookshop")], {})
+
+
+FILES = ["btp-operator/deployment.yaml", "cap-tenant.shop.acme/job.yaml"]
+SHARDED = ["btp-operator/deployment.yaml", f"{TENANTS_DIR}/shop.shop/1f/cap-tenant.shop.acme/job.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("manifest", "previous", "migrate", "expected"),
+    [
+        pytest.param(None, [], False, True, id="new-directory"),
+        pytest.param(manifest_text(FILES, sharded=False), [], False, True, id="emptied-directory"),
+        pytest.param(manifest_text(FILES), FILES, False, True, id="already-sharded"),
+        pytest.param(manifest_text(FILES, sharded=False), FILES, False, False, id="flat-kept"),
+        pytest.param(None, FILES, False, False, id="flat-without-manifest-kept"),
+        pytest.param(None, SHARDED, False, True, id="sharded-without-manifest"),
+        pytest.param(manifest_text(FILES, sharded=False), FILES, True, True, id="flat-migrated"),
+        pytest.param(None, FILES, True, True, id="no-manifest-migrated"),
+    ],
+)
+def test_which_cluster_directories_shard_their_tenants(
+    manifest: str | None, previous: list[str], migrate: bool, expected: bool
+) -> None:
+    assert shards_tenants(manifest, previous, migrate) is expected
+
+
+def test_the_layout_line_is_read_from_the_manifest_head_only() -> None:
+    """A listed path can never pass for the mark, and the mark is no listed path."""
+    marked = manifest_text(FILES)
+    assert SHARDED_LAYOUT_LINE in marked
+    assert parse_manifest(marked) == set(FILES) == parse_manifest(manifest_text(FILES, sharded=False))
+    flat = manifest_text(FILES, sharded=False)
+    assert shards_tenants(flat + SHARDED_LAYOUT_LINE, FILES, False) is False  # below the head
