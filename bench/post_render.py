@@ -1,120 +1,220 @@
-"""Benchmark: post-render a 10,000-document (~8 MB) Helm 3 stream against a bare PyYAML round trip.
+"""Benchmark: `btp-gitops post-render` against yq, kustomize and a bare PyYAML round trip.
 
-    .venv/bin/python -m bench.post_render [--documents 10000] [--repeat 5]
+    .venv/bin/python -m bench.post_render [--sizes 1000,2500,10000,50000] [--repeat 3]
 
-Both sides are measured in this run, on the same stream, in fresh child processes (so that
-peak RSS belongs to one side only), best wall time of --repeat runs:
+Each side is a fresh child process reading the same Helm 3 shaped stream (bench/stream_fixture.py)
+on stdin and writing to a file, as Helm runs a post-renderer; runs are interleaved (one run of
+every side, then the next round) and the median of --repeat rounds is printed, with the load
+average, since the machine may be shared. Per run: CPU (user + sys of the child, from wait4),
+wall time and peak RSS (the child's ru_maxrss).
 
-- baseline: `yaml.load_all(CSafeLoader)` + `yaml.dump_all(CSafeDumper)` of the stream;
-- post-render: the `post_render` pipeline (module btp-operator, cert-manager certificates);
-- CLI: `btp-gitops post-render` as Helm runs it, stdin to stdout (interpreter start included).
+- ours: `btp-gitops post-render` (cert-manager certificates), interpreter start included;
+- yq: mikefarah/yq v4 doing the same five assignments on every document (namespace when absent,
+  the three module labels, the pod template label of Deployments, the webhook configuration's
+  `cert-manager.io/inject-ca-from` annotation and the removal of its inline caBundle); found
+  through $YQ, PATH or ~/.cache/btp-gitops/tools; skipped, saying so, when absent;
+- kustomize: a kustomization with the same changes (namespace, labels without selectors, two
+  patches), up to --kustomize-max documents (its cost grows faster than the stream);
+- bare: PyYAML's C loader and C dumper over the stream, nothing else.
 
-Memory: peak RSS of each side at a quarter, half and all of the documents, to show whether it
-grows faster than the stream. Goal (issue #3): post-render at most 1.3x the baseline.
+Goal (issue #22): at 10,000 documents our CPU <= yq's and our peak RSS <= 2x yq's.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench.stream_fixture import bench_stream
+from bench.stream_fixture import CHART, bench_stream
 
-GOAL_RATIO = 1.3
 CLI = Path(sys.executable).parent / "btp-gitops"
+MODULE_LABELS = {
+    "app.kubernetes.io/managed-by": "btp-manager",
+    "chart-version": "1.4.2",
+    "kyma-project.io/module": "btp-operator",
+}
+WEBHOOK_CERT = "kyma-system/sap-btp-operator-webhook-cert"
+YQ_EXPRESSION = (
+    'with(select(.kind != "ValidatingWebhookConfiguration"); .metadata.namespace |= (. // "kyma-system")) | '
+    ".metadata.labels += {"
+    + ", ".join(f'"{key}": "{value}"' for key, value in MODULE_LABELS.items())
+    + "} | "
+    'with(select(.kind == "Deployment"); .spec.template.metadata.labels."kyma-project.io/module" = '
+    '"btp-operator") | '
+    'with(select(.kind == "ValidatingWebhookConfiguration"); '
+    f'.metadata.annotations."cert-manager.io/inject-ca-from" = "{WEBHOOK_CERT}" | '
+    "del(.webhooks[].clientConfig.caBundle))"
+)
+BARE = (
+    "import sys, yaml\n"
+    "docs = yaml.load_all(sys.stdin.read(), Loader=yaml.CSafeLoader)\n"
+    "sys.stdout.write(yaml.dump_all(docs, Dumper=yaml.CSafeDumper))\n"
+)
+GOAL_CPU = 1.0  # x yq
+GOAL_RSS = 2.0  # x yq
 
-_CHILD = """
-import json, sys, time
-import yaml
-text = open(sys.argv[2], encoding="utf-8").read()
-start = time.perf_counter()
-if sys.argv[1] == "baseline":
-    out = yaml.dump_all(list(yaml.load_all(text, Loader=yaml.CSafeLoader)), Dumper=yaml.CSafeDumper)
-else:
-    from datetime import UTC, datetime
-    from btp_gitops.generator.pipeline.post_render import PostRenderRequest, post_render
-    from btp_gitops.generator.transforms.self_signed_certificates import generate_rsa_4096_key
-    out = post_render(text, PostRenderRequest(), datetime.now(UTC), generate_rsa_4096_key).text
-seconds = time.perf_counter() - start
-# VmHWM, not ru_maxrss: the latter survives exec and may be the parent's high-water mark.
-peak_kib = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
-print(json.dumps({"seconds": seconds, "peak_mib": peak_kib / 1024, "out_bytes": len(out)}))
-"""
+
+@dataclass(frozen=True)
+class Run:
+    cpu: float
+    wall: float
+    rss_mib: float
 
 
-def measure(side: str, stream_file: Path) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, side, str(stream_file)], capture_output=True, text=True, check=True
+TIME = Path("/usr/bin/time")  # GNU time: forks the side from a small process, reports its rusage
+
+
+def run_child(argv: list[str], stdin: Path, cwd: Path) -> Run:
+    """One run. The side is started by GNU time, not forked from this interpreter: Linux carries
+    the high-water mark of the forked memory across exec, so ru_maxrss of a child of this
+    process would never read below this process's own size."""
+    report = cwd / "rusage.txt"
+    with stdin.open("rb") as source, (cwd / "out.yaml").open("wb") as sink:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [str(TIME), "-f", "%U %S %M", "-o", str(report), *argv],
+            stdin=source,
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            check=False,
+        )
+        wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(
+            f"{argv[0]} failed ({done.returncode}): {done.stderr.decode(errors='replace')[-2000:]}"
+        )
+    user, system, max_kib = report.read_text().split()[-3:]
+    return Run(float(user) + float(system), wall, int(max_kib) / 1024)
+
+
+def find_yq() -> str | None:
+    candidates = [os.environ.get("YQ", ""), shutil.which("yq") or ""]
+    candidates += sorted(str(p) for p in Path.home().glob(".cache/btp-gitops/tools/yq*/yq"))
+    candidates.append(str(Path.home() / ".cache/btp-gitops/tools/bin/yq"))
+    for candidate in filter(None, candidates):
+        try:
+            version = subprocess.run([candidate, "--version"], capture_output=True, text=True, check=False)
+        except OSError:
+            continue
+        if "mikefarah" in version.stdout or "version v4" in version.stdout:
+            return candidate
+    return None
+
+
+def find_kustomize() -> str | None:
+    found = shutil.which("kustomize") or str(Path.home() / ".cache/btp-gitops/tools/bin/kustomize")
+    return found if Path(found).is_file() else None
+
+
+def kustomization(directory: Path, stream: Path) -> None:
+    """A kustomization making our five changes (the stream's webhook has no caBundle to remove)."""
+    shutil.copy(stream, directory / "stream.yaml")
+    labels = "".join(f"    {key}: {value}\n" for key, value in MODULE_LABELS.items())
+    (directory / "kustomization.yaml").write_text(
+        "resources: [stream.yaml]\n"
+        "namespace: kyma-system\n"
+        f"labels:\n- includeSelectors: false\n  pairs:\n{labels}"
+        "patches:\n"
+        "- target: {kind: Deployment}\n"
+        "  patch: |-\n"
+        "    - op: add\n"
+        "      path: /spec/template/metadata/labels/kyma-project.io~1module\n"
+        "      value: btp-operator\n"
+        "- target: {kind: ValidatingWebhookConfiguration}\n"
+        "  patch: |-\n"
+        "    - op: add\n"
+        "      path: /metadata/annotations\n"
+        f"      value: {{cert-manager.io/inject-ca-from: {WEBHOOK_CERT}}}\n"
     )
-    result: dict[str, float] = json.loads(done.stdout)
-    return result
 
 
-def best_of(side: str, stream_file: Path, repeat: int) -> dict[str, float]:
-    runs = [measure(side, stream_file) for _ in range(repeat)]
-    return min(runs, key=lambda run: run["seconds"])
-
-
-def cli_seconds(stream_file: Path, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        with stream_file.open("rb") as stdin:
-            start = time.perf_counter()
-            subprocess.run([str(CLI), "post-render"], stdin=stdin, capture_output=True, check=True)
-            times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def idle_child_mib(side: str) -> float:
-    """Peak RSS of a child that only starts Python and imports what that side imports."""
-    imports = "yaml" if side == "baseline" else "yaml, btp_gitops.generator.pipeline.post_render"
-    code = f"import {imports}\n" + (
-        'print(next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024)'
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(done.stdout)
+def sides(yq: str | None, kustomize: str | None, work: Path) -> dict[str, Callable[[Path], list[str]]]:
+    found: dict[str, Callable[[Path], list[str]]] = {
+        "ours": lambda _stream: [str(CLI), "post-render"],
+        "bare": lambda _stream: [sys.executable, "-c", BARE],
+    }
+    if yq:
+        found["yq"] = lambda _stream: [yq, YQ_EXPRESSION]
+    if kustomize:
+        found["kustomize"] = lambda stream: [kustomize, "build", str(stream.parent)]
+    return found
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--documents", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--sizes", default="1000,2500,10000,50000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--kustomize-max", type=int, default=1000)
+    parser.add_argument("--sides", default="ours,bare,yq,kustomize", help="which sides to run")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        sizes = [args.documents // 4, args.documents // 2, args.documents]
-        files = {}
+    sizes = [int(size) for size in args.sizes.split(",")]
+    if not TIME.is_file():
+        raise SystemExit(f"{TIME} (GNU time) is needed to measure each side's own CPU and peak RSS")
+    wanted = set(args.sides.split(","))
+    yq = find_yq() if "yq" in wanted else None
+    kustomize = find_kustomize() if "kustomize" in wanted else None
+    if yq is None and "yq" in wanted:
+        print("yq: not found ($YQ, PATH, ~/.cache/btp-gitops/tools): skipped")
+    if kustomize is None and "kustomize" in wanted:
+        print("kustomize: not found (PATH, ~/.cache/btp-gitops/tools/bin): skipped")
+    print(f"chart {CHART}; median of {args.repeat} interleaved runs; CPU = user+sys of the child")
+    header = ("documents", "MB", "side", "CPU s", "wall s", "peak MiB", "CPU/yq", "MiB/yq", "load")
+    print("{:>9} {:>6} {:>10} {:>7} {:>7} {:>9} {:>7} {:>7} {:>6}".format(*header))
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
         for size in sizes:
-            files[size] = Path(work) / f"stream-{size}.yaml"
-            files[size].write_text(bench_stream(size), encoding="utf-8")
-        full = files[args.documents]
-        megabytes = full.stat().st_size / 1e6
-        print(f"stream: {args.documents} documents, {megabytes:.2f} MB (Helm 3 shape); best of {args.repeat}")
-        baseline = best_of("baseline", full, args.repeat)
-        ours = best_of("post-render", full, args.repeat)
-        ratio = ours["seconds"] / baseline["seconds"]
-        print(f"  baseline (CSafeLoader + CSafeDumper round trip): {baseline['seconds']:.2f} s")
-        print(f"  post-render pipeline:                            {ours['seconds']:.2f} s")
-        verdict = "meets" if ratio <= GOAL_RATIO else "MISSES"
-        print(f"  ratio: {ratio:.2f}x (goal <= {GOAL_RATIO}x: {verdict})")
-        cli = cli_seconds(full, min(args.repeat, 3))
-        print(f"  btp-gitops post-render CLI, stdin to stdout:     {cli:.2f} s")
-        idle = {side: idle_child_mib(side) for side in ("baseline", "post-render")}
-        print("memory: peak RSS above an idle interpreter with the same imports")
-        header = ("documents", "MB", "baseline MiB", "post-render MiB", "MiB per MB", "vs baseline")
-        print("  {:>9} {:>6} {:>13} {:>16} {:>11} {:>12}".format(*header))
-        for size in sizes:
-            stream_mb = files[size].stat().st_size / 1e6
-            base = measure("baseline", files[size])["peak_mib"] - idle["baseline"]
-            post = measure("post-render", files[size])["peak_mib"] - idle["post-render"]
-            row = f"  {size:>9} {stream_mb:>6.2f} {base:>13.0f} {post:>16.0f} {post / stream_mb:>11.1f}"
-            print(f"{row} {post / base:>11.2f}x" if base > 0 else f"{row} {'n/a':>12}")
+            directory = work / str(size)
+            directory.mkdir()
+            stream = directory / "input.yaml"
+            stream.write_text(bench_stream(size), encoding="utf-8")
+            if kustomize:
+                kustomization(directory, stream)
+            commands = sides(yq, kustomize, work)
+            if size > args.kustomize_max:
+                commands.pop("kustomize", None)
+            runs: dict[str, list[Run]] = {side: [] for side in commands}
+            loads = []
+            for _ in range(args.repeat):
+                loads.append(os.getloadavg()[0])
+                for side, command in commands.items():
+                    runs[side].append(run_child(command(stream), stream, directory))
+            medians = {
+                side: Run(
+                    *(statistics.median(getattr(r, f) for r in found) for f in ("cpu", "wall", "rss_mib"))
+                )
+                for side, found in runs.items()
+            }
+            megabytes = stream.stat().st_size / 1e6
+            for side, median in medians.items():
+                base = medians.get("yq")
+                cpu_ratio = f"{median.cpu / base.cpu:.2f}x" if base else "-"
+                rss_ratio = f"{median.rss_mib / base.rss_mib:.2f}x" if base else "-"
+                print(
+                    f"{size:>9} {megabytes:>6.1f} {side:>10} {median.cpu:>7.2f} {median.wall:>7.2f} "
+                    f"{median.rss_mib:>9.0f} {cpu_ratio:>7} {rss_ratio:>7} {statistics.median(loads):>6.1f}"
+                )
+            if size > args.kustomize_max and kustomize:
+                print(
+                    f"{size:>9} {megabytes:>6.1f}  kustomize: skipped above "
+                    f"--kustomize-max {args.kustomize_max}"
+                )
+            if "yq" in medians and size == 10_000:
+                ours, peer = medians["ours"], medians["yq"]
+                cpu_ok = "meets" if ours.cpu <= GOAL_CPU * peer.cpu else "MISSES"
+                rss_ok = "meets" if ours.rss_mib <= GOAL_RSS * peer.rss_mib else "MISSES"
+                print(f"  goal at 10,000: CPU <= yq ({cpu_ok}), peak RSS <= 2x yq ({rss_ok})")
     return 0
 
 

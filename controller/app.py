@@ -186,7 +186,11 @@ def add_subscription_server_command(commands: Any) -> None:
         help="close a connection without a complete request for this long (a new one too)",
     )
     limits.add_argument(
-        "--max-concurrent", type=positive_int, default=128, metavar="N", help="requests handled at once"
+        "--max-concurrent",
+        type=positive_int,
+        default=128,
+        metavar="N",
+        help="handlers at work at once (one waiting for its Git push does not count)",
     )
     limits.add_argument(
         "--max-queued",

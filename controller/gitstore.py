@@ -12,7 +12,8 @@ the working tree, and `SourceRepo.submit` queues it. One writer thread owns the 
                                                                       queue, applied on top of the
                                                                       commit, committed (pushed next,
                                                                       once ours landed)
-    rejected: back off, fetch, rebase the commit on the new head, push again (max_attempts)
+    rejected: back off, fetch, rebase the commit on the new head, push again (max_attempts; a
+              push that lost a race to another writer: for race_timeout seconds)
 
 A change's future resolves only once the push carrying it succeeded, so whoever answers a caller
 after `apply` knows the change is durable on the remote. Batches are pushed in the order they were
@@ -89,6 +90,12 @@ COMMITTED_BY_TRAILER = "Committed-By: btp-gitops controller"
 # Git's markers of a push the remote refused to take as it is: another writer got there first
 # ("fetch first", "non-fast-forward"), a concurrent update of the ref, or a hook that declined.
 _REJECTION_MARKERS = ("[rejected]", "[remote rejected]", "non-fast-forward", "fetch first")
+# A rejection because the branch moved since our fetch: Git's own check before sending
+# (`[rejected]`, "fetch first", "non-fast-forward"), or the remote's, when another push updated the
+# branch while ours was in flight ("cannot lock ref ...: is at X but expected Y", reported as
+# `[remote rejected] ... (failed to update ref)`). Any other `[remote rejected]` is the remote
+# declining the push whatever the branch (a hook, a protection rule).
+_LOST_RACE_MARKERS = ("[rejected]", "non-fast-forward", "fetch first", "but expected", "cannot lock ref")
 _MISSING_BRANCH_MARKERS = ("couldn't find remote ref", "could not find remote ref")
 # Git's words for a connection lost after the push may have been sent: the remote may have taken it.
 # (A refused connection, an unknown host or an HTTP error status are answers: nothing landed.)
@@ -118,7 +125,8 @@ class RepoSettings:
     branch: str = "main"
     author_name: str = "btp-gitops controller"
     author_email: str = "btp-gitops-controller@users.noreply.local"
-    max_attempts: int = 10  # push attempts per batch before its changes fail
+    max_attempts: int = 10  # push attempts per batch before its changes fail (a declined push)
+    race_timeout: float = 60.0  # seconds a batch whose pushes lose races to other writers retries
     backoff_initial: float = 0.05  # seconds, doubled per attempt with jitter, capped at backoff_max
     backoff_max: float = 2.0
     batch_window: float = 0.05  # how long the writer waits for more changes to share one commit
@@ -252,11 +260,15 @@ class _PushUnanswered(GitError):
 
 
 class _PushRejected(Exception):
-    """The remote refused the push; `detail` is Git's masked explanation."""
+    """The remote refused the push; `detail` is Git's masked explanation. `lost_race`: because
+    another writer moved the branch first (not a hook or the remote's policy declining it)."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, *, lost_race: bool | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.lost_race = (
+            any(marker in detail for marker in _LOST_RACE_MARKERS) if lost_race is None else lost_race
+        )
 
 
 def _one_line(text: str) -> str:
@@ -592,7 +604,8 @@ class SourceRepo:
         from the queue and applied on top of it (`_Follower`): pushed next once this one landed,
         applied again from scratch otherwise. Returns that next batch, if any."""
         pushes = 0
-        detail = ""
+        rejected: _PushRejected | None = None  # the last refusal
+        started = time.monotonic()
         refused: _Pushed | None = None  # the last attempt's commit, when the remote refused it
         follower: _Follower | None = None
         while True:
@@ -617,13 +630,13 @@ class SourceRepo:
                         follower = self._drop(follower, commit)
                         if self._settle_unanswered_push(live, commit, base, pushes, failure):
                             return follower
-                        raise _PushRejected(failure.message) from None
+                        raise _PushRejected(failure.message, lost_race=True) from None
                     except BaseException:
                         follower = self._drop(follower, commit)
                         raise
                     return self._landed(live, commit, pushes, follower)
                 except _PushRejected as rejection:
-                    detail = rejection.detail
+                    rejected = rejection
                     # The tree stays at our commit: the next attempt rebases it onto the new head.
                     refused = _Pushed(commit, base) if commit and self._local_head() == commit else None
                     if refused is None:
@@ -634,7 +647,8 @@ class SourceRepo:
                     return follower
                 finally:
                     self._close_tracker()
-            if pushes >= self._settings.max_attempts:
+            detail = rejected.detail if rejected is not None else ""
+            if self._give_up(pushes, rejected, started):
                 if refused is not None:
                     self._restore_quietly_locked()
                 self._fail(
@@ -647,6 +661,18 @@ class SourceRepo:
                 return follower
             log.info("push to %s rejected (attempt %d): %s; trying again", self._remote, pushes, detail)
             time.sleep(_backoff(self._settings, pushes))
+
+    def _give_up(self, pushes: int, rejected: _PushRejected | None, started: float) -> bool:
+        """After a refused push: whether the batch fails now. A push refused as such (a hook, the
+        remote's policy) fails after `max_attempts`; one that lost a race to another writer is
+        rebased and pushed again for `race_timeout` seconds from the batch's start, however many
+        attempts that takes: the remote answers every time, and a busy competitor (CI, the other
+        replica, people) would otherwise fail changes whose callers are still waiting."""
+        if pushes < self._settings.max_attempts:
+            return False
+        if rejected is None or not rejected.lost_race:
+            return True
+        return time.monotonic() - started >= self._settings.race_timeout
 
     def _start_push(self, commit: str, follower: _Follower | None) -> tuple[_PushInFlight, _Follower | None]:
         """Start pushing `commit`; meanwhile the next batch is applied on top (unless a batch

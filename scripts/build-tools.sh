@@ -3,8 +3,9 @@
 # it under $CACHE/tools/, where $CACHE is $BTP_GITOPS_CACHE_DIR, else
 # ${XDG_CACHE_HOME:-~/.cache}/btp-gitops: per user, shared by every clone.
 #
-#   scripts/build-tools.sh                 # build every tool that is missing
+#   scripts/build-tools.sh                 # build every tool the tests use that is missing
 #   scripts/build-tools.sh helm3 kustomize # build only these tools
+#   scripts/build-tools.sh yq              # a benchmark's peer: only built when named
 #
 # Layout:
 #   $CACHE/tools/<tool>-<version>/<binary>   version-keyed build output
@@ -35,8 +36,11 @@ ACTIONLINT_VERSION=v1.7.12 # github.com/rhysd/actionlint (lints .github/workflow
 SOURCE_CONTROLLER_VERSION=v1.9.6    # github.com/fluxcd/source-controller
 KUSTOMIZE_CONTROLLER_VERSION=v1.9.6 # github.com/fluxcd/kustomize-controller
 SOURCE_CONTROLLER_ARTIFACT_VERSION=v0.18.0 # github.com/fluxcd/pkg/artifact (see sync_wrapper)
+YQ_VERSION=v4.54.3        # github.com/mikefarah/yq/v4 (bench/startup.py's BTP Manager script peer)
 
 ALL_TOOLS=(kube-apiserver etcd helm3 helm4 kustomize sops actionlint source-controller kustomize-controller)
+# Built only when named (a benchmark asks for them); no test needs them.
+ON_DEMAND_TOOLS=(yq)
 
 # --- paths -------------------------------------------------------------------
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -65,7 +69,7 @@ BUILD_JOBS=${BUILD_JOBS:-$(( ncpu < 4 ? ncpu : 4 ))}
 export GOMAXPROCS=${GOMAXPROCS:-$BUILD_JOBS}
 
 usage() {
-    echo "usage: $0 [tool ...]   (tools: ${ALL_TOOLS[*]})" >&2
+    echo "usage: $0 [tool ...]   (tools: ${ALL_TOOLS[*]}; when named: ${ON_DEMAND_TOOLS[*]})" >&2
 }
 
 die() {
@@ -207,6 +211,7 @@ build_tool() {
         actionlint) version=$ACTIONLINT_VERSION binary=actionlint ;;
         source-controller) version=$SOURCE_CONTROLLER_VERSION binary=source-controller ;;
         kustomize-controller) version=$KUSTOMIZE_CONTROLLER_VERSION binary=kustomize-controller ;;
+        yq) version=$YQ_VERSION binary=yq ;;
         *) usage; die "unknown tool: $tool" ;;
     esac
 
@@ -280,6 +285,11 @@ build_tool() {
                 (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
                     "github.com/getsops/sops/v3/cmd/sops@$version")
                 ;;
+            yq)
+                # The main package is the module root; its version is a constant in the source.
+                (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
+                    "github.com/mikefarah/yq/v4@$version")
+                ;;
             actionlint)
                 # Its version string comes from the module's build info; no ldflags needed.
                 (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
@@ -305,6 +315,7 @@ build_tool() {
         local -a vcmd
         case $tool in
             helm3 | helm4 | kustomize) vcmd=("$tmp/$binary" version) ;;
+            yq) vcmd=("$tmp/$binary" --version) ;;
             # sops would otherwise ask the GitHub API for the latest release.
             sops) vcmd=("$tmp/$binary" --disable-version-check --version) ;;
             actionlint) vcmd=("$tmp/$binary" -version) ;;
@@ -338,7 +349,7 @@ main() {
             -h | --help) usage; exit 0 ;;
         esac
         ok=
-        for t in "${ALL_TOOLS[@]}"; do [[ $arg == "$t" ]] && ok=1; done
+        for t in "${ALL_TOOLS[@]}" "${ON_DEMAND_TOOLS[@]}"; do [[ $arg == "$t" ]] && ok=1; done
         [[ -n $ok ]] || { usage; die "unknown tool: $arg"; }
         tools+=("$arg")
     done

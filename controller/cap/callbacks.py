@@ -48,7 +48,10 @@ labelled `sme.sap.com/btp-tenant-id: <tenant id>`, in the order of their names (
 key), when the provisioning SUCCEEDED: what an onboarding produced is reported with it. What is
 not a JSON object is left out with a warning naming where it is (CAP Operator's docs show
 `{foo: bar}`, a YAML flow mapping: that is read too). Without the CAPTenantOutput CRD in the
-cluster there are none. `subscriptionUrl` (`applicationUrl` for the subscription manager)
+cluster there are none. Before each operation of a tenant its earlier CAPTenantOutputs are
+deleted, as CAP Operator deletes them before it creates a CAPTenantOperation
+(`delete_tenant_outputs`; when: tenant_operations and deletion), so that a callback carries only
+what its own operation produced. `subscriptionUrl` (`applicationUrl` for the subscription manager)
 is the callback's `appUrl`. No token, client secret or payload is ever logged.
 """
 
@@ -58,7 +61,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -371,6 +374,49 @@ def tenant_outputs(kube: KubeClient, namespace: str, tenant_id: str) -> dict[str
             continue
         merged.update(value)
     return merged
+
+
+def _created(obj: KubeObject) -> dt.datetime | None:
+    text = (obj.get("metadata") or {}).get("creationTimestamp")
+    try:
+        return dt.datetime.fromisoformat(str(text)) if text else None
+    except ValueError:
+        return None
+
+
+def delete_tenant_outputs(
+    kube: KubeClient, namespace: str, tenant_id: str, *, created_before: dt.datetime | None = None
+) -> list[str]:
+    """Delete the tenant's CAPTenantOutputs (label `sme.sap.com/btp-tenant-id`) before one of its
+    operations starts, as CAP Operator does, so that a callback carries only what that operation
+    produced: every one, or with `created_before` (the operation's first Job) those created
+    earlier. The API server stamps creation to the second: an output of the same second as the
+    Job is kept, taken for the operation's own. Names of the deleted ones, in order."""
+    if not tenant_id:
+        return []
+    try:
+        found = kube.list(CAP_TENANT_OUTPUT, namespace, label_selector=f"{TENANT_ID_LABEL}={tenant_id}")
+    except NotFound:  # the CRD is not installed: nobody can have created one
+        return []
+    deleted: list[str] = []
+    for output in sorted(found, key=lambda o: str((o.get("metadata") or {}).get("name", ""))):
+        created = _created(output)
+        if created_before is not None and (created is None or created >= created_before):
+            continue
+        name = str((output.get("metadata") or {}).get("name", ""))
+        try:
+            gone = kube.delete(CAP_TENANT_OUTPUT, name, namespace, preconditions=output)
+        except Conflict:  # replaced since it was read: a new one, not an earlier operation's
+            continue
+        if gone:
+            deleted.append(name)
+    return deleted
+
+
+def operation_started(jobs: Iterable[KubeObject]) -> dt.datetime | None:
+    """When an operation started: the creation of its earliest Job (None without any)."""
+    times = [t for t in (_created(job) for job in jobs) if t is not None]
+    return min(times) if times else None
 
 
 def _utcnow() -> dt.datetime:

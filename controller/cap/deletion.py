@@ -23,7 +23,9 @@ A deleted CAPTenant (the version it is deprovisioned on: controller.cap.cluster_
 
 1. waits while a Job of another operation of the tenant has not finished: a provisioning that
    ran on after its deprovisioning would leave the tenant subscribed;
-2. runs the deprovisioning steps of that version one after another: the Job of step n is created
+2. deletes the tenant's CAPTenantOutputs before it creates the first step's Job, as CAP Operator
+   does before each operation, then runs the deprovisioning steps of that version one after
+   another: the Job of step n is created
    only once step n - 1 succeeded, or failed with continueOnFailure. The Jobs are the generator's
    (`operation_jobs`: the names, labels and pods a render gives them), so a Job already there,
    e.g. rendered from Git before the prune, is that step and is not created again. The Jobs are
@@ -69,6 +71,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from btp_gitops.controller.cap.callbacks import delete_tenant_outputs
 from btp_gitops.controller.cap.cluster_models import (
     TENANT_JOBS_SELECTOR,
     CapModels,
@@ -371,6 +374,9 @@ class CapTenantFinalizer:
             self._report(obj, "DeprovisioningFailed", message, WARNING)
             return DONE  # the Job watch brings the tenant back once someone deletes the Job
         if step.action == StepAction.CREATE:
+            if step.number == 1:
+                # CAP Operator deletes a tenant's CAPTenantOutputs before it starts an operation.
+                delete_tenant_outputs(self._kube, _namespace(obj), tenant.tenant_id)
             self._create_step(obj, tenant, step.job)
             record_event(self._kube, obj, NORMAL, "DeprovisioningStep", f"{where}: created Job {job_name}")
             stuck = ""

@@ -17,6 +17,9 @@ now and then; a callback still waiting asks to be looked at again by its deadlin
     Git (blocks until pushed)       the outcome in the record's status, so the generator stops
                                     rendering a completed operation; a consumer's completed
                                     deprovisioning also removes its record, in the same commit
+    CAPTenantOutputs (cluster)      once the operation's first Job exists, the tenant's outputs
+                                    created before it are deleted (CAP Operator deletes them when
+                                    it starts an operation): the callback carries this one's only
     the callback (callbacks.py)     decided from the tree as it is after that push
 
 Nothing lives only in memory: the outcome is in Git, the callback and its delivery state on the
@@ -43,7 +46,9 @@ from btp_gitops.controller.cap.callbacks import (
     TenantFacts,
     Verdict,
     decide,
+    delete_tenant_outputs,
     is_pending,
+    operation_started,
 )
 from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL, callback_names
 from btp_gitops.controller.errors import PermanentError, TemporaryError
@@ -458,7 +463,9 @@ class TenantOperationsReconciler:
             view = self._view(key, fresh=True)
         if view.operation is None:
             return
-        result = self._result(key.namespace, view.jobs)
+        steps = self._jobs(key.namespace, view.jobs)
+        self._clear_earlier_outputs(key, view, [job for _, job in steps if job is not None])
+        result = operation_result(steps)
         if result.decided and not _already_recorded(view, view.operation, result):
             self._record(key, view, view.operation, result)
             if self._on_recorded is not None:
@@ -523,10 +530,32 @@ class TenantOperationsReconciler:
             log.warning("tenant %s: %s", key, problem)
         return view
 
+    def _jobs(
+        self, namespace: str, jobs: Sequence[ExpectedJob]
+    ) -> list[tuple[ExpectedJob, KubeObject | None]]:
+        return [(expected, self._kube.get(JOB, expected.name, namespace)) for expected in jobs]
+
     def _result(self, namespace: str, jobs: Sequence[ExpectedJob]) -> OperationResult:
-        return operation_result(
-            [(expected, self._kube.get(JOB, expected.name, namespace)) for expected in jobs]
+        return operation_result(self._jobs(namespace, jobs))
+
+    def _clear_earlier_outputs(self, key: ObjectKey, view: TenantView, jobs: Sequence[KubeObject]) -> None:
+        """Once the operation's first Job exists, delete the CAPTenantOutputs of earlier operations,
+        as CAP Operator deletes them when it creates an operation: its callback then carries only
+        what this one produced (callbacks.delete_tenant_outputs)."""
+        started = operation_started(jobs)
+        if started is None or view.tenant is None or view.operation is None:
+            return
+        deleted = delete_tenant_outputs(
+            self._kube, key.namespace, view.tenant.tenant_id, created_before=started
         )
+        if deleted:
+            log.info(
+                "tenant %s: deleted CAPTenantOutput(s) %s of earlier operations, before its %s on %s",
+                key,
+                ", ".join(deleted),
+                view.operation.operation.value,
+                view.operation.version.name,
+            )
 
     def _record(
         self, key: ObjectKey, view: TenantView, operation: PlannedOperation, result: OperationResult

@@ -26,7 +26,9 @@ Releases before this one wrote `btp-gitops-callback-<tenant>` (no operation in t
 `openedAt`). The watcher still reads and delivers those (as the oldest of the tenant's callbacks);
 nothing writes them any more.
 
-Both are written with server-side apply, so writing them again is harmless. They are written before
+Both are created (under the controller's field manager) and, when they exist already, written
+with server-side apply, so writing them again is harmless; a create costs the API server less than
+an apply, and the callback's create needs no read of the one it might replace. They are written before
 the record goes to Git: a crash in between leaves a callback whose tenant never comes, which the
 watcher reports FAILED at its deadline (the caller, which got no 202, already counts it as failed).
 When the record cannot be written the server withdraws the callback it opened (restoring the one
@@ -42,7 +44,7 @@ from enum import StrEnum
 from typing import Any
 
 from btp_gitops.controller.clients.targets import AppTarget
-from btp_gitops.controller.kube import CONFIG_MAP, SECRET, KubeClient, KubeObject
+from btp_gitops.controller.kube import CONFIG_MAP, SECRET, Conflict, KubeClient, KubeObject
 
 PENDING_CALLBACK_LABEL = "btp-gitops.io/pending-callback"
 TENANT_ID_LABEL = "sme.sap.com/btp-tenant-id"
@@ -151,18 +153,34 @@ class ClusterSide:
             "metadata": {"name": secret_name, "namespace": app.namespace, "labels": labels},
             "data": {CONTEXT_KEY: base64.b64encode(context.encode("utf-8")).decode("ascii")},
         }
-        self._kube.apply(SECRET, secret)
+        # Usually a new tenant: one create, which costs the API server much less than an apply.
+        # A repeated subscribe finds it (`Conflict`) and replaces it whole: the create's fields
+        # belong to an Update entry of our manager, which an apply would not remove, so a label
+        # the new context lacks (a subscription GUID) would outlive it.
+        try:
+            self._kube.create(SECRET, secret, app.namespace, owned=True)
+        except Conflict:
+            self._kube.replace(SECRET, secret)
 
     def remove_subscription_context(self, app: AppTarget, secret_name: str) -> None:
         """Undo `store_subscription_context` for a tenant that was not recorded after all."""
         self._kube.delete(SECRET, secret_name, app.namespace)
 
     def open_callback(self, callback: PendingCallback) -> KubeObject | None:
-        """Write the pending callback; the one it replaces, if any, for `withdraw_callback`."""
-        previous = self._kube.get(CONFIG_MAP, callback.name, callback.app.namespace)
+        """Write the pending callback; the one it replaces, if any, for `withdraw_callback`.
+
+        Usually there is none (a new tenant, or the callback of the last operation delivered):
+        one create, no read. When one exists (`Conflict`), it is read and replaced by an apply."""
         # The wall clock: only the order of a tenant's callbacks matters, and an unsubscribe that
         # follows a subscribe comes after the subscribe's 202, which waited for a Git push.
-        self._kube.apply(CONFIG_MAP, callback.config_map(dt.datetime.now(dt.UTC)))
+        config_map = callback.config_map(dt.datetime.now(dt.UTC))
+        try:
+            self._kube.create(CONFIG_MAP, config_map, callback.app.namespace, owned=True)
+            return None
+        except Conflict:
+            pass
+        previous = self._kube.get(CONFIG_MAP, callback.name, callback.app.namespace)
+        self._kube.replace(CONFIG_MAP, config_map)  # whole, as for the Secret above
         return previous
 
     def withdraw_callback(self, callback: PendingCallback, previous: KubeObject | None) -> None:
@@ -170,7 +188,7 @@ class ClusterSide:
         if previous is None:
             self._kube.delete(CONFIG_MAP, callback.name, callback.app.namespace)
             return
-        self._kube.apply(CONFIG_MAP, _restorable(previous))
+        self._kube.replace(CONFIG_MAP, _restorable(previous))
 
 
 def _restorable(previous: KubeObject) -> dict[str, Any]:

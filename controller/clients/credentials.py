@@ -23,7 +23,9 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +38,7 @@ from btp_gitops.controller.clients.targets import (
     ServiceRef,
 )
 from btp_gitops.controller.errors import PermanentError, TemporaryError
-from btp_gitops.controller.kube import SECRET, KubeClient
+from btp_gitops.controller.kube import SECRET, KubeClient, KubeObject
 
 log = logging.getLogger("btp_gitops.subscription")
 
@@ -210,14 +212,68 @@ def single_service(app: AppTarget, service_class: str) -> ServiceRef:
     return candidates[0]
 
 
+class _SharedReads:
+    """Reads of one Secret shared by the callers that asked before the read started: a caller gets
+    the Secret as a read that started after its call found it, never an older one, so a rotation
+    applies at once; but a burst of 1,000 callbacks costs one read in flight at a time per Secret,
+    not 1,000 (each waiting caller joins the next read)."""
+
+    def __init__(self, read: Callable[[str, str], KubeObject | None]) -> None:
+        self._read = read
+        self._changed = threading.Condition()
+        self._reads: dict[tuple[str, str], _Read] = {}  # the newest read per Secret
+
+    def get(self, namespace: str, name: str) -> KubeObject | None:
+        key = (namespace, name)
+        asked = time.monotonic()
+        with self._changed:
+            while True:
+                current = self._reads.get(key)
+                if current is not None and current.started >= asked:
+                    if current.done:
+                        return current.outcome()
+                    self._changed.wait()
+                    continue
+                if current is not None and not current.done:
+                    self._changed.wait()  # started before this call: too old; the next one
+                    continue
+                mine = self._reads[key] = _Read(time.monotonic())
+                break
+        try:
+            mine.secret = self._read(namespace, name)
+        except BaseException as error:
+            mine.error = error
+            raise
+        finally:
+            with self._changed:
+                mine.done = True  # a failure too: the callers that waited for this read get it
+                self._changed.notify_all()
+        return mine.secret
+
+
+@dataclass(slots=True)
+class _Read:
+    started: float
+    done: bool = False
+    secret: KubeObject | None = None
+    error: BaseException | None = None
+
+    def outcome(self) -> KubeObject | None:
+        if self.error is not None:
+            raise self.error
+        return self.secret
+
+
 class CredentialReader:
-    """Reads an application's binding Secrets from the cluster, fresh every call (rotations apply at once)."""
+    """Reads an application's binding Secrets from the cluster, as of the call (rotations apply at
+    once); concurrent callers share reads (`_SharedReads`)."""
 
     def __init__(self, kube: KubeClient) -> None:
         self._kube = kube
+        self._reads = _SharedReads(lambda namespace, name: kube.get(SECRET, name, namespace))
 
     def binding(self, app: AppTarget, service: ServiceRef) -> Credentials:
-        secret = self._kube.get(SECRET, service.secret, app.namespace)
+        secret = self._reads.get(app.namespace, service.secret)
         if secret is None:
             raise CredentialsUnavailable(
                 f"Secret {app.namespace}/{service.secret} of service {service.name} does not exist"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,16 +149,17 @@ class _YamlFile:
     def remove(self, piece: _Piece) -> None:
         self.pieces.remove(piece)
 
-    def write(self, tree: Path, relative: Path) -> None:
+    def write(self, tree: Path, relative: Path, checked: Sequence[dict[str, Any]] = ()) -> None:
         """Write the pieces back; a file left without any document is deleted. The index keeps
-        what was written (records.index.note_written), so it never reads the file back."""
+        what was written (records.index.note_written), so it never reads the file back; `checked`:
+        the bodies just checked against their schemas (`checked`), not checked again there."""
         if all(piece.body is None for piece in self.pieces):
             self.path.unlink()
             note_written(tree, relative, None)
             return
         data = "".join(piece.separator + piece.text for piece in self.pieces).encode("utf-8")
         self.path.write_bytes(data)
-        note_written(tree, relative, data)
+        note_written(tree, relative, data, checked)
 
 
 def checked(body: dict[str, Any], what: str) -> dict[str, Any]:
@@ -188,7 +189,7 @@ def edit_document(tree: Path, ref: DocumentRef, edit: Callable[[dict[str, Any]],
     if updated == original:
         return False
     file.replace(piece, checked(updated, str(ref)))
-    file.write(tree, ref.path)
+    file.write(tree, ref.path, [updated])
     return True
 
 
@@ -214,4 +215,4 @@ def write_new_document(tree: Path, path: Path, body: dict[str, Any]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     data = dump_object(body).encode("utf-8")
     target.write_bytes(data)
-    note_written(tree, path, data)
+    note_written(tree, path, data, [body])

@@ -23,7 +23,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -486,9 +486,13 @@ class _ParsedFiles:
             cache[path] = contents
             return contents
 
-    def wrote(self, root: Path, relative: Path, data: bytes | None) -> _FileContents | None:
+    def wrote(
+        self, root: Path, relative: Path, data: bytes | None, checked: Sequence[dict[str, Any]] = ()
+    ) -> _FileContents | None:
         """The writer wrote `data` to `relative` (None: deleted it): parse what it wrote and keep
-        its digest, so the file is not read and hashed again while it stays as written."""
+        its digest, so the file is not read and hashed again while it stays as written. `checked`:
+        bodies the writer checked against their schemas before writing them (a document equal to
+        one of them is not checked again)."""
         path = str(root / relative)
         with self._lock:
             cache = self._by_root.setdefault(root, {})
@@ -497,7 +501,9 @@ class _ParsedFiles:
                 return None
             checked_at = time.time_ns()
             signature = _signature(os.stat(path))
-            contents = _parse_file(root, Path(path), signature, hashlib.sha256(data).digest(), checked_at)
+            contents = _parse_file(
+                root, Path(path), signature, hashlib.sha256(data).digest(), checked_at, checked=checked
+            )
             cache[path] = dataclasses.replace(contents, own=True)
             return cache[path]
 
@@ -532,8 +538,16 @@ _PARSED_FILES = _ParsedFiles()
 
 
 def _parse_file(
-    root: Path, path: Path, signature: tuple[int, int, int, int], digest: bytes, checked_at: int
+    root: Path,
+    path: Path,
+    signature: tuple[int, int, int, int],
+    digest: bytes,
+    checked_at: int,
+    *,
+    checked: Sequence[dict[str, Any]] = (),
 ) -> _FileContents:
+    """The file's documents, records and problems; a document equal to one of the `checked`
+    bodies (checked against its schema by whoever just wrote it) is not checked again."""
     relative = path.relative_to(root)
     try:
         documents = load_sources([path])
@@ -544,7 +558,7 @@ def _parse_file(
         kind = (document.api_version, document.kind)
         if kind not in _READ_KINDS:
             continue
-        found = problems_in(document, source_schemas())
+        found = [] if document.body in checked else problems_in(document, source_schemas())
         if found:
             problems += [p.render() for p in found]
             continue
@@ -729,20 +743,25 @@ class WorkingIndex:
             return {EVERYTHING}
         return {key for path in paths for key in keys_of(self._index.file(Path(path)))}
 
-    def note_written(self, root: Path, relative: Path, data: bytes | None) -> None:
-        contents = _PARSED_FILES.wrote(root, relative, data)
+    def note_written(
+        self, root: Path, relative: Path, data: bytes | None, checked: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        contents = _PARSED_FILES.wrote(root, relative, data, checked)
         if self._index is not None and root == self._root:
             self._index.replace_file(relative, contents)
         if self._writes is not None:
             self._writes.add(relative.as_posix())
 
 
-def note_written(tree: Path, relative: Path, data: bytes | None) -> None:
-    """records.editor wrote `data` to `relative` under `tree` (None: removed it): the parsed
-    state is kept as written, and the writer's index, when one is open on `tree`, follows."""
+def note_written(
+    tree: Path, relative: Path, data: bytes | None, checked: Sequence[dict[str, Any]] = ()
+) -> None:
+    """records.editor wrote `data` to `relative` under `tree` (None: removed it), having checked
+    the `checked` bodies against their schemas: the parsed state is kept as written, and the
+    writer's index, when one is open on `tree`, follows."""
     root = tree.resolve()
     working = _WORKING.current(root)
     if working is not None:
-        working.note_written(root, relative, data)
+        working.note_written(root, relative, data, checked)
     else:
-        _PARSED_FILES.wrote(root, relative, data)
+        _PARSED_FILES.wrote(root, relative, data, checked)

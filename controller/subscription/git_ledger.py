@@ -201,8 +201,6 @@ class GitTenantLedger:
 
     def _index_new_head(self, tree: Path, head: str) -> None:
         self._snapshot_of_head(tree, head)
-        with self._indexed:
-            self._indexed.notify_all()
 
     def _index_commit(self, tree: Path, commit: str) -> None:
         """Index our commit while its push is in flight; published once it landed."""
@@ -305,12 +303,25 @@ class GitTenantLedger:
         return lookup(self._current())
 
     def _current(self) -> _Snapshot:
-        """The index of the clone's head: the published one, unless the writer has pushed and not yet
-        re-indexed (it answers a push's requests first), then built under the clone's lock."""
+        """The index of the clone's head: the published one. When the writer has moved the head and
+        not yet published its index (it answers a push's requests first, then publishes, still
+        holding the clone's lock), wait for that publication rather than for the lock: the writer
+        takes the lock again at once for its next batch, and a lookup queued on it would wait for
+        that whole batch, push included. Built under the clone's lock only when nothing is
+        published within `_OWN_PUSH_WAIT` (the head moved by a fetch of the writer's, say)."""
         published = self._published()
         if published.head == self._repo.head:
             return published
+        with self._indexed:
+            if self._indexed.wait_for(self._published_is_head, _OWN_PUSH_WAIT):
+                snapshot = self._snapshot
+                assert snapshot is not None  # _published_is_head
+                return snapshot
         return self._repo.read(self._snapshot_of, refresh=False)
+
+    def _published_is_head(self) -> bool:
+        snapshot = self._snapshot
+        return snapshot is not None and snapshot.head == self._repo.head
 
     def _snapshot_of(self, tree: Path) -> _Snapshot:
         """The index of `tree`, which `SourceRepo.read` guarantees is the remote's commit `head`."""
@@ -318,10 +329,16 @@ class GitTenantLedger:
 
     def _snapshot_of_head(self, tree: Path, head: str) -> _Snapshot:
         with self._snapshot_lock:
-            if self._snapshot is None or self._snapshot.head != head:
-                pending = self._pending
-                self._snapshot = pending if pending and pending.head == head else _build_snapshot(tree, head)
-            return self._snapshot
+            snapshot = self._snapshot
+            if snapshot is not None and snapshot.head == head:
+                return snapshot
+            pending = self._pending
+            snapshot = self._snapshot = (
+                pending if pending and pending.head == head else _build_snapshot(tree, head)
+            )
+        with self._indexed:  # lookups waiting for the index of the new head (`_current`)
+            self._indexed.notify_all()
+        return snapshot
 
     # --- writing ------------------------------------------------------------------------------------
 

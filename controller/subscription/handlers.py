@@ -30,9 +30,11 @@ what the completion callback reports too. DELETE answers 202 or 404 (no such ten
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +122,38 @@ class HandlerSettings:
     namespaces: frozenset[str] = frozenset()  # empty: applications of every namespace
 
 
+class WorkSlots:
+    """Bounds the handlers at work at once (`limit`): reading credentials, writing the cluster
+    objects, queueing the record. A handler gives its slot up while it waits for the Git push of
+    its record (`waiting`), which takes seconds under load and costs no CPU: the requests behind it
+    do their own work meanwhile, and their records join the writer's next batch instead of
+    waiting for a slot until this push landed. The slot is not taken again after the wait: what
+    is left (the answer, or withdrawing a callback) is small."""
+
+    def __init__(self, limit: int) -> None:
+        self._slots = threading.BoundedSemaphore(limit)
+        self._held = threading.local()
+
+    @contextlib.contextmanager
+    def working(self) -> Iterator[None]:
+        self._slots.acquire()
+        self._held.slot = True
+        try:
+            yield
+        finally:
+            if self._held.slot:
+                self._held.slot = False
+                self._slots.release()
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Give the slot up (if this thread holds one) for the rest of the handler."""
+        if getattr(self._held, "slot", False):
+            self._held.slot = False
+            self._slots.release()
+        yield
+
+
 @dataclass(slots=True)
 class SubscriptionService:
     """Everything a handler needs; shared by all request threads (each part is thread-safe)."""
@@ -131,6 +165,7 @@ class SubscriptionService:
     metrics: SubscriptionMetrics
     settings: HandlerSettings = field(default_factory=HandlerSettings)
     now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
+    slots: WorkSlots = field(default_factory=lambda: WorkSlots(128))
 
     # --- applications and tenants ----------------------------------------------------------------
 
@@ -213,7 +248,8 @@ class SubscriptionService:
         callback for a record that never lands expires at its deadline (reported FAILED)."""
         previous = self.cluster.open_callback(callback) if callback else None
         try:
-            recorded = record()
+            with self.slots.waiting():  # the wait for the push: other requests work meanwhile
+                recorded = record()
         except OutcomeUnknown:
             log.warning("the record's outcome is unknown: the pending callback stays for the retry")
             raise

@@ -10,9 +10,11 @@ handshake holds no thread), and a graceful stop that closes idle keep-alive conn
 What a framework would add (routing, middleware) is the small table below.
 
 The handlers stay synchronous: every callback ends in blocking Kubernetes writes and a wait for
-the Git push of its record (seconds under load). They run in a bounded thread pool
-(`max_concurrent`), so the event loop only parses, reads bodies and writes answers; requests
-waiting for a thread are capped too (`max_queued`), beyond which the answer is 503 with
+the Git push of its record (seconds under load). Each admitted request runs in a thread of its own,
+so the event loop only parses, reads bodies and writes answers; at most `max_concurrent` of them
+work at once (`handlers.WorkSlots`), and a handler gives its slot up while it waits for the push of
+its record, so the requests behind it reach the Git writer's next batch meanwhile. Requests
+waiting for a slot are capped (`max_queued`), beyond which the answer is 503 with
 `Retry-After`. Probes never wait behind them: /healthz and /metrics answer on the loop, /readyz on
 a thread of its own.
 
@@ -44,6 +46,7 @@ import datetime as dt
 import functools
 import json
 import logging
+import queue
 import re
 import socket
 import ssl
@@ -71,6 +74,7 @@ from btp_gitops.controller.subscription.handlers import (
     Request,
     Response,
     SubscriptionService,
+    WorkSlots,
 )
 from btp_gitops.controller.subscription.ledger import TenantLedger
 from btp_gitops.controller.subscription.metrics import SubscriptionMetrics
@@ -105,8 +109,8 @@ class SubscriptionServerSettings:
     body_timeout: float = 30.0  # the whole body must arrive within this (slow bodies: 408)
     keepalive_timeout: float = 15.0  # idle connections, new ones without a request head too
     backlog: int = 2048  # connections the kernel queues before `accept`
-    max_concurrent: int = 128  # requests handled at once (threads)
-    max_queued: int = 1024  # requests waiting for a thread (a 1,000-tenant burst); beyond: 503
+    max_concurrent: int = 128  # handlers at work at once (a wait for Git does not count)
+    max_queued: int = 1024  # requests admitted beyond those (a 1,000-tenant burst); beyond: 503
     max_header_line: int = 8190  # request line and each header field, bytes
     max_headers: int = 100
     shutdown_grace: float = 10.0  # how long `stop` waits for requests in flight
@@ -226,9 +230,89 @@ def handle(
         return response_for_error(error, route)
 
 
+def handle_in_slot(
+    service: SubscriptionService, route: Route, request: Request, params: Mapping[str, str]
+) -> Response:
+    """`handle` for a callback, in a request thread: it works only while it holds one of the
+    `max_concurrent` slots (given up while it waits for the push of its record)."""
+    with service.slots.working():
+        return handle(service, route, request, params)
+
+
 def is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media in JSON_TYPES or (media.startswith("application/") and media.endswith("+json"))
+
+
+class _RequestThreads(concurrent.futures.Executor):
+    """A thread per request in progress, up to `limit`; threads are started by a thread of their
+    own, never by the caller (the event loop): starting a thread waits until it runs, which on a
+    loaded machine takes milliseconds, and a burst of 1,000 requests would stall the loop for
+    seconds. Threads stay for the next burst; `shutdown` ends them."""
+
+    def __init__(self, limit: int, name: str) -> None:
+        self._limit = limit
+        self._name = name
+        self._work: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._lock = threading.Lock()
+        self._threads = 0  # started or asked for
+        self._busy = 0  # submitted and not finished
+        self._stopped = False
+        self._wanted: queue.SimpleQueue[bool] = queue.SimpleQueue()  # True: start one; False: stop
+        self._starter = threading.Thread(target=self._start_threads, name=f"{name}-starter", daemon=True)
+        self._starter.start()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("cannot take work after shutdown")
+            self._busy += 1
+            if self._threads < min(self._busy, self._limit):
+                self._threads += 1
+                self._wanted.put(True)
+        self._work.put((future, functools.partial(fn, *args, **kwargs)))
+        return future
+
+    def _start_threads(self) -> None:
+        number = 0
+        while self._wanted.get():
+            number += 1
+            threading.Thread(target=self._serve, name=f"{self._name}_{number}", daemon=True).start()
+
+    def _serve(self) -> None:
+        while (item := self._work.get()) is not None:
+            future, call = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(call())
+                except BaseException as error:
+                    future.set_exception(error)
+            del item, future, call
+            with self._lock:
+                self._busy -= 1
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            threads = self._threads
+        self._wanted.put(False)
+        if cancel_futures:
+            while True:
+                try:
+                    item = self._work.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[0].cancel()
+        for _ in range(threads):
+            self._work.put(None)
+        if wait:
+            self._starter.join()
 
 
 class _Dispatcher:
@@ -237,9 +321,9 @@ class _Dispatcher:
     def __init__(self, settings: SubscriptionServerSettings, service: SubscriptionService) -> None:
         self.settings = settings
         self.service = service
-        self.workers = concurrent.futures.ThreadPoolExecutor(
-            settings.max_concurrent, thread_name_prefix="subscription-request"
-        )
+        # A thread for every request admitted: at most `max_concurrent` of them work at once
+        # (`SubscriptionService.slots`), the others wait for a slot or for the push of their record.
+        self.workers = _RequestThreads(settings.max_concurrent + settings.max_queued, "subscription-request")
         self.probes = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="subscription-probe")
         self.admitted = 0  # requests holding or waiting for a worker thread (event loop only)
         self.stopping = False
@@ -300,7 +384,7 @@ class _Dispatcher:
             return unavailable("Overloaded", "the server is busy; try again later", OVERLOADED_RETRY_AFTER)
         self.admitted += 1
         try:
-            call = functools.partial(handle, self.service, route, request, params)
+            call = functools.partial(handle_in_slot, self.service, route, request, params)
             return await asyncio.get_running_loop().run_in_executor(self.workers, call)
         finally:
             self.admitted -= 1
@@ -519,6 +603,7 @@ def build_subscription_server(
 ) -> SubscriptionServer:
     """A server wired to the cluster (binding Secrets, subscription contexts, pending callbacks) and
     to `ledger` (the tenant records)."""
+    kube.keep_connections(settings.max_concurrent)  # a connection for each handler at work
     jwks = JwksCache(
         jwks_ssl_context(settings),
         ttl=settings.jwks_ttl,
@@ -533,6 +618,7 @@ def build_subscription_server(
         verifier=TokenVerifier(jwks, leeway=settings.leeway),
         cluster=ClusterSide(kube),
         metrics=metrics or SubscriptionMetrics(),
+        slots=WorkSlots(settings.max_concurrent),
         settings=HandlerSettings(
             callback_timeout=settings.callback_timeout, namespaces=frozenset(settings.namespaces)
         ),

@@ -6,55 +6,122 @@ handler. This module only builds the parser and dispatches; `main` is the only p
 errors to exit codes and prints them (see generator.core.errors for the table). Controller
 commands (`controller`, `subscription-server`) are contributed through the `btp_gitops.commands`
 entry-point group, so the generator never imports the controller.
+
+A command pays only for its own imports: `main` imports the module of the command it runs and no
+other (`COMMANDS` names them the way entry points do), and looks at the entry points only when
+the command line names none of ours (`--help`, a controller command, a mistake). Helm runs
+`btp-gitops post-render` on every install and upgrade, where the start-up is most of the work;
+`tests/packaging/test_startup.py` keeps `--version` and `post-render` free of the heavy packages.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from btp_gitops import __version__
-from btp_gitops.generator.cli.crds import add_crds_parser
-from btp_gitops.generator.cli.diff import add_diff_parser
-from btp_gitops.generator.cli.module_resources import add_module_resources_parser
-from btp_gitops.generator.cli.post_render import add_post_render_parser
-from btp_gitops.generator.cli.render import add_render_parser
-from btp_gitops.generator.cli.validate import add_validate_parser
 from btp_gitops.generator.core.errors import BtpGitopsError
 from btp_gitops.generator.core.exit_codes import exit_code_for
 from btp_gitops.generator.core.redact import redact
 
 Handler = Callable[[argparse.Namespace], int]
+Register = Callable[[Any], None]  # adds one command's parser to the subparsers action
+
+# Our commands, in the order `--help` lists them: "module:function" as an entry point names it.
+COMMANDS = {
+    "render": "btp_gitops.generator.cli.render:add_render_parser",
+    "module-resources": "btp_gitops.generator.cli.module_resources:add_module_resources_parser",
+    "crds": "btp_gitops.generator.cli.crds:add_crds_parser",
+    "post-render": "btp_gitops.generator.cli.post_render:add_post_render_parser",
+    "diff": "btp_gitops.generator.cli.diff:add_diff_parser",
+    "validate": "btp_gitops.generator.cli.validate:add_validate_parser",
+}
+ENTRY_POINT_GROUP = "btp_gitops.commands"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _load(reference: str) -> Register:
+    module, _, function = reference.partition(":")
+    register: Register = getattr(importlib.import_module(module), function)
+    return register
+
+
+def _contributed() -> list[Register]:
+    """The commands other distributions (the controller) add, by entry point name."""
+    # Reading every installed distribution's entry points costs more than the rest of a
+    # post-render's start-up (~0.05 s); it is done only when the command is not one of ours.
+    from importlib.metadata import entry_points  # noqa: PLC0415
+
+    return [entry.load() for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)]
+
+
+def _terminal_columns() -> int:
+    """What shutil.get_terminal_size() says: $COLUMNS, else the terminal's width, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's, sized without importing shutil: argparse makes a formatter for every option it
+    adds, and shutil imports bz2 and lzma (a tenth of `post-render`'s start-up)."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        width = _terminal_columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """The parser of `btp-gitops` and of each command (subparsers are of their parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of every command; with `only`, of those of our commands alone."""
+    parser = _ArgumentParser(
         prog="btp-gitops",
         description="Render SAP BTP workloads (BTP operator, Kyma modules, CAP) into a GitOps repository.",
     )
     parser.add_argument("--version", action="version", version=f"btp-gitops {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    add_render_parser(commands)
-    add_module_resources_parser(commands)
-    add_crds_parser(commands)
-    add_post_render_parser(commands)
-    add_diff_parser(commands)
-    add_validate_parser(commands)
-
-    for entry in sorted(entry_points(group="btp_gitops.commands"), key=lambda e: e.name):
-        register: Callable[[Any], None] = entry.load()
+    for name, reference in COMMANDS.items():
+        if only is None or name in only:
+            _load(reference)(commands)
+    for register in _contributed() if only is None else []:
         register(commands)
     return parser
 
 
+def commands_needed(argv: Sequence[str]) -> set[str] | None:
+    """Which of our commands the parser needs for `argv`: the one it starts with, none for a lone
+    `--version`, or None (all, and the contributed ones) for anything else (`--help`, `-h render`,
+    a controller command, a mistake: argparse may list every command then)."""
+    if list(argv) == ["--version"]:
+        return set()
+    if argv and argv[0] in COMMANDS:
+        return {argv[0]}
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(commands_needed(arguments)).parse_args(arguments)
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -7,15 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from btp_gitops.generator.cli.engine import allow_paths, chart_engine
 from btp_gitops.generator.cli.options import (
     add_source_options,
     add_target_options,
-    allow_paths,
-    chart_engine,
     kyma_options,
     target_options,
 )
-from btp_gitops.generator.cli.output import print_notes
+from btp_gitops.generator.cli.output import print_module_problems, print_notes
 from btp_gitops.generator.core.errors import UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.diff.report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
@@ -39,11 +38,13 @@ def run_diff(args: argparse.Namespace) -> int:
         migrate_layout=args.migrate_layout,
     )
     result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
+    result.render.raise_if_strict(args.strict)
     sys.stdout.write(diff_report(result, args.output, args.max_length))
     # Notes go to stderr: stdout is the report, which a workflow posts as it is.
     for app in result.render.apps:
         print_notes(app.notes, sys.stderr)
     print_notes(result.render.notes, sys.stderr)
+    print_module_problems(result.render.module_problems, sys.stderr)
     return ExitCode.CHANGES if args.exit_code and not result.diff.empty else ExitCode.OK
 
 
@@ -99,6 +100,12 @@ def add_diff_parser(commands: Any) -> None:
         f"(default: {DEFAULT_MAX_LENGTH})",
     )
     parser.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes, 0 when none")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 3) when a Kyma module cannot be resolved; without it the report lists such "
+        "modules (their previous files kept, as `render` keeps them) and the exit code is unchanged",
+    )
     parser.add_argument(
         "--helm-binary",
         metavar="PATH",

@@ -8,10 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from btp_gitops.generator.cli.options import (
-    add_engine_options,
-    chart_engine,
-)
+from btp_gitops.generator.cli.engine import add_engine_options, chart_engine
 from btp_gitops.generator.cli.output import print_notes
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io import bundled

@@ -1,5 +1,5 @@
-"""Options and helpers several commands share: the chart engine, what a render reads, the target
-and its wiring, manifest validation."""
+"""Options and helpers several commands share: what a render reads, the target and its wiring,
+manifest validation (the chart engine's are in cli.engine)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import (
     InputError,
     Problem,
@@ -18,7 +17,6 @@ from btp_gitops.generator.core.errors import (
 )
 from btp_gitops.generator.core.names import NameRule, name_message
 from btp_gitops.generator.domains.kyma import DEFAULT_MIN_WINDOW, PolicyText
-from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version
 from btp_gitops.generator.io.sources import display_path
@@ -40,12 +38,6 @@ from btp_gitops.generator.wiring.objects import (
     FluxSync,
     TargetOptions,
 )
-
-
-def chart_engine(args: argparse.Namespace) -> ChartRenderer:
-    if args.helm_binary:
-        return HelmCli(args.helm_binary)
-    return EmbeddedHelm()
 
 
 def seconds(text: str) -> float:
@@ -96,13 +88,6 @@ def minutes(text: str) -> float:
     if not 0 <= value <= 7 * 24 * 60:
         raise argparse.ArgumentTypeError(f"give 0 to 10080 minutes, not {text}")
     return value
-
-
-def allow_paths(args: argparse.Namespace) -> tuple[Path, ...]:
-    for path in args.allow_path:
-        if not Path(path).exists():
-            raise UsageError(f"--allow-path {path}: no such file or directory")
-    return tuple(Path(path) for path in args.allow_path)
 
 
 def target_options(args: argparse.Namespace) -> TargetOptions:
@@ -393,15 +378,6 @@ def add_validation_options(parser: argparse.ArgumentParser, applies: str = "") -
         action="store_true",
         help=f"a kind without any schema is a warning, not an error{applies}",
     )
-
-
-def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--helm-binary",
-        metavar="PATH",
-        help="render charts with this helm CLI (v3 or v4) instead of the embedded Helm engine",
-    )
-    parser.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.report import Note
 
 
 def print_notes(notes: list[Note], stream: TextIO) -> None:
     for note in notes:
         print(f"  {note.level}: {note.reason}: {note.subject}: {note.message}", file=stream)
+
+
+def print_module_problems(problems: list[Problem], stream: TextIO) -> None:
+    """Kyma modules that could not be resolved (their previous files kept), each named."""
+    if not problems:
+        return
+    print(
+        f"warning: rendered with {len(problems)} Kyma module problem(s); their previous files are kept:",
+        file=stream,
+    )
+    for problem in problems:
+        print(f"  {problem.render()}", file=stream)

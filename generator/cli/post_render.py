@@ -11,27 +11,23 @@ import dataclasses
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from btp_gitops.generator.cli.options import allow_paths, chart_engine
 from btp_gitops.generator.cli.output import print_notes
 from btp_gitops.generator.core.errors import InputError, Problem, SourceSyntaxError, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.io.cluster import ClusterReader
-from btp_gitops.generator.io.input_files import UnreadableInput, read_stream_text
-from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.io.input_files import UnreadableInput
 from btp_gitops.generator.io.sources import load_sources
-from btp_gitops.generator.pipeline.post_render import (
-    BTP_OPERATOR,
-    CERTIFICATE_MODES,
-    DOMAINS,
-    PostRenderRequest,
-    post_render,
-)
+from btp_gitops.generator.pipeline.post_render import PostRenderRequest, PostRenderResult, post_render_to
 from btp_gitops.generator.pipeline.post_render import certificate_plan as post_render_certificate_plan
-from btp_gitops.generator.pipeline.post_render_sources import KYMA, SourceDomainInputs
-from btp_gitops.generator.transforms.certificates import CertificatePlan
+from btp_gitops.generator.pipeline.post_render_domains import BTP_OPERATOR, CERTIFICATE_MODES, DOMAINS, KYMA
+from btp_gitops.generator.transforms.certificates import (
+    NO_EXISTING_CERTIFICATES,
+    CertificatePlan,
+    ExistingCertificates,
+)
 from btp_gitops.generator.transforms.operator_secret import (
     REQUIRED_SECRET,
     REQUIRED_SECRET_NAMESPACE,
@@ -39,12 +35,15 @@ from btp_gitops.generator.transforms.operator_secret import (
     missing_secret_error,
     operator_credentials_from_secret,
 )
-from btp_gitops.generator.transforms.self_signed_certificates import (
-    NO_EXISTING_CERTIFICATES,
-    ExistingCertificates,
-    existing_certificates_from_secrets,
-    generate_rsa_4096_key,
-)
+
+# Helm runs this command on every install and upgrade, mostly in the default mode, where starting
+# is most of the work: what only another mode needs is imported in that mode's function below
+# (self-signed certificates: `cryptography`; --domain cap and kyma: schemas, chart engine and the
+# render pipeline). tests/packaging/test_startup.py keeps the default mode free of them.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from btp_gitops.generator.pipeline.post_render_sources import SourceDomainInputs
 
 
 def _credentials_from_file(path: Path) -> OperatorCredentials:
@@ -73,19 +72,28 @@ def _credentials(args: argparse.Namespace) -> OperatorCredentials | None:
     )
 
 
-def _read_stdin() -> str:
+def _post_render_stdin(request: PostRenderRequest, inputs: SourceDomainInputs | None) -> PostRenderResult:
+    """stdin to stdout, one document at a time; nothing is printed unless the whole stream is."""
     try:
-        return read_stream_text(sys.stdin.buffer)
+        result = post_render_to(
+            sys.stdin.buffer, sys.stdout, request, datetime.now(UTC), _new_key, sources=inputs
+        )
     except UnreadableInput as error:
         raise SourceSyntaxError(
             "the manifest stream is not valid post-renderer input", [Problem("<stdin>", error.reason)]
         ) from error
+    sys.stdout.flush()
+    return result
 
 
 def _existing_certificates(args: argparse.Namespace, plan: CertificatePlan) -> ExistingCertificates:
     """Certificates self-signed mode may reuse: from --existing-certificates, else the cluster."""
     if args.certificates != "self-signed":
         return NO_EXISTING_CERTIFICATES
+    from btp_gitops.generator.transforms.self_signed_certificates import (  # noqa: PLC0415 - self-signed only
+        existing_certificates_from_secrets,
+    )
+
     if args.existing_certificates:
         documents = load_sources([Path(args.existing_certificates)])
         secrets = [Manifest(d.body, f"{d.file}: document {d.document}") for d in documents]
@@ -112,8 +120,22 @@ _BTP_OPERATOR_ONLY = (
 )
 
 
+def _new_key() -> rsa.RSAPrivateKey:
+    """The key factory of self-signed mode (the only one that calls it)."""
+    from btp_gitops.generator.transforms.self_signed_certificates import (  # noqa: PLC0415 - self-signed only
+        generate_rsa_4096_key,
+    )
+
+    return generate_rsa_4096_key()
+
+
 def _source_domain_inputs(args: argparse.Namespace) -> SourceDomainInputs:
     """CAP and Kyma: schemas, namespace, and for Kyma the catalog and the chart engine."""
+    # The source domains' modules, imported with their mode (see the imports above).
+    from btp_gitops.generator.cli.engine import allow_paths, chart_engine  # noqa: PLC0415
+    from btp_gitops.generator.io.schemas import load_schema_registry  # noqa: PLC0415
+    from btp_gitops.generator.pipeline.post_render_sources import SourceDomainInputs  # noqa: PLC0415
+
     given = [f"--{name.replace('_', '-')}" for name in _BTP_OPERATOR_ONLY if getattr(args, name)]
     given += ["--certificates"] if args.certificates != "cert-manager" else []
     if given:
@@ -135,9 +157,7 @@ def run_post_render(args: argparse.Namespace) -> int:
     if args.domain != BTP_OPERATOR:
         request = PostRenderRequest(domain=args.domain, namespace=args.namespace)
         inputs = _source_domain_inputs(args)
-        result = post_render(_read_stdin(), request, datetime.now(UTC), generate_rsa_4096_key, sources=inputs)
-        sys.stdout.write(result.text)
-        sys.stdout.flush()
+        result = _post_render_stdin(request, inputs)
         print_notes(result.notes, sys.stderr)
         return ExitCode.OK
     if args.catalog or args.allow_path:
@@ -160,9 +180,7 @@ def run_post_render(args: argparse.Namespace) -> int:
     request = dataclasses.replace(
         request, existing_certificates=_existing_certificates(args, post_render_certificate_plan(request))
     )
-    result = post_render(_read_stdin(), request, datetime.now(UTC), generate_rsa_4096_key)
-    sys.stdout.write(result.text)
-    sys.stdout.flush()
+    result = _post_render_stdin(request, None)
     print_notes(result.notes, sys.stderr)
     return ExitCode.OK
 

@@ -10,20 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.cli.argocd_parameters import PARAMETERS_ENV, apply_argocd_parameters
+from btp_gitops.generator.cli.engine import add_engine_options, allow_paths, chart_engine
 from btp_gitops.generator.cli.options import (
-    add_engine_options,
     add_source_options,
     add_target_options,
     add_validation_options,
-    allow_paths,
-    chart_engine,
     flux_sync_options,
     kyma_options,
     seconds,
     target_options,
     validate_options,
 )
-from btp_gitops.generator.cli.output import print_notes
+from btp_gitops.generator.cli.output import print_module_problems, print_notes
 from btp_gitops.generator.core.errors import Problem, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.domains.kyma import report_table
@@ -71,15 +69,8 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
 
 def module_problems_exit(problems: list[Problem]) -> ExitCode:
     """Exit 9 when Kyma modules could not be resolved (their previous apps kept), each named on stderr."""
-    if not problems:
-        return ExitCode.OK
-    print(
-        f"warning: rendered with {len(problems)} Kyma module problem(s); their previous files are kept:",
-        file=sys.stderr,
-    )
-    for problem in problems:
-        print(f"  {problem.render()}", file=sys.stderr)
-    return ExitCode.MODULE_PROBLEMS
+    print_module_problems(problems, sys.stderr)
+    return ExitCode.MODULE_PROBLEMS if problems else ExitCode.OK
 
 
 def run_render(args: argparse.Namespace) -> int:

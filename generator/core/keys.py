@@ -20,9 +20,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives.serialization import load_der_private_key
+# `cryptography` (its Rust bindings: ~0.04 s and 10 MiB) is imported only where a text has the
+# shape of a certificate bundle or a DER key, below: nearly every string is settled by the regular
+# expressions alone, and every command's error messages pass through here (core.redact).
 
 # Shorter strings cannot hold any key we recognise (the armour alone is longer).
 MIN_KEY_TEXT = 22
@@ -73,6 +73,8 @@ def is_certificate_bundle(text: str) -> bool:
     not; neither is a block that does not parse as a certificate."""
     if _CERTIFICATE_BUNDLE.fullmatch(text) is None:
         return False
+    from cryptography import x509  # noqa: PLC0415 - see the imports above
+
     try:
         return bool(x509.load_pem_x509_certificates(text.encode("ascii")))
     except ValueError:
@@ -327,6 +329,9 @@ def der_private_key(data: bytes) -> str | None:
     what, conclusive = _shape(data, top)
     if what is None:
         return None
+    from cryptography.exceptions import UnsupportedAlgorithm  # noqa: PLC0415 - see the imports above
+    from cryptography.hazmat.primitives.serialization import load_der_private_key  # noqa: PLC0415
+
     try:
         load_der_private_key(data[: top.end], password=None, unsafe_skip_rsa_key_validation=True)
     except TypeError:  # encrypted: it wants a password

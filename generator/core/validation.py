@@ -8,17 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import jsonschema
-import referencing
-import referencing.jsonschema
+from typing import TYPE_CHECKING, Any
 
 from btp_gitops.generator.core.errors import Problem, SchemaViolation, raise_if_problems
 from btp_gitops.generator.core.objects import format_field_path
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.redact import shown
 from btp_gitops.generator.core.sources import SourceDocument
+
+if TYPE_CHECKING:
+    # jsonschema and referencing (~0.1 s of imports) are loaded when a registry is built, in
+    # SchemaRegistry below: commands that validate nothing (post-render of the BTP operator's
+    # stream, module-resources, --version) only use this module's message helpers.
+    import jsonschema
+    import referencing
 
 GroupVersionKind = tuple[str, str]  # (apiVersion, kind)
 
@@ -34,6 +37,9 @@ class SchemaRegistry:
     """The schemas of every kind btp-gitops reads, keyed by (apiVersion, kind)."""
 
     def __init__(self, documents: Iterable[Mapping[str, Any]]) -> None:
+        import referencing  # noqa: PLC0415 - see TYPE_CHECKING above
+        import referencing.jsonschema  # noqa: PLC0415
+
         resources = []
         self._kinds: dict[GroupVersionKind, KindSchema] = {}
         for document in documents:
@@ -62,6 +68,8 @@ class SchemaRegistry:
     def validator(self, api_version: str, kind: str) -> jsonschema.protocols.Validator:
         key = (api_version, kind)
         if key not in self._validators:
+            import jsonschema  # noqa: PLC0415 - see TYPE_CHECKING above
+
             schema = self._kinds[key].schema
             self._validators[key] = jsonschema.Draft202012Validator(schema, registry=self._registry)
         return self._validators[key]

@@ -16,7 +16,9 @@ deeper than `MAX_DEPTH`, which would otherwise end in a RecursionError somewhere
 Writing: block style, 2-space indent, no line folding, plain scalars unless quoting is needed,
 multi-line strings as literal blocks, and a fixed key order: apiVersion, kind, metadata, name,
 namespace, spec, data, stringData, then the rest sorted, `status` last. The same object always
-serialises to the same bytes.
+serialises to the same bytes. PyYAML (libyaml's emitter, our representers) defines those bytes;
+`dump_object` writes the same ones without a PyYAML call per node (`_BlockWriter`), several times
+faster on rendered objects.
 """
 
 from __future__ import annotations
@@ -163,9 +165,7 @@ def _check_document(node: yaml.Node, budget: AliasBudget | None) -> None:
         )
 
 
-def _bounded_documents(
-    loader: yaml.CSafeLoader, text: str, budget: AliasBudget | None = None
-) -> Iterator[Any]:
+def _bounded_documents(loader: _Loader, text: str, budget: AliasBudget | None = None) -> Iterator[Any]:
     """The documents of `loader` (built over `text`), each checked against the limits first."""
     counted = (budget or AliasBudget()) if _may_hold_aliases(text) else None
     while loader.check_node():
@@ -173,24 +173,60 @@ def _bounded_documents(
         if node is None:
             return
         _check_document(node, counted)
-        yield loader.construct_document(node)
+        yield _construct(loader, node, aliases_possible=counted is not None)
 
 
-def _load_one(text: str, loader_type: type[yaml.CSafeLoader], budget: AliasBudget | None = None) -> Any:
+def _load_one(text: str, loader_type: type[_Loader], budget: AliasBudget | None = None) -> Any:
     """The one document of `text` (None when there is none), bounded like every read."""
     loader = loader_type(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_document(node, (budget or AliasBudget()) if _may_hold_aliases(text) else None)
-        return loader.construct_document(node)
+        aliases_possible = _may_hold_aliases(text)
+        _check_document(node, (budget or AliasBudget()) if aliases_possible else None)
+        return _construct(loader, node, aliases_possible=aliases_possible)
     finally:
         loader.dispose()
 
 
-class _Loader(yaml.CSafeLoader):
+_SCALAR_NODE = yaml.ScalarNode
+_STR_TAG = "tag:yaml.org,2002:str"
+_RESOLVED_LIMIT = 1 << 16  # distinct plain scalars remembered per class; then the memo starts over
+
+
+class _MemoizedResolution:
+    """`resolve` of plain scalars remembered by value: libyaml's composer asks once per scalar read,
+    its serializer twice per scalar written, and a stream repeats the same keys and values.
+
+    The answer for a scalar depends only on its value (no path resolvers are registered), and a
+    quoted scalar (implicit[0] false) is always a string; other nodes ask the resolver itself.
+    """
+
+    _resolved: dict[str, str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._resolved = {}
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is _SCALAR_NODE:
+            if not implicit[0]:
+                return _STR_TAG
+            tag = self._resolved.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
+                if len(self._resolved) >= _RESOLVED_LIMIT:
+                    self._resolved.clear()
+                self._resolved[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
+
+
+class _Loader(_MemoizedResolution, yaml.CSafeLoader):
     """C-accelerated safe loader that keeps timestamps as strings and rejects duplicate keys."""
+
+    strict = False  # duplicate keys: the last one wins (as in PyYAML), or an error when strict
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -237,7 +273,7 @@ def _construct_mapping_rejecting_duplicates(loader: _Loader, node: yaml.MappingN
 
 
 class _StrictLoader(_Loader):
-    pass
+    strict = True
 
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping_rejecting_duplicates)
@@ -247,14 +283,77 @@ class _FastLoader(_Loader):
     """For Helm streams we trust to be machine-written: no duplicate-key pass, for speed."""
 
 
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAPPING_NODE = yaml.MappingNode
+_SEQUENCE_NODE = yaml.SequenceNode
+# Scalars of these tags other than str are built by the loader's own constructor, once per value.
+_PLAIN_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "null"))
+_SCALARS_LIMIT = 1 << 14
+_SCALARS: dict[tuple[str, str], Any] = {}  # (tag, text) -> value, for the tags above
+
+
+class _Unusual(Exception):
+    """A node the direct builder leaves to PyYAML's constructor (tags, merge keys, duplicates)."""
+
+
+def _construct(loader: _Loader, node: yaml.Node, *, aliases_possible: bool) -> Any:
+    """The document of `node`, as `loader.construct_document` builds it, without its per-node
+    dispatch: strings are the node's value, other scalars come from a memo filled by the loader's
+    constructors, and containers are built directly. A document that may hold aliases (whose
+    identity PyYAML keeps), or any node that is not a plain string, number, boolean, null, map or
+    list, goes to PyYAML's constructor instead, and so does any mapping with a merge key or a
+    duplicate key: errors are PyYAML's, word for word, as are the values."""
+    if not aliases_possible:
+        try:
+            return _build(loader, node, loader.strict, _SCALARS)
+        except _Unusual:
+            pass
+    return loader.construct_document(node)
+
+
+def _build(loader: _Loader, node: yaml.Node, strict: bool, scalars: dict[tuple[str, str], Any]) -> Any:
+    kind = type(node)
+    tag = node.tag
+    if kind is _SCALAR_NODE:
+        if tag == _STR_TAG:
+            return node.value
+        if tag not in _PLAIN_SCALAR_TAGS:
+            raise _Unusual
+        key = (tag, node.value)
+        try:
+            return scalars[key]
+        except KeyError:
+            pass
+        try:
+            value = loader.yaml_constructors[tag](loader, node)
+        except Exception as error:  # left to PyYAML, which reports it as it always has
+            raise _Unusual from error
+        if len(scalars) >= _SCALARS_LIMIT:
+            scalars.clear()
+        scalars[key] = value
+        return value
+    if kind is _MAPPING_NODE:
+        if tag != _MAP_TAG:
+            raise _Unusual
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                raise _Unusual
+            key = _build(loader, key_node, strict, scalars)
+            try:
+                if strict and key in mapping:
+                    raise _Unusual
+                mapping[key] = _build(loader, value_node, strict, scalars)
+            except TypeError:  # an unhashable key
+                raise _Unusual from None
+        return mapping
+    if kind is _SEQUENCE_NODE and tag == _SEQ_TAG:
+        return [_build(loader, child, strict, scalars) for child in node.value]
+    raise _Unusual
+
+
 _CONTAINERS = (dict, list)  # a tuple built once: `dict | list` would build a union per call
-
-
-class _Dumper(yaml.CSafeDumper):
-    def ignore_aliases(self, data: Any) -> bool:
-        # Only a mapping or list met twice becomes an anchor and alias (which keeps an alias-heavy
-        # input from expanding on output); the base check walks a list of scalar types per value.
-        return not isinstance(data, _CONTAINERS)
 
 
 _PLACED_KEYS = frozenset((*_LEADING_KEYS, "status"))
@@ -262,14 +361,12 @@ _STR_ONLY = frozenset({str})
 _FIRST = operator.itemgetter(0)
 
 
-def _represent_mapping(dumper: _Dumper, data: dict[Any, Any]) -> yaml.MappingNode:
+def _sorted_items(data: dict[Any, Any]) -> list[tuple[Any, Any]]:
     # Most mappings (labels, env entries, specs) have only string keys and none placed first or
     # last: `_key_order` then sorts by the key itself, which C does without a call per key.
     if _PLACED_KEYS.isdisjoint(data) and set(map(type, data)) <= _STR_ONLY:
-        items = sorted(data.items(), key=_FIRST)
-    else:
-        items = sorted(data.items(), key=_key_order)
-    return dumper.represent_mapping("tag:yaml.org,2002:map", items)
+        return sorted(data.items(), key=_FIRST)
+    return sorted(data.items(), key=_key_order)
 
 
 # Plain scalars that PyYAML reads as strings but go-yaml v2 (kubectl, Helm, Argo CD, Flux) reads
@@ -280,13 +377,76 @@ _GO_YAML_NON_STRINGS = re.compile(r"^(?:[yYnN]|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[e
 _MAY_LOOK_LIKE_GO_YAML_NON_STRING = frozenset("yYnN0123456789+-")
 
 
-def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
+def _str_style(data: str) -> str | None:
+    """The style asked of the emitter for a string; the emitter may still quote a plain one."""
     if "\n" in data:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+        return "|"
     # The first-character test spares the regex for almost every string of a large stream.
     if data[:1] in _MAY_LOOK_LIKE_GO_YAML_NON_STRING and _GO_YAML_NON_STRINGS.match(data):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+        return "'"
+    return None
+
+
+_SCALAR_NODE_TYPE = yaml.ScalarNode
+
+
+class _Dumper(_MemoizedResolution, yaml.CSafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        # Only a mapping or list met twice becomes an anchor and alias (which keeps an alias-heavy
+        # input from expanding on output); the base check walks a list of scalar types per value.
+        return not isinstance(data, _CONTAINERS)
+
+    def represent(self, data: Any) -> None:
+        """`BaseRepresenter.represent` with the nodes of strings, dicts and lists made directly.
+
+        The nodes are those the registered representers make (`_represent_str`,
+        `_represent_mapping`, PyYAML's list representer with `default_flow_style=False`), and a
+        dict or list met twice is the same node, which the serializer turns into an anchor and
+        alias, as `represent_data` does; any other value goes through `represent_data`.
+        """
+        try:
+            node = self._node(data, self.represented_objects)
+            self.serialize(node)
+        finally:
+            self.represented_objects = {}
+            self.object_keeper = []
+            self.alias_key = None
+
+    def _node(self, data: Any, seen: dict[int, yaml.Node]) -> yaml.Node:
+        kind = type(data)
+        if kind is str:
+            return _SCALAR_NODE_TYPE(_STR_TAG, data, style=_str_style(data))
+        if kind is dict:
+            known = seen.get(id(data))
+            if known is not None:
+                return known
+            self.object_keeper.append(data)
+            items: list[tuple[yaml.Node, yaml.Node]] = []
+            mapping = yaml.MappingNode(_MAP_TAG, items, flow_style=False)
+            seen[id(data)] = mapping
+            node = self._node
+            items += [(node(key, seen), node(value, seen)) for key, value in _sorted_items(data)]
+            return mapping
+        if kind is list:
+            known = seen.get(id(data))
+            if known is not None:
+                return known
+            self.object_keeper.append(data)
+            children: list[yaml.Node] = []
+            sequence = yaml.SequenceNode(_SEQ_TAG, children, flow_style=False)
+            seen[id(data)] = sequence
+            node = self._node
+            children += [node(item, seen) for item in data]
+            return sequence
+        return self.represent_data(data)
+
+
+def _represent_mapping(dumper: _Dumper, data: dict[Any, Any]) -> yaml.MappingNode:
+    return dumper.represent_mapping(_MAP_TAG, _sorted_items(data))
+
+
+def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar(_STR_TAG, data, style=_str_style(data))
 
 
 _Dumper.add_representer(dict, _represent_mapping)
@@ -302,9 +462,168 @@ _DUMP_OPTIONS: dict[str, Any] = {
 }
 
 
+def _dump_with_pyyaml(obj: Any) -> str:
+    return yaml.dump(obj, **_DUMP_OPTIONS)  # type: ignore[no-any-return]
+
+
+class _NotPlain(Exception):
+    """The object holds something the block writer leaves to PyYAML (see `_BlockWriter`)."""
+
+
+def _one_line(text: str) -> bool:
+    # Every line break YAML knows (and a few more) counts: libyaml indents after U+2028 too.
+    return len(text.splitlines()) == 1 and text.endswith("\n")
+
+
+# Names, hosts, IDs, versions: no character of these is a YAML indicator where it stands, so the
+# string is written plain when the resolver reads it back as a string, else in single quotes
+# (nothing to escape), which is what the emitter chooses. One resolver call instead of a dump.
+_SIMPLE_STRING = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,99}\Z")
+_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _simple_string_text(data: str) -> str | None:
+    if not _SIMPLE_STRING.match(data):
+        return None
+    tag = _RESOLVER.resolve(yaml.ScalarNode, data, (True, False))  # type: ignore[no-untyped-call]
+    if tag != _STR_TAG or (
+        data[:1] in _MAY_LOOK_LIKE_GO_YAML_NON_STRING and _GO_YAML_NON_STRINGS.match(data)
+    ):
+        return f"'{data}'"
+    return data
+
+
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_MEMO_LIMIT = 1 << 17  # distinct scalars remembered; the memo starts over beyond it
+
+
+class _BlockWriter:
+    """Writes the bytes `_dump_with_pyyaml` writes, for the objects almost every render holds,
+    without PyYAML's representer, resolver and emitter calls per node (each ~10x the work).
+
+    Only the layout of block collections is done here: `key: value`, nested mappings indented by
+    two, sequences in a mapping not indented (PyYAML's "indentless" style), `{}` and `[]` for
+    empty ones, keys in `_represent_mapping`'s order. How one scalar is written (plain, quoted,
+    escaped) is asked of PyYAML itself, once per distinct scalar, and remembered: a value as
+    `k: <value>`, a key as `<key>: 0`. Anything whose bytes could depend on more than that is left
+    to PyYAML, for the whole object: a root that is not a mapping, keys that are not strings or
+    need the `? ` form, scalars written on more than one line (literal blocks), types other than
+    str, int, float, bool and None (subclasses included), and a mapping or list met twice in one
+    object (PyYAML writes an anchor and alias).
+    """
+
+    __slots__ = ("keys", "values")
+
+    def __init__(self) -> None:
+        self.keys: dict[str, str] = {}
+        self.values: dict[tuple[type, Any], str] = {}
+
+    def key(self, key: Any) -> str:
+        if type(key) is not str:
+            raise _NotPlain
+        text = self.keys.get(key)
+        if text is None:
+            text = _simple_string_text(key)
+            if text is None:
+                written = _dump_with_pyyaml({key: 0})
+                if written.startswith("? ") or not _one_line(written) or not written.endswith(": 0\n"):
+                    raise _NotPlain
+                text = written[: -len(": 0\n")]
+            if len(self.keys) >= _MEMO_LIMIT:
+                self.keys.clear()
+            self.keys[key] = text
+        return text
+
+    def scalar(self, value: Any) -> str:
+        kind = type(value)
+        if kind not in _SCALAR_TYPES:
+            raise _NotPlain
+        memo = (kind, value)  # the type too: 1, 1.0 and True are equal keys
+        text = self.values.get(memo)
+        if text is None:
+            text = _simple_string_text(value) if kind is str else None
+            if text is None:
+                written = _dump_with_pyyaml({"k": value})
+                if not _one_line(written) or not written.startswith("k: "):
+                    raise _NotPlain
+                text = written[3:-1]
+            if len(self.values) >= _MEMO_LIMIT:
+                self.values.clear()
+            self.values[memo] = text
+        return text
+
+    def document(self, obj: Any) -> str | None:
+        """`obj` as `_dump_with_pyyaml` writes it, or None when it is left to PyYAML."""
+        if type(obj) is not dict:
+            return None
+        if not obj:
+            return "{}\n"
+        out: list[str] = []
+        try:
+            self._mapping(obj, "", "", out, set())
+        except _NotPlain:
+            return None
+        return "".join(out)
+
+    def _mapping(self, data: dict[Any, Any], indent: str, first: str, out: list[str], seen: set[int]) -> None:
+        if id(data) in seen:
+            raise _NotPlain
+        seen.add(id(data))
+        if _PLACED_KEYS.isdisjoint(data) and set(map(type, data)) <= _STR_ONLY:
+            items = sorted(data.items(), key=_FIRST)
+        else:
+            items = sorted(data.items(), key=_key_order)
+        prefix = first
+        deeper = indent + "  "
+        for key, value in items:
+            kind = type(value)
+            if kind is dict:
+                if value:
+                    out.append(f"{prefix}{self.key(key)}:\n")
+                    self._mapping(value, deeper, deeper, out, seen)
+                else:
+                    out.append(f"{prefix}{self.key(key)}: {{}}\n")
+            elif kind is list:
+                if value:
+                    out.append(f"{prefix}{self.key(key)}:\n")
+                    self._sequence(value, indent, indent, out, seen)
+                else:
+                    out.append(f"{prefix}{self.key(key)}: []\n")
+            else:
+                out.append(f"{prefix}{self.key(key)}: {self.scalar(value)}\n")
+            prefix = indent
+
+    def _sequence(self, data: list[Any], indent: str, first: str, out: list[str], seen: set[int]) -> None:
+        if id(data) in seen:
+            raise _NotPlain
+        seen.add(id(data))
+        prefix = first
+        deeper = indent + "  "
+        for item in data:
+            kind = type(item)
+            if kind is dict:
+                if item:
+                    self._mapping(item, deeper, f"{prefix}- ", out, seen)
+                else:
+                    out.append(f"{prefix}- {{}}\n")
+            elif kind is list:
+                if item:
+                    self._sequence(item, deeper, f"{prefix}- ", out, seen)
+                else:
+                    out.append(f"{prefix}- []\n")
+            else:
+                out.append(f"{prefix}- {self.scalar(item)}\n")
+            prefix = indent
+
+
+_WRITER = _BlockWriter()
+
+
 def dump_object(obj: Any) -> str:
     """One object as a YAML document body (no leading `---`)."""
-    return yaml.dump(obj, **_DUMP_OPTIONS)  # type: ignore[no-any-return]
+    text = _WRITER.document(obj)
+    return _dump_with_pyyaml(obj) if text is None else text
 
 
 def dump_each(objects: list[Any]) -> list[str]:
@@ -423,3 +742,39 @@ _DOCUMENT_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
 def split_documents(text: str) -> list[str]:
     """Split a multi-document YAML text the way Helm does; blank pieces are dropped."""
     return [piece for piece in _DOCUMENT_SEPARATOR.split(text) if piece.strip()]
+
+
+class DocumentWriter:
+    """Objects dumped one at a time as `dump_each` dumps a list: one emitter for all of them.
+
+    `dump` gives each object's document body as soon as it is written; `close` gives what the
+    emitter writes after the last document (a stream-end marker, usually nothing), which
+    `dump_each` counts as part of the last body.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = io.StringIO()
+        options = {key: value for key, value in _DUMP_OPTIONS.items() if key != "Dumper"}
+        self._dumper = _Dumper(self._buffer, explicit_start=True, **options)
+        self._dumper.open()
+        self._closed = False
+
+    def _take(self) -> str:
+        text = self._buffer.getvalue()
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        return text
+
+    def dump(self, obj: Any) -> str:
+        self._dumper.represent(obj)
+        return self._take().removeprefix("---\n")
+
+    def close(self) -> str:
+        if self._closed:
+            return ""
+        self._closed = True
+        try:
+            self._dumper.close()
+            return self._take()
+        finally:
+            self._dumper.dispose()

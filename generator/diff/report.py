@@ -17,12 +17,18 @@ from btp_gitops.generator.diff.compare import CLUSTER_ROOT, Change, ChangeKind, 
 DEFAULT_MAX_LENGTH = 60_000  # GitHub's comment limit (65,536) minus room for what a workflow adds
 MIN_MAX_LENGTH = 1_000  # the title, totals and truncation note must fit
 _BACKTICKS = re.compile(r"`+")
+# The warning comes before the totals and is never truncated, so it is bounded on its own.
+_MARKDOWN_PROBLEMS = 10
+_PROBLEM_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
 class DiffTitle:
     cluster: str
     against: str  # "main (3f1602f1a2b3)" or "directory ../gitops"
+    # Kyma modules the render could not resolve (their previous files kept, as `render` does): a
+    # reviewer must see them, since a diff that keeps old files shows no change for that module.
+    module_problems: tuple[str, ...] = ()
 
     @property
     def tree(self) -> str:
@@ -46,9 +52,14 @@ def totals(diff: ClusterDiff) -> str:
 
 def text_report(diff: ClusterDiff, title: DiffTitle) -> str:
     head = f"btp-gitops diff: {title.tree} against {title.against}"
+    problems = "".join(f"  {problem}\n" for problem in title.module_problems)
+    if problems:
+        problems = f"Kyma module problems ({len(title.module_problems)}), previous files kept:\n{problems}"
     if diff.empty:
-        return f"{head}: no changes\n"
+        return f"{head}: no changes\n" + problems
     lines = [f"{head}: {totals(diff)}", ""]
+    if problems:
+        lines += [problems]
     for summary in diff.apps():
         lines.append(
             f"{app_label(summary.app)}: {summary.added} added, {summary.changed} changed, "
@@ -71,15 +82,37 @@ def _change_line(change: Change) -> str:
 def markdown_report(diff: ClusterDiff, title: DiffTitle, max_length: int = DEFAULT_MAX_LENGTH) -> str:
     """At most `max_length` characters (>= MIN_MAX_LENGTH)."""
     head = f"### btp-gitops diff: `{title.tree}` against `{_code(title.against)}`\n\n"
+    problems = _markdown_problems(title.module_problems)
     if diff.empty:
-        return head + "No changes.\n"
+        return head + "No changes.\n" + ("\n" + problems if problems else "")
     parts = [
-        head + f"**{totals(diff)}**\n\n| App | Added | Changed | Removed |\n|---|---:|---:|---:|\n",
+        head + problems + f"**{totals(diff)}**\n\n" + _TABLE_HEAD,
         *(f"| `{_code(app_label(s.app))}` | {s.added} | {s.changed} | {s.removed} |\n" for s in diff.apps()),
         "\n",
         *(_details(change) for change in diff.changes),
     ]
     return _bounded(parts, len(diff.changes), max_length)
+
+
+_TABLE_HEAD = "| App | Added | Changed | Removed |\n|---|---:|---:|---:|\n"
+
+
+def _markdown_problems(problems: tuple[str, ...]) -> str:
+    """A warning block (before the totals, so truncation never drops it)."""
+    if not problems:
+        return ""
+    shown = [_shortened(problem) for problem in problems[:_MARKDOWN_PROBLEMS]]
+    if len(problems) > len(shown):
+        shown.append(f"... and {len(problems) - len(shown)} more (run `btp-gitops diff` locally)")
+    items = "".join(f"> - {html.escape(problem)}\n" for problem in shown)
+    return (
+        f"> [!WARNING]\n> {len(problems)} Kyma module problem(s): these modules could not be resolved "
+        f"and keep their previous files.\n>\n{items}\n"
+    )
+
+
+def _shortened(problem: str) -> str:
+    return problem if len(problem) <= _PROBLEM_CHARS else problem[: _PROBLEM_CHARS - 3] + "..."
 
 
 def _bounded(parts: list[str], changes: int, max_length: int) -> str:
@@ -136,4 +169,5 @@ def json_report(diff: ClusterDiff, title: DiffTitle) -> dict[str, Any]:
             {"app": s.app, "added": s.added, "changed": s.changed, "removed": s.removed} for s in diff.apps()
         ],
         "changes": [change.as_dict() for change in diff.changes],
+        "moduleProblems": list(title.module_problems),
     }

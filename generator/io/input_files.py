@@ -9,10 +9,12 @@ limit and refused beyond it. The text must be UTF-8.
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
+import tempfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a source, values, credentials or policy file
 MAX_STREAM_BYTES = 256 * 1024 * 1024  # a manifest stream on stdin (Helm's post-renderer input)
@@ -92,3 +94,40 @@ def read_stream_text(stream: BinaryIO, limit: int = MAX_STREAM_BYTES) -> str:
     if len(data) > limit:
         raise _too_large(None, limit, "the stream")
     return _decoded(data)
+
+
+_SPOOL_IN_MEMORY = 4 << 20  # a larger stream waits on disk, so that memory does not grow with it
+
+
+def spool_stream(stream: BinaryIO, limit: int = MAX_STREAM_BYTES) -> IO[bytes]:
+    """At most `limit` bytes of a stream, checked to be UTF-8, in a temporary file (in memory while
+    small) positioned at its start, for a reader that goes over it more than once. Raises
+    UnreadableInput as `read_stream_text` does, with the same words."""
+    spooled = tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY)  # noqa: SIM115 - returned to the caller
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    total = 0
+    try:
+        while total <= limit:
+            try:
+                chunk = stream.read(min(_CHUNK, limit + 1 - total))
+            except OSError as error:
+                raise UnreadableInput(f"cannot read: {error.strerror or error}") from None
+            if not chunk:
+                break
+            total += len(chunk)
+            spooled.write(chunk)
+            decoder.decode(chunk)
+        if total > limit:
+            raise _too_large(None, limit, "the stream")
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        spooled.seek(0)
+        whole = spooled.read()
+        spooled.close()
+        _decoded(whole)  # raises with the byte offset `read_stream_text` names
+        raise  # not reached: text that fails to decode in parts fails as a whole
+    except BaseException:
+        spooled.close()
+        raise
+    spooled.seek(0)
+    return spooled

@@ -161,7 +161,8 @@ def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaReg
     )
     new = {**result.files, **result.records}
     diff = compare_trees(old, new, prefix=f"{cluster_subtree(request.cluster)}/")
-    return DiffResult(DiffTitle(request.cluster, label), diff, result)
+    problems = tuple(problem.render() for problem in result.module_problems)
+    return DiffResult(DiffTitle(request.cluster, label, problems), diff, result)
 
 
 def diff_report(result: DiffResult, output: str, max_length: int) -> str:

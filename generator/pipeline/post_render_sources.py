@@ -32,6 +32,7 @@ from btp_gitops.generator.core.validation import SchemaRegistry, validate_source
 from btp_gitops.generator.domains import cap, kyma
 from btp_gitops.generator.io.containment import ContainedCharts
 from btp_gitops.generator.io.sources import load_sources
+from btp_gitops.generator.pipeline.post_render_domains import CAP, GENERATED_FILENAME
 from btp_gitops.generator.pipeline.render import (
     KymaOptions,
     kyma_context,
@@ -48,10 +49,6 @@ from btp_gitops.generator.transforms.guards import assert_no_credentials
 from btp_gitops.generator.transforms.metadata import drop_empty_metadata_maps
 from btp_gitops.generator.transforms.ordering import HELM_HOOK, helm_hooks
 
-CAP = "cap"
-KYMA = "kyma"
-SOURCE_DOMAINS = (CAP, KYMA)
-GENERATED_FILENAME = "btp-gitops/templates/post-render.yaml"
 _KYMA_KINDS = frozenset({kyma.KYMA, *kyma.CATALOG_KINDS})
 
 

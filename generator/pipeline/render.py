@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -57,7 +57,6 @@ from btp_gitops.generator.domains.kyma import (
 )
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.containment import ContainedCharts, SourceRoots
-from btp_gitops.generator.io.git import SourceRevision, commit_subtree, source_revisions
 from btp_gitops.generator.io.repo import (
     DEFAULT_LOCK_TIMEOUT,
     LocalFilesystem,
@@ -76,6 +75,9 @@ from btp_gitops.generator.transforms.guards import assert_no_credentials
 from btp_gitops.generator.transforms.metadata import drop_empty_metadata_maps
 from btp_gitops.generator.transforms.ordering import flux_stages
 from btp_gitops.generator.wiring.objects import ARGOCD, DEFAULT_TARGET, FLUX, TargetOptions
+
+if TYPE_CHECKING:
+    from btp_gitops.generator.io.git import SourceRevision
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,6 +538,9 @@ def render_into_repo(
         changes = write_subtree(request.out, subtree, written, fs, lock_timeout=request.lock_timeout)
         result.changes = without_manifest(changes)
         if request.commit:
+            # GitPython (and its `git` lookup) costs start-up time every other render would pay.
+            from btp_gitops.generator.io.git import commit_subtree, source_revisions  # noqa: PLC0415
+
             progress.update("committing", 0)
             revisions = source_revisions(list(request.sources))
             result.commit = commit_subtree(

@@ -16,7 +16,7 @@ object are not kept: the YAML library drops them on load.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,27 +146,29 @@ def _object_problems(
     raw: _RawDocument, body: Any, stream_name: str, item: int | None = None
 ) -> list[Problem]:
     """Why `body` cannot be handed back to Helm, if it cannot: not an object, or no metadata."""
-    where = _where(raw, body, item)
     if not isinstance(body, dict):
         found = (
             f"the document is {'an' if type_name(body) in {'array', 'integer'} else 'a'} {type_name(body)}"
         )
-        return [Problem(stream_name, f"not a Kubernetes object ({found})", raw.position, where)]
-    problems = [
-        Problem(stream_name, "required field is missing", raw.position, where, key)
+        return [
+            Problem(stream_name, f"not a Kubernetes object ({found})", raw.position, _where(raw, body, item))
+        ]
+    found_problems: list[tuple[str | None, str]] = [
+        (key, "required field is missing")
         for key in ("apiVersion", "kind")
         if not isinstance(body.get(key), str) or not body[key]
     ]
-    if _is_list(body):
-        return problems
-    if not isinstance(body.get("metadata"), dict):
-        problems.append(Problem(stream_name, "every object needs metadata", raw.position, where, "metadata"))
-    if problems:  # the shape of the rest is looked at once apiVersion, kind and metadata are there
-        return problems
-    problems += [
-        Problem(stream_name, message, raw.position, where, path) for path, message in shape_problems(body)
-    ]
-    return problems
+    if not _is_list(body):
+        if not isinstance(body.get("metadata"), dict):
+            found_problems.append(("metadata", "every object needs metadata"))
+        if (
+            not found_problems
+        ):  # the shape of the rest is looked at once apiVersion, kind and metadata are there
+            found_problems = list(shape_problems(body))
+    if not found_problems:
+        return []
+    where = _where(raw, body, item)  # only for a problem: it costs as much as the checks
+    return [Problem(stream_name, message, raw.position, where, path) for path, message in found_problems]
 
 
 def _is_list(body: KubeObject) -> bool:
@@ -261,3 +263,184 @@ def write_helm_stream(stream: HelmStream) -> str:
     if not parts:
         parts = ["---\n" + "".join(f"{c}\n" for c in comments) for comments in stream.comment_only]
     return "".join(parts)
+
+
+# --- one document at a time ------------------------------------------------------------------
+# The same split, document reading and checks as above, over a stream given as chunks of text, so
+# that post-render holds one document at a time instead of the stream.
+
+_TAIL_SEPARATOR = re.compile(r"\s*\n---\s*")  # `_SEPARATOR` past the start of the text
+
+
+def iter_raw_documents(chunks: Iterable[str]) -> Iterator[_RawDocument]:
+    """`_raw_documents` over the text that `chunks` make up, without joining them.
+
+    A separator is taken once the text after it is known not to extend it (its trailing
+    whitespace ends before the buffer does), so the pieces, positions and lines are the ones the
+    whole text gives; leading byte order marks are dropped as `read_helm_stream` drops them.
+    """
+    buffer = ""
+    at_start = True  # the buffer begins where the text begins: `^` may match at 0
+    bom_done = False
+    position = 0
+    line = 1
+    for next_chunk in _with_end(chunks):
+        final = next_chunk is None
+        if next_chunk:
+            text = next_chunk if bom_done else next_chunk.lstrip("\ufeff")
+            bom_done = bom_done or bool(text)
+            buffer += text
+        start = 0
+        while True:
+            match = _next_separator(buffer, start, at_start)
+            if match is None or (not final and match.end() == len(buffer)):
+                break
+            piece = buffer[start : match.start()]
+            if piece.strip():
+                position += 1
+                comments, content, head_lines = _split_head_comments(piece)
+                yield _RawDocument(position, line, comments, content, line + head_lines)
+            line += buffer.count("\n", start, match.end())
+            start = match.end()
+        if final:
+            piece = buffer[start:]
+            if piece.strip():
+                position += 1
+                comments, content, head_lines = _split_head_comments(piece)
+                yield _RawDocument(position, line, comments, content, line + head_lines)
+            return
+        if start:
+            buffer = buffer[start:]
+            at_start = False
+
+
+def _next_separator(buffer: str, start: int, at_start: bool) -> re.Match[str] | None:
+    """`_SEPARATOR.search(buffer, start)`, found faster: a separator is a `---` at the start of a
+    line with the whitespace around it, so the search jumps to each line starting with `---` and
+    matches from the whitespace run before it."""
+    if at_start and start == 0 and buffer.startswith("---"):
+        return _SEPARATOR.match(buffer, 0)
+    dashes = buffer.find("\n---", start)
+    if dashes < 0:
+        return None
+    begin = dashes
+    while begin > start and buffer[begin - 1].isspace():
+        begin -= 1
+    return _TAIL_SEPARATOR.match(buffer, begin)
+
+
+def _with_end(chunks: Iterable[str]) -> Iterator[str | None]:
+    yield from chunks
+    yield None
+
+
+@dataclass(slots=True)
+class ReadDocument:
+    """One input document of a stream read one at a time: its objects (a List gives several, a
+    comment-only document none) or the problems that make it unusable."""
+
+    raw: _RawDocument
+    documents: list[StreamDocument]
+    problems: list[Problem]
+    comment_only: bool = False
+
+
+class NeedsWholeStream(Exception):
+    """The stream holds what makes `read_helm_stream` read every document on its own (document end
+    markers, directives, byte order marks inside, a document that parses only on its own): only
+    reading the whole stream gives its values."""
+
+
+def needs_whole_stream(raw: _RawDocument) -> bool:
+    """True for a document `read_helm_stream` may read on its own rather than as part of the
+    stream (which changes the value of a block scalar ending the document): see `_parsed`."""
+    content = raw.content
+    return content.startswith(("...", "%")) or "\n..." in content or "\n%" in content or "\ufeff" in content
+
+
+def mark_last(raws: Iterable[_RawDocument]) -> Iterator[tuple[_RawDocument, bool]]:
+    """Each raw document, and whether it is the last one with content (a lookahead of one)."""
+    pending: list[_RawDocument] = []
+    for raw in raws:
+        if not raw.content.strip():
+            yield raw, False
+            continue
+        if pending:
+            yield pending.pop(), False
+        pending.append(raw)
+    if pending:
+        yield pending.pop(), True
+
+
+def read_document(
+    raw: _RawDocument, budget: AliasBudget, stream_name: str = "<stdin>", *, last: bool = True
+) -> ReadDocument:
+    """One document of the stream, parsed and checked as `read_helm_stream` parses and checks it
+    (`budget` is the stream's: one for every document of one stream, in order).
+
+    `read_helm_stream` reads a stream's documents as one text, each but the `last` followed by a
+    line break and the next, and each on its own only when that fails (for the errors, which then
+    name lines of the document): so does this. Raises NeedsWholeStream when the document reads on
+    its own only, where `read_helm_stream` would read every document so.
+    """
+    if not raw.content.strip():
+        return ReadDocument(raw, [], [], comment_only=True)
+    remaining = budget.remaining
+    try:
+        body = load_stream_document(raw.content if last else raw.content + "\n", budget)
+    except (yaml.YAMLError, RecursionError):
+        budget.remaining = remaining
+        body = None
+    else:
+        return _checked(raw, body, stream_name)
+    try:
+        load_stream_document(raw.content, budget)
+    except yaml.YAMLError as error:
+        detail = yaml_problem_location(error, line_offset=raw.content_line - 1)
+        return ReadDocument(
+            raw, [], [Problem(stream_name, f"invalid YAML: {detail}", raw.position, _where(raw))]
+        )
+    except RecursionError:
+        message = "invalid YAML: nested too deeply"
+        return ReadDocument(raw, [], [Problem(stream_name, message, raw.position, _where(raw))])
+    raise NeedsWholeStream(f"document {raw.position} reads on its own only")
+
+
+def _checked(raw: _RawDocument, body: Any, stream_name: str) -> ReadDocument:
+    if body is None:
+        return ReadDocument(raw, [], [], comment_only=True)
+    problems = _object_problems(raw, body, stream_name)
+    if problems:
+        return ReadDocument(raw, [], problems)
+    if _is_list(body):
+        items, problems = _list_items(raw, body, stream_name)
+        bodies = _inherit_filename(body, items)
+    else:
+        bodies = [body]
+    return ReadDocument(
+        raw, [StreamDocument(b, raw.position, raw.line, raw.comments) for b in bodies], problems
+    )
+
+
+def filename_annotation(body: KubeObject) -> str | None:
+    """Helm 4's filename annotation of an object, if it carries one."""
+    return _filename_annotation(body)
+
+
+def document_text(document: StreamDocument, body_text: str) -> str:
+    """A document as `write_helm_stream` writes it: `---`, its head comments, the dumped body."""
+    return "---\n" + "".join(f"{comment}\n" for comment in document.comments) + body_text
+
+
+def comment_only_text(comments: Iterable[tuple[str, ...]]) -> str:
+    """What `write_helm_stream` writes for a stream without objects: its comment-only documents."""
+    return "".join("---\n" + "".join(f"{c}\n" for c in group) for group in comments)
+
+
+def split_stream_pieces(text: str) -> list[str]:
+    """The text of each document of a stream with content (head comments included), as split."""
+    return [
+        "".join(f"{c}\n" for c in raw.comments) + raw.content
+        for raw in _raw_documents(text.lstrip("\ufeff"))
+        if raw.content.strip()
+    ]

@@ -9,7 +9,7 @@ Secret names BTP Manager used, so existing tooling that looks for them still fin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from btp_gitops.generator.core.objects import (
     KubeObject,
@@ -51,6 +51,21 @@ class CertificatePlan:
     @property
     def serving_certificate(self) -> str:
         return f"{self.prefix}-webhook-cert"
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingCertificates:
+    """What the `ca-server-cert` / `webhook-server-cert` Secrets held; None where absent (read by
+    the self-signed mode, transforms.self_signed_certificates; here because a post-render request
+    carries it in every mode, without loading that module's `cryptography`)."""
+
+    ca_certificate: bytes | None = None
+    ca_key: bytes | None = field(default=None, repr=False)
+    serving_certificate: bytes | None = None
+    serving_key: bytes | None = field(default=None, repr=False)
+
+
+NO_EXISTING_CERTIFICATES = ExistingCertificates()
 
 
 def webhook_client_configs(obj: KubeObject) -> list[dict[str, object]]:

@@ -60,7 +60,9 @@ from btp_gitops.generator.core.errors import InvalidSpec, Problem
 from btp_gitops.generator.core.objects import Manifest, describe, kind_of, name_of, namespace_of
 from btp_gitops.generator.core.report import Level, Note
 from btp_gitops.generator.transforms.certificates import (
+    NO_EXISTING_CERTIFICATES,  # noqa: F401 - re-exported beside ExistingCertificates, this mode's input
     CertificatePlan,
+    ExistingCertificates,
     service_dns_names,
     service_host,
     strip_webhook_certificate_objects,
@@ -96,19 +98,6 @@ class WebhookCertificates:
     ca_key: bytes = field(repr=False)
     serving_certificate: bytes
     serving_key: bytes = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class ExistingCertificates:
-    """What the `ca-server-cert` / `webhook-server-cert` Secrets held; None where absent."""
-
-    ca_certificate: bytes | None = None
-    ca_key: bytes | None = field(default=None, repr=False)
-    serving_certificate: bytes | None = None
-    serving_key: bytes | None = field(default=None, repr=False)
-
-
-NO_EXISTING_CERTIFICATES = ExistingCertificates()
 
 
 def _secret_values(manifest: Manifest) -> tuple[dict[str, bytes], list[Problem]]:

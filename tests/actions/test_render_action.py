@@ -10,16 +10,21 @@ built wheel), create-pull-request and the PR comment, whose evaluated inputs are
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import git
 import pytest
 import yaml
 
-from tests.actions.composite import CompositeAction, StepRun, runner_env
+from btp_gitops.generator.cli import build_parser
+from btp_gitops.generator.core.exit_codes import ExitCode
+from tests.actions.composite import CompositeAction, Context, StepRun, runner_env, substitute
 from tests.conftest import CHART, CLI, EXAMPLES, ROOT
+from tests.kyma.conftest import edit_kyma
 
 ACTION = CompositeAction(ROOT / ".github" / "actions" / "render" / "action.yml")
 CLUSTER = "demo"
@@ -229,3 +234,282 @@ def test_the_scripts_need_their_inputs(tmp_path: Path) -> None:
     )
     assert result.returncode != 0
     assert "the sources input is required" in result.stderr
+
+
+# --- the wiring options ------------------------------------------------------------------------
+
+# Options of the wiring that an input does not carry: the plugin's (it needs --stdout).
+NOT_INPUTS = {"--argocd-parameters"}
+WIRING_STEPS = ("diff", "render")  # both take the target options, and must get the same
+
+
+def _render_options() -> dict[str, argparse.Action]:
+    parser = build_parser()
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    render = commands.choices["render"]
+    return {
+        option: action
+        for action in render._actions
+        for option in action.option_strings
+        if option.startswith(("--argocd-", "--flux-")) and option not in NOT_INPUTS
+    }
+
+
+def _step(step_id: str) -> dict[str, Any]:
+    [step] = [s for s in ACTION.metadata["runs"]["steps"] if s.get("id") == step_id]
+    return dict(step)
+
+
+def test_every_argocd_and_flux_option_of_render_is_an_input_passed_to_diff_and_render() -> None:
+    """A new --argocd-*/--flux-* option of `render` without an input here fails this test."""
+    options = _render_options()
+    assert "--flux-secret-ref" in options and "--argocd-retry-limit" in options
+    inputs = ACTION.metadata["inputs"]
+    for option, action in options.items():
+        name = option.removeprefix("--")
+        assert name in inputs, f"render's {option} has no input {name!r}"
+        # Set or not, btp-gitops' own default applies when the input is empty (a flag: false).
+        flag = isinstance(action, argparse._StoreTrueAction)
+        assert inputs[name].get("default") == ("false" if flag else ""), name
+        variable = name.upper().replace("-", "_")
+        for step_id in WIRING_STEPS:
+            assert _step(step_id)["env"].get(variable) == f"${{{{ inputs.{name} }}}}", (step_id, name)
+    common = (ACTION.path.parent / "common.sh").read_text()
+    for option in options:
+        assert option.removeprefix("--") in common, f"common.sh does not pass {option}"
+
+
+def _wiring_file(remote: Path, name: str) -> dict[str, Any]:
+    with git.Repo(remote) as repo:
+        blob = repo.head.commit.tree / f"clusters/{CLUSTER}/.wiring/{name}"
+        loaded: dict[str, Any] = yaml.safe_load(blob.data_stream.read())
+    return loaded
+
+
+FLUX_INPUTS = {
+    "target": "flux",
+    "emit-wiring": "true",
+    "repo-url": "https://git.example.com/platform/gitops.git",
+    "flux-namespace": "gitops-system",
+    "flux-interval": "2m",
+    "flux-source-interval": "30s",
+    "flux-timeout": "5m",
+    "flux-secret-ref": "gitops-auth",
+    "flux-service-account": "gitops-deployer",
+    "flux-no-wait": "true",
+}
+
+
+def test_flux_inputs_shape_the_wiring_and_the_diff_renders_with_them(
+    workspace: Path, remote: Path, tmp_path: Path
+) -> None:
+    first = run_workflow(workspace, remote, tmp_path, mode="commit", **FLUX_INPUTS)
+
+    assert first["push"].ran
+    source = _wiring_file(remote, f"gitrepository-btp-gitops-{CLUSTER}.yaml")
+    assert source["metadata"]["namespace"] == "gitops-system"
+    assert source["spec"] == {
+        "interval": "30s",
+        "url": "https://git.example.com/platform/gitops.git",
+        "ref": {"branch": "main"},
+        "secretRef": {"name": "gitops-auth"},
+    }
+    stage = _wiring_file(remote, "kustomization-btp-operator-10-resources.yaml")
+    assert stage["metadata"]["namespace"] == "gitops-system"
+    assert {k: stage["spec"][k] for k in ("interval", "timeout", "serviceAccountName", "wait")} == {
+        "interval": "2m",
+        "timeout": "5m",
+        "serviceAccountName": "gitops-deployer",
+        "wait": False,
+    }
+
+    # The diff step renders with the same options: nothing changed.
+    second = run_workflow(workspace, remote, tmp_path, mode="commit", **FLUX_INPUTS)
+    assert second["diff"].outputs["changed"] == "false"
+    assert not second["render"].ran
+
+    # An input left empty again: btp-gitops' default, and the diff shows the change.
+    third = run_workflow(workspace, remote, tmp_path, mode="commit", **{**FLUX_INPUTS, "flux-interval": ""})
+    assert third["diff"].outputs["changed"] == "true"
+    assert _wiring_file(remote, "kustomization-btp-operator-10-resources.yaml")["spec"]["interval"] == "10m"
+
+
+def test_argocd_inputs_shape_the_application_set(workspace: Path, remote: Path, tmp_path: Path) -> None:
+    inputs = {
+        "target": "argocd",
+        "emit-wiring": "true",
+        "repo-url": "https://git.example.com/platform/gitops.git",
+        "argocd-project": "platform",
+        "argocd-namespace": "gitops-argocd",
+        "argocd-destination-name": "prod-eu",
+        "argocd-retry-limit": "3",
+        "argocd-retry-duration": "10s",
+        "argocd-retry-factor": "3",
+        "argocd-retry-max-duration": "5m",
+    }
+    run_workflow(workspace, remote, tmp_path, mode="commit", **inputs)
+
+    app_set = _wiring_file(remote, f"applicationset-btp-gitops-{CLUSTER}.yaml")
+    assert app_set["metadata"]["namespace"] == "gitops-argocd"
+    template = app_set["spec"]["template"]["spec"]
+    assert template["project"] == "platform"
+    assert template["destination"] == {"name": "prod-eu"}
+    assert template["syncPolicy"]["retry"] == {
+        "limit": 3,
+        "backoff": {"duration": "10s", "factor": 3, "maxDuration": "5m"},
+    }
+    again = run_workflow(workspace, remote, tmp_path, mode="commit", **inputs)
+    assert again["diff"].outputs["changed"] == "false"
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"flux-no-wait": "yes"}, "the flux-no-wait input is true or false, not 'yes'"),
+        ({"emit-wiring": "True "}, "the emit-wiring input is true or false, not 'True '"),
+        (
+            {"target": "argocd", "flux-interval": "5m"},
+            "--flux-interval shapes the Flux wiring: it needs --target flux",
+        ),
+        (
+            {"target": "flux", "argocd-retry-limit": "many"},
+            "--argocd-retry-limit: not a whole number: 'many'",
+        ),
+    ],
+    ids=["flag-not-boolean", "emit-wiring-not-boolean", "flux-option-for-argocd", "invalid-value"],
+)
+def test_a_wiring_input_btp_gitops_refuses_fails_the_first_step(
+    workspace: Path, remote: Path, tmp_path: Path, inputs: dict[str, str], message: str
+) -> None:
+    with pytest.raises(AssertionError, match=r"step diff failed \(2\)") as failed:
+        run_workflow(workspace, remote, tmp_path, mode="commit", **inputs)
+    assert message in str(failed.value)
+    assert remote_log(remote) == []
+
+
+# --- Kyma module problems (render exit 9) ------------------------------------------------------
+
+
+@pytest.fixture
+def kyma_workspace(tmp_path: Path) -> Path:
+    """A workspace whose sources are examples/kyma-modules (its catalog included), with greeter and
+    the beta module relay, rendered and pushed once without problems."""
+    root = tmp_path / "workspace"
+    shutil.copytree(EXAMPLES / "kyma-modules", root / "sources")
+    edit_kyma(
+        root / "sources",
+        spec={"modules": [{"name": "greeter"}, {"name": "relay"}]},
+        labels={"operator.kyma-project.io/beta": "true"},
+    )
+    _commit_all(git.Repo.init(root, initial_branch="main"), "sources")
+    return root
+
+
+def _break_greeter(workspace: Path) -> None:
+    """greeter asks for a channel without templates (a module problem) while relay moves on."""
+    edit_kyma(
+        workspace / "sources",
+        spec={"modules": [{"name": "greeter", "channel": "edge"}, {"name": "relay", "channel": "fast"}]},
+    )
+    _commit_all(git.Repo(workspace), "greeter edge, relay fast")
+
+
+PROBLEM = (
+    "sources/kyma.yaml: document 1 (Kyma kyma-system/default): spec.modules[0].channel: module greeter: "
+    "no templates were found: for module greeter in channel edge (channels with templates: fast, regular)"
+)
+
+
+def _module_problems_output(runs: dict[str, StepRun]) -> str:
+    """The action's module-problems output, as the runner evaluates it after the steps."""
+    context = Context(inputs={}, github={}, runner={}, steps={k: r.outputs for k, r in runs.items()})
+    return substitute(ACTION.metadata["outputs"]["module-problems"]["value"], context)
+
+
+def test_module_problems_are_committed_pushed_and_annotated_and_may_pass(
+    kyma_workspace: Path, remote: Path, tmp_path: Path
+) -> None:
+    clean = run_workflow(kyma_workspace, remote, tmp_path, mode="commit")
+    assert clean["render"].outputs["module-problems"] == "false"
+    assert _module_problems_output(clean) == "false"
+    assert "::warning" not in clean["render"].result.stdout  # type: ignore[union-attr]
+    _break_greeter(kyma_workspace)
+
+    runs = run_workflow(
+        kyma_workspace, remote, tmp_path, mode="commit", **{"fail-on-module-problems": "false"}
+    )
+
+    render = runs["render"]
+    assert render.result is not None
+    assert render.outputs == {
+        "committed": "true",
+        "commit": render.outputs["commit"],
+        "module-problems": "true",
+    }
+    assert _module_problems_output(runs) == "true"
+    warnings = [line for line in render.result.stdout.splitlines() if line.startswith("::warning")]
+    assert warnings == [
+        f"::warning title=Kyma module not resolved::{PROBLEM}",
+        "::warning title=btp-gitops render::rendered with Kyma module problems; those modules keep their "
+        "previous files, the rest is committed; fail-on-module-problems is false: the job goes on",
+    ]
+    assert "warning: rendered with 1 Kyma module problem(s)" in render.result.stderr
+    assert runs["push"].ran and not runs["module-problems"].ran
+    [pushed, _] = remote_log(remote)
+    assert pushed.hexsha == render.outputs["commit"]
+    with git.Repo(remote) as repo:
+        files = {item.path for item in (repo.head.commit.tree / f"clusters/{CLUSTER}").traverse()}
+    assert any("kyma-greeter" in path for path in files)  # greeter keeps its previous files
+
+
+def test_module_problems_fail_the_job_by_default_after_the_push(
+    kyma_workspace: Path, remote: Path, tmp_path: Path
+) -> None:
+    run_workflow(kyma_workspace, remote, tmp_path, mode="commit")
+    _break_greeter(kyma_workspace)
+
+    with pytest.raises(AssertionError, match=r"step module-problems failed \(1\)") as failed:
+        run_workflow(kyma_workspace, remote, tmp_path, mode="commit")
+
+    assert "::error title=btp-gitops render::some Kyma modules could not be resolved" in str(failed.value)
+    # The render was pushed before the job failed: relay reached the GitOps repository.
+    assert len(remote_log(remote)) == 2
+
+
+def test_any_other_render_failure_fails_the_render_step(
+    kyma_workspace: Path, remote: Path, tmp_path: Path
+) -> None:
+    """Only exit 9 lets the step pass: with --strict the same module problem is exit 3, which the
+    step returns, with nothing committed and no outputs. (render.sh is run alone: --strict is an
+    option of render only, and extra-args reach the diff too.)"""
+    run_workflow(kyma_workspace, remote, tmp_path, mode="commit")
+    _break_greeter(kyma_workspace)
+    checkout = tmp_path / "checkout"
+    git.Repo.clone_from(remote, checkout).close()
+    outputs = tmp_path / "render-outputs"
+    outputs.write_text("")
+
+    result = subprocess.run(
+        ["bash", str(ACTION.path.parent / "render.sh")],
+        env={
+            **runner_env(CLI.parent),
+            "SOURCES": "sources",
+            "GITOPS_PATH": str(checkout),
+            "CLUSTER": CLUSTER,
+            "EXTRA_ARGS": "--strict",
+            "GITHUB_OUTPUT": str(outputs),
+            "RUNNER_TEMP": str(tmp_path),
+        },
+        cwd=kyma_workspace,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert result.returncode == ExitCode.INPUT, result.stderr
+    assert "Kyma modules that cannot be resolved (--strict)" in result.stderr
+    assert "::warning" not in result.stdout
+    assert outputs.read_text() == ""
+    with git.Repo(checkout) as repo:
+        assert not repo.is_dirty(untracked_files=True)
+    assert len(remote_log(remote)) == 1

@@ -5,12 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 
 def test_post_render_benchmark_runs() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.post_render", "--documents", "40", "--repeat", "1"],
+        [sys.executable, "-m", "bench.post_render", "--sizes", "40", "--repeat", "1", "--sides", "ours,bare"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -18,13 +20,24 @@ def test_post_render_benchmark_runs() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert "ratio:" in done.stdout
-    assert done.stdout.count("\n") >= 9
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip().startswith("40 ")]
+    assert [row[2] for row in rows] == ["ours", "bare"], done.stdout
+    assert all(float(row[3]) > 0 and float(row[5]) > 0 for row in rows), done.stdout
 
 
 def test_cap_tenants_benchmark_runs() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.cap_tenants", "--tenants", "40", "--repeat", "1"],
+        [
+            sys.executable,
+            "-m",
+            "bench.cap_tenants",
+            "--tenants",
+            "40",
+            "--incremental-tenants",
+            "30",
+            "--repeat",
+            "1",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -32,7 +45,10 @@ def test_cap_tenants_benchmark_runs() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("ratio:") == 2  # the upgrade wave (the goal's scenario) and steady
+    # the upgrade wave (goal a's scenario), steady, and one tenant added (goal b)
+    assert done.stdout.count("ratio:") == 3
+    assert "incremental: one tenant added to 30 (steady)" in done.stdout
+    assert done.stdout.count("load average") >= 4
     assert "upgrade-wave: 40 tenants" in done.stdout
     assert "      40 tenants:" in done.stdout  # the linearity table reached the full size
 
@@ -56,3 +72,23 @@ def test_shard_commit_benchmark_runs() -> None:
     assert set(trees) == {"sharded", "flat (baseline)"}, done.stdout
     assert trees["sharded"] < trees["flat (baseline)"], done.stdout
     assert "load average" in done.stdout
+
+
+@pytest.mark.tools
+@pytest.mark.slow
+def test_startup_benchmark_runs() -> None:
+    """bench.startup with one round: helm3, and yq, which it builds through scripts/build-tools.sh
+    when missing (a benchmark's peer, not built by default). Its own check that btp-gitops and the
+    helm+yq script write the same objects makes it exit 1 otherwise."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.startup", "--repeat", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "module-resources outputs: the same objects in all 10 files" in done.stdout
+    assert done.stdout.count("(goal ") == 3
+    assert "load average before:" in done.stdout

@@ -9,8 +9,9 @@ checked field by field:
     Certificates          commonName only from `sme.sap.com/cert-manager-common-name`; issuer
                           ClusterIssuer `cluster-ca` unless `certConfig.certManager.issuerRef`;
                           Gardener's next to the Gateway, its secretRef into the ingress namespace
-    credentialName        the certificate manager's suffix (`-gardener`, `-cert-manager`) on the
-                          Gateway and on the Secret the Certificate fills
+    credentialName        `<namespace>--<name>-gardener|cert-manager` as CAP Operator names it
+                          (a ClusterDomain: the namespace CAP Operator ran in), on the Gateway
+                          and on the Secret the Certificate fills
     client CA             `<credentialName>-cacert` with `ca.crt` in the ingress namespace; a
                           private key in its place is refused, by name, never shown
     ingress NetworkPolicy one per domain and application namespace, CAP Operator's selectors
@@ -159,10 +160,10 @@ CLUSTER_CA = {"name": "cluster-ca", "kind": "ClusterIssuer", "group": "cert-mana
             _cluster_domain({**CERT_MANAGER, "btp-gitops.io/ingress-namespace": "istio-ingress"}),
             "cert-manager.io/v1",
             "istio-ingress",
-            "common-external-domain",
+            "cap-operator-system--common-external-domain",
             {
                 "dnsNames": ["*.my.example.com"],
-                "secretName": "common-external-domain-cert-manager",
+                "secretName": "cap-operator-system--common-external-domain-cert-manager",
                 "issuerRef": CLUSTER_CA,
             },
             id="ClusterDomain, cert-manager, another ingress namespace",
@@ -182,10 +183,13 @@ CLUSTER_CA = {"name": "cluster-ca", "kind": "ClusterIssuer", "group": "cert-mana
             _cluster_domain(),
             "cert.gardener.cloud/v1alpha1",
             "istio-system",
-            "common-external-domain",
+            "cap-operator-system--common-external-domain",
             {
                 "dnsNames": ["*.my.example.com"],
-                "secretRef": {"name": "common-external-domain-gardener", "namespace": "istio-system"},
+                "secretRef": {
+                    "name": "cap-operator-system--common-external-domain-gardener",
+                    "namespace": "istio-system",
+                },
             },
             id="ClusterDomain, Gardener",
         ),
@@ -238,16 +242,30 @@ def test_a_common_name_longer_than_a_certificate_takes_is_refused(tmp_path: Path
         pytest.param(
             _cluster_domain(),
             "istio-system",
-            "common-external-domain-gardener",
+            "cap-operator-system--common-external-domain-gardener",
             ("secretRef", "name"),
-            id="ClusterDomain, Gardener",
+            id="ClusterDomain, Gardener: CAP Operator's default namespace",
         ),
         pytest.param(
             _cluster_domain(CERT_MANAGER),
             "istio-system",
-            "common-external-domain-cert-manager",
+            "cap-operator-system--common-external-domain-cert-manager",
             ("secretName",),
-            id="ClusterDomain, cert-manager",
+            id="ClusterDomain, cert-manager: CAP Operator's default namespace",
+        ),
+        pytest.param(
+            _cluster_domain({"btp-gitops.io/cap-operator-namespace": "cap-op"}),
+            "istio-system",
+            "cap-op--common-external-domain-gardener",
+            ("secretRef", "name"),
+            id="ClusterDomain, Gardener: CAP Operator ran in another namespace",
+        ),
+        pytest.param(
+            _cluster_domain({**CERT_MANAGER, "btp-gitops.io/cap-operator-namespace": "cap-op"}),
+            "istio-system",
+            "cap-op--common-external-domain-cert-manager",
+            ("secretName",),
+            id="ClusterDomain, cert-manager: CAP Operator ran in another namespace",
         ),
     ],
 )
@@ -301,7 +319,7 @@ def _private_key_pem() -> str:
             "Mutual",
             1,
             {},
-            "cap-example-domain-gardener-cacert",
+            "cap-operator-system--cap-example-domain-gardener-cacert",
             "istio-system",
             id="the docs' ClusterDomain, Mutual",
         ),
@@ -601,3 +619,17 @@ def test_tenant_operation_jobs_carry_the_workloads_own_name() -> None:
     for deployment in deployments:
         labels = deployment["metadata"]["labels"]
         assert labels["sme.sap.com/workload-name"] == deployment["metadata"]["name"]
+
+
+def test_a_cap_operator_namespace_that_is_no_namespace_name_is_refused(tmp_path: Path) -> None:
+    source = write_documents(
+        tmp_path / "source",
+        "cap.yaml",
+        [_cluster_domain({"btp-gitops.io/cap-operator-namespace": "CAP_Operator"})],
+    )
+    with pytest.raises(InvalidSpec) as raised:
+        render_result(source)
+    [problem] = raised.value.problems
+    assert problem.field_path == "metadata.annotations.btp-gitops.io/cap-operator-namespace"
+    assert problem.object_ref == "ClusterDomain common-external-domain"
+    assert problem.message == "must be a namespace name"

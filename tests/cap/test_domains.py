@@ -70,12 +70,14 @@ def test_dns_entries_follow_the_mode_and_the_exposed_subdomains() -> None:
 def test_gateways_and_certificates_sit_where_istio_reads_them() -> None:
     objects = objects_of(render_result(SOURCE).files)
     gateway = objects["cap-clusterdomain.per-subdomain/gateway-per-subdomain.yaml"]
-    certificate = objects["cap-clusterdomain.per-subdomain/certificate-per-subdomain.yaml"]
+    certificate = objects[
+        "cap-clusterdomain.per-subdomain/certificate-cap-operator-system--per-subdomain.yaml"
+    ]
     assert gateway["metadata"]["namespace"] == "istio-ingress"
     assert gateway["spec"]["servers"][0]["hosts"] == ["*/*.sub.example.net"]
     assert certificate["metadata"]["namespace"] == "istio-ingress"
     assert certificate["spec"]["secretRef"] == {
-        "name": "per-subdomain-gardener",
+        "name": "cap-operator-system--per-subdomain-gardener",
         "namespace": "istio-ingress",
     }
     domain_gateway = objects["cap-domain.shop.wildcard/gateway-wildcard.yaml"]

@@ -28,7 +28,7 @@ from btp_gitops.generator.domains.cap.tenants.selection import (
     application_retiring,
     desired_version,
     plan_tenant,
-    session_versions,
+    previous_version,
 )
 from btp_gitops.generator.io.sources import load_sources
 from tests.cap_tenants.conftest import SHOP, recorded_status, tenant_record
@@ -357,7 +357,7 @@ def test_operation_selection(row: Row) -> None:
     assert bool(plan.warning) == bool(row.warning)
 
 
-def test_sessions_stay_on_the_versions_the_tenant_ran_on_newest_first() -> None:
+def test_sessions_stay_on_the_version_the_tenant_ran_on_last() -> None:
     _, versions = shop()
     index = VersionIndex.of(versions)
     record = tenant_record(
@@ -365,8 +365,15 @@ def test_sessions_stay_on_the_versions_the_tenant_ran_on_newest_first() -> None:
     )
     tenant = tenant_from_source(SourceDocument("tenant.yaml", 1, record, Path()), TenantType.CONSUMER)
 
-    assert [v.name for v in session_versions(tenant, index, index.by_name["shop-3"])] == ["shop-2", "shop-1"]
-    assert [v.name for v in session_versions(tenant, index, index.by_name["shop-2"])] == ["shop-1"]
+    previous = previous_version(tenant, index, index.by_name["shop-3"])  # upgrading: the recorded current
+    assert previous is not None and previous.name == "shop-2"
+    previous = previous_version(tenant, index, index.by_name["shop-2"])  # settled: the last previous
+    assert previous is not None and previous.name == "shop-1"
+    gone = tenant_record(
+        "t", status=recorded_status("shop-2", previousCAPApplicationVersions=["shop-1", "shop-0"])
+    )
+    tenant = tenant_from_source(SourceDocument("tenant.yaml", 1, gone, Path()), TenantType.CONSUMER)
+    assert previous_version(tenant, index, index.by_name["shop-2"]) is None  # shop-0 is not in the sources
 
 
 def test_a_problem_points_at_the_tenant_record_and_names_every_version() -> None:

@@ -1,7 +1,7 @@
 """Rendered tenants are accepted by a real kube-apiserver.
 
 The shop application with a tenant in each situation (provisioning, upgrading with custom steps,
-deprovisioning, steady) and version affinity with route headers on, rendered by the CLI and sent
+deprovisioning, steady), with version affinity and route headers and with route headers alone, rendered by the CLI and sent
 object by object through the helpers of tests/support/dry_run.py: server-side apply with
 dryRun=All and fieldValidation=Strict, our CRDs (CAPTenant included) and every pinned third-party
 CRD (Istio, Gardener DNS, external-secrets, ...) installed; no object refused, no field dropped.
@@ -33,14 +33,25 @@ def api(kube_api: KubeAPI) -> Iterator[k8s.ApiClient]:
         yield client
 
 
-def test_every_tenant_object_is_accepted(api: k8s.ApiClient, shop_source: Path, tmp_path: Path) -> None:
+HEADERS = {
+    "sme.sap.com/vs-route-request-header-set": '{"x-tenant-router": "shop"}',
+    "sme.sap.com/vs-route-response-header-set": '{"cache-control": "no-store"}',
+}
+
+
+@pytest.mark.parametrize(
+    "annotations",
+    [
+        pytest.param({"sme.sap.com/enable-version-affinity": "true", **HEADERS}, id="version affinity"),
+        pytest.param(HEADERS, id="headers on the route destination, no affinity"),
+    ],
+)
+def test_every_tenant_object_is_accepted(
+    api: k8s.ApiClient, shop_source: Path, tmp_path: Path, annotations: dict[str, str]
+) -> None:
     application = shop_source / "capapplication.yaml"
     documents = list(yaml.safe_load_all(application.read_text()))
-    documents[0]["metadata"]["annotations"] = {
-        "sme.sap.com/enable-version-affinity": "true",
-        "sme.sap.com/vs-route-request-header-set": '{"x-tenant-router": "shop"}',
-        "sme.sap.com/vs-route-response-header-set": '{"cache-control": "no-store"}',
-    }
+    documents[0]["metadata"]["annotations"] = annotations
     application.write_text(yaml.safe_dump_all(documents, sort_keys=False))
     write_tenants(
         shop_source,

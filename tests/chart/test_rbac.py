@@ -171,7 +171,7 @@ def controller_needs(release: Release) -> list[Ask]:
             "get list watch update patch", "sme.sap.com", "capapplications capapplicationversions captenants"
         ),
         *asks("delete", "sme.sap.com", "captenants", ANY_NAMESPACE),
-        *asks("get list", "sme.sap.com", "captenantoutputs", ANY_NAMESPACE),
+        *asks("get list delete", "sme.sap.com", "captenantoutputs", ANY_NAMESPACE),
         *[
             ask
             for resource in ("capapplications", "capapplicationversions", "captenants")
@@ -204,7 +204,7 @@ def controller_must_not(release: Release) -> list[Ask]:
         *asks("create delete", "operator.kyma-project.io", "btpoperators", MODULE_NAMESPACE),
         *asks("create delete", "sme.sap.com", "capapplications capapplicationversions", ANY_NAMESPACE),
         *asks("create", "sme.sap.com", "captenants", ANY_NAMESPACE),
-        *asks("create update patch delete", "sme.sap.com", "captenantoutputs", ANY_NAMESPACE),
+        *asks("create update patch", "sme.sap.com", "captenantoutputs", ANY_NAMESPACE),
         *asks("create delete", "", "namespaces"),
         *asks("get list", "", "pods"),
         *asks("create", "", "pods", ANY_NAMESPACE, "exec"),

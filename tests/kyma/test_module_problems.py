@@ -175,3 +175,37 @@ def test_a_module_that_never_rendered_is_reported_and_nothing_is_kept(
     ]
     record = json.loads((repo / CLUSTER / ".kyma-modules.json").read_text())
     assert [m["name"] for m in record["modules"]] == ["auditlog", "greeter"]
+
+
+def test_diff_reports_module_problems_in_every_output(
+    tmp_path: Path, kyma_source: Path, run_cli: RunCli
+) -> None:
+    """A diff keeps an unresolvable module's files as render does, so it shows no change for it:
+    the problem must be in the report a pull request shows, and `--strict` fails the diff."""
+    repo = tmp_path / "repo"
+    edit_kyma(kyma_source, spec={"modules": MODULES}, labels=BETA)
+    assert run_cli("render", kyma_source, "--out", repo).returncode == 0
+    edit_kyma(kyma_source, spec={"modules": [{"name": "greeter", "channel": "edge"}, {"name": "relay"}]})
+    problem = (
+        f"{kyma_source}/kyma.yaml: document 1 (Kyma kyma-system/default): spec.modules[0].channel: module "
+        "greeter: no templates were found: for module greeter in channel edge (channels with templates: "
+        "fast, regular)"
+    )
+
+    text = run_cli("diff", kyma_source, "--against", repo, "--exit-code")
+    # only the modules record changes (greeter's state); greeter's own files are kept
+    assert text.returncode == ExitCode.CHANGES, text.stderr
+    assert "kyma-greeter" not in text.stdout.split("Kyma module problems")[0]
+    assert f"\nKyma module problems (1), previous files kept:\n  {problem}\n" in text.stdout
+    assert "warning: rendered with 1 Kyma module problem(s)" in text.stderr
+
+    as_json = run_cli("diff", kyma_source, "--against", repo, "--output", "json")
+    assert json.loads(as_json.stdout)["moduleProblems"] == [problem]
+
+    markdown = run_cli("diff", kyma_source, "--against", repo, "--output", "markdown")
+    assert "> [!WARNING]\n> 1 Kyma module problem(s)" in markdown.stdout
+    assert "module greeter: no templates were found" in markdown.stdout
+
+    strict = run_cli("diff", kyma_source, "--against", repo, "--strict")
+    assert strict.returncode == ExitCode.INPUT, strict.stderr
+    assert strict.stdout == ""

@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
+from btp_gitops.generator.charts.deterministic import render_chart_deterministically
+from btp_gitops.generator.charts.renderer import ChartRequest, manifests_of
+from btp_gitops.generator.io.helm import EmbeddedHelm
 from tests.conftest import CHART, ROOT, RunCli, read_tree, tree_as_yaml
 
 
@@ -253,3 +256,25 @@ def test_same_name_in_another_namespace_or_group_is_not_a_match(tmp_path: Path, 
     )
     _generate(run_cli, chart, out)
     assert _identities((out / "delete/to-delete.yml").read_text()) == [("ConfigMap", "kyma-system", "extra")]
+
+
+def test_a_chart_rendering_the_same_text_twice_gives_that_render_and_pins_nothing() -> None:
+    """charts.deterministic: with every random input pinned by values (the cluster id), the two
+    renders are the same text, which is parsed once (the shortcut module-resources takes with
+    BTP Manager's overrides): the objects are those of one render and nothing is pinned; with the
+    id left to `uuidv4`, the id and the checksum over it still are."""
+    engine = EmbeddedHelm()
+    pinned_id = ChartRequest(
+        chart=CHART, release="sap-btp-operator", namespace="kyma-system", values={"cluster": {"id": "c-1"}}
+    )
+    _, manifests, pinned = render_chart_deterministically(engine, pinned_id)
+    assert pinned == []
+    assert [m.body for m in manifests] == [m.body for m in manifests_of(engine.render_chart(pinned_id))]
+    config = next(m.body for m in manifests if m.body["kind"] == "ConfigMap")
+    assert config["data"]["CLUSTER_ID"] == "c-1"
+    random_id = ChartRequest(chart=CHART, release="sap-btp-operator", namespace="kyma-system")
+    _, _, pinned = render_chart_deterministically(engine, random_id)
+    assert sorted(p.field_path for p in pinned) == [
+        "data.CLUSTER_ID",
+        "spec.template.metadata.annotations.checksum/config",
+    ]

@@ -9,6 +9,7 @@ inputs that used to end in a Python traceback end in a clean input error instead
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -20,7 +21,12 @@ import yaml
 
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.yamlio import MAX_ALIAS_NODES
-from btp_gitops.generator.io.input_files import MAX_FILE_BYTES, UnreadableInput, read_stream_text
+from btp_gitops.generator.io.input_files import (
+    MAX_FILE_BYTES,
+    UnreadableInput,
+    read_stream_text,
+    spool_stream,
+)
 from tests.conftest import CLI, EXAMPLES, RunCli
 from tests.render.conftest import MakeSource
 
@@ -224,6 +230,23 @@ def test_a_stream_over_its_limit_is_refused() -> None:
 
     with pytest.raises(UnreadableInput, match=r"^the stream is too large \(the limit is 1 MiB\)$"):
         read_stream_text(Endless(), limit=1 << 20)  # type: ignore[arg-type]
+    with pytest.raises(UnreadableInput, match=r"^the stream is too large \(the limit is 1 MiB\)$"):
+        spool_stream(Endless(), limit=1 << 20)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("offset", [0, 5, (1 << 20) - 1, 1 << 20, (1 << 20) + 3])
+def test_the_spooled_stream_refuses_what_the_read_one_refuses(offset: int) -> None:
+    """post-render spools stdin in chunks: a byte that is not UTF-8 is named at its offset in the
+    stream, across chunk boundaries too, in the words of the whole read; valid text comes back."""
+    broken = b"a" * offset + "\u00e9".encode()[:1] + b"tail"
+    with pytest.raises(UnreadableInput) as whole:
+        read_stream_text(io.BytesIO(broken))
+    with pytest.raises(UnreadableInput) as spooled:
+        spool_stream(io.BytesIO(broken))
+    assert str(spooled.value) == str(whole.value) == f"not UTF-8 text (byte {offset})"
+    valid = b"a" * offset + "\u00e9 tail".encode()
+    with spool_stream(io.BytesIO(valid)) as spooled_file:
+        assert spooled_file.read() == valid
 
 
 ANNOTATED = """apiVersion: v1

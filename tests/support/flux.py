@@ -15,6 +15,7 @@ build-tools.sh copies beside its binary from the same module version.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import urllib.error
@@ -57,6 +58,30 @@ class FluxControllers:
 
     def running(self) -> bool:
         return self.source.running() and self.kustomize.running()
+
+
+def controller_log_about(log_path: Path, name: str, count: int = 12) -> list[str]:
+    """The last `count` entries a controller logged about the object `name` (its JSON log lines,
+    events and debug chatter left out), as `time message [error]`: what a test that gave up
+    waiting for that object shows."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError as exc:
+        return [f"<cannot read {log_path}: {exc}>"]
+    entries = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("name") != name or entry.get("logger") == "events":
+            continue
+        if entry.get("level") == "debug":
+            continue
+        revision = f" ({entry['revision']})" if entry.get("revision") else ""
+        error = f" [{entry['error']}]" if entry.get("error") else ""
+        entries.append(f"{entry.get('ts')} {entry.get('msg')}{revision}{error}")
+    return entries[-count:] or [f"<nothing logged about {name} in {log_path}>"]
 
 
 def _environment(kube: KubeAPI) -> dict[str, str]:

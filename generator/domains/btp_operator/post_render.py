@@ -16,13 +16,22 @@ from btp_gitops.generator.domains.btp_operator.model import (
     MODULE_NAMESPACE,
     module_labels,
 )
-from btp_gitops.generator.domains.btp_operator.render import annotate_config_checksum
+from btp_gitops.generator.domains.btp_operator.render import (
+    annotate_config_checksum,
+    annotate_with_checksum,
+)
+from btp_gitops.generator.domains.btp_operator.render import config_checksum as config_checksum_of
+from btp_gitops.generator.transforms.credentials import OPERATOR_SECRET
 from btp_gitops.generator.transforms.metadata import (
     add_labels,
     add_pod_template_labels,
     set_default_namespace,
 )
-from btp_gitops.generator.transforms.operator_config import OperatorSettings, apply_operator_settings
+from btp_gitops.generator.transforms.operator_config import (
+    OPERATOR_CONFIGMAP,
+    OperatorSettings,
+    apply_operator_settings,
+)
 from btp_gitops.generator.transforms.operator_secret import OperatorCredentials, install_operator_secret
 from btp_gitops.generator.transforms.workloads import set_container_image
 
@@ -81,3 +90,58 @@ def post_render_module_objects(
     manifests = add_pod_template_labels(manifests, {"kyma-project.io/module": MODULE_NAME})
     manifests = annotate_config_checksum(manifests)
     return manifests, notes
+
+
+# What an object must mention (in its YAML text) to take part in the wiring across documents: the
+# operator's ConfigMap and Secret, CRDs (scope, conversion webhooks), webhook configurations,
+# certificate-manager objects and the webhook certificate Secrets. A backslash may spell any of
+# them in escapes, so it marks a document too. Every other object is transformed on its own.
+WIRING_MARKERS = (
+    "\\",
+    OPERATOR_CONFIGMAP,
+    OPERATOR_SECRET,
+    "CustomResourceDefinition",
+    "WebhookConfiguration",
+    "cert-manager.io",
+    "cert.gardener.cloud",
+    "ca-server-cert",
+    "webhook-server-cert",
+)
+SELF_SIGNED_MARKERS = (*WIRING_MARKERS, "Service")  # self-signed serves only the stream's Services
+
+
+def may_take_part_in_wiring(text: str, markers: tuple[str, ...] = WIRING_MARKERS) -> bool:
+    """False when the YAML text of a document cannot hold an object of the cross-document wiring
+    (it mentions none of `markers`); such an object is transformed by `post_render_alone`."""
+    return any(marker in text for marker in markers)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFacts:
+    """What the objects of the wiring tell every other object: how `post_render_module_objects`
+    transforms an object outside the wiring, given the whole stream."""
+
+    chart_version: str
+    scopes: ScopeIndex
+    checksum: str | None
+
+
+def stream_facts(transformed: list[Manifest], chart_version: str) -> StreamFacts:
+    """The facts, from the wiring objects as `post_render_module_objects` transformed them."""
+    scopes = ScopeIndex()
+    for manifest in transformed:
+        scopes.learn(manifest.body)
+    return StreamFacts(chart_version, scopes, config_checksum_of(transformed))
+
+
+def post_render_alone(manifest: Manifest, settings: StreamSettings, facts: StreamFacts) -> Manifest:
+    """`post_render_module_objects` on an object outside the wiring: the certificate step and the
+    operator settings leave it alone, the rest is the same steps in the same order."""
+    manifests = [manifest]
+    if settings.manager_image:
+        manifests = set_container_image(manifests, MANAGER_CONTAINER, settings.manager_image)
+    manifests = set_default_namespace(manifests, settings.namespace, facts.scopes)
+    manifests = add_labels(manifests, module_labels(facts.chart_version))
+    manifests = add_pod_template_labels(manifests, {"kyma-project.io/module": MODULE_NAME})
+    annotate_with_checksum(manifests, facts.checksum)
+    return manifest

@@ -101,7 +101,11 @@ def config_checksum(manifests: list[Manifest]) -> str | None:
 
 
 def annotate_config_checksum(manifests: list[Manifest]) -> list[Manifest]:
-    checksum = config_checksum(manifests)
+    return annotate_with_checksum(manifests, config_checksum(manifests))
+
+
+def annotate_with_checksum(manifests: list[Manifest], checksum: str | None) -> list[Manifest]:
+    """Put `checksum` (of the operator ConfigMap, wherever it is) on every Deployment's pods."""
     if checksum is None:
         return manifests
     for manifest in manifests:

@@ -13,9 +13,11 @@ the same input always gives the same names:
     exposure VirtualService     `<ca>-<subDomain>`
     Gateway                     `<domain name>`, in the Domain's namespace (ClusterDomain: the
                                 ingress namespace)
-    Certificate                 `<namespace>--<domain name>` for a Domain, `<name>` for a
-                                ClusterDomain; cert-manager's in the ingress namespace,
-                                Gardener's next to the Gateway
+    Certificate                 `<namespace>--<domain name>`: the Domain's namespace, for a
+                                ClusterDomain the namespace CAP Operator ran in
+                                (`btp-gitops.io/cap-operator-namespace`, default
+                                `cap-operator-system`); cert-manager's in the ingress namespace
+                                (CAP Operator's name), Gardener's next to the Gateway
     TLS Secret (credentialName) the Certificate's name and the certificate manager's suffix, as
                                 CAP Operator names it (`<namespace>--<domain>-gardener`,
                                 `...-cert-manager`), in the ingress namespace: the Secret CAP
@@ -177,8 +179,10 @@ def gateway_reference(domain: Domain) -> str:
 
 
 def certificate_name(domain: Domain) -> str:
-    """Certificate and TLS Secret, both in the ingress namespace, where Istio reads credentialName."""
-    return domain.name if domain.is_cluster_domain else f"{domain.namespace}--{domain.name}"
+    """`<namespace>--<name>`, CAP Operator's credential name without the certificate manager's
+    suffix: the Domain's namespace, for a ClusterDomain the namespace CAP Operator ran in."""
+    namespace = domain.cap_operator_namespace if domain.is_cluster_domain else domain.namespace
+    return f"{namespace}--{domain.name}"
 
 
 def credential_name(domain: Domain) -> str:

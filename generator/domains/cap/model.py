@@ -34,9 +34,12 @@ CAP_APPLICATION_VERSION_FINALIZER = "sme.sap.com/capapplicationversion"
 CREDENTIALS_ANNOTATION = "btp-gitops.io/credentials"
 CERTIFICATE_MANAGER_ANNOTATION = "btp-gitops.io/certificate-manager"
 INGRESS_NAMESPACE_ANNOTATION = "btp-gitops.io/ingress-namespace"
+# The namespace CAP Operator ran in: it named a ClusterDomain's TLS Secret after it.
+CAP_OPERATOR_NAMESPACE_ANNOTATION = "btp-gitops.io/cap-operator-namespace"
 # CAP Operator's: the commonName of a Domain's cert-manager Certificate (none without it).
 COMMON_NAME_ANNOTATION = "sme.sap.com/cert-manager-common-name"
 DEFAULT_INGRESS_NAMESPACE = "istio-system"
+DEFAULT_CAP_OPERATOR_NAMESPACE = "cap-operator-system"  # where every install method of CAP Operator puts it
 
 
 class DeploymentType(StrEnum):
@@ -470,6 +473,12 @@ class Domain:
     @property
     def ref(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+    @property
+    def cap_operator_namespace(self) -> str:
+        """Where CAP Operator kept a ClusterDomain's sub-resources (`btp-gitops.io/cap-operator-namespace`,
+        default `cap-operator-system`): its TLS Secret's name starts with it."""
+        return _annotation(self.source, CAP_OPERATOR_NAMESPACE_ANNOTATION) or DEFAULT_CAP_OPERATOR_NAMESPACE
 
     def field_path(self, name: str) -> str:
         return f"{self.field}.{name}"

@@ -18,6 +18,7 @@ from btp_gitops.generator.domains.cap.catalog import CapCatalog
 from btp_gitops.generator.domains.cap.dns import template_values, uses_subdomain
 from btp_gitops.generator.domains.cap.exposures import current_version, semantic_version
 from btp_gitops.generator.domains.cap.model import (
+    CAP_OPERATOR_NAMESPACE_ANNOTATION,
     CERTIFICATE_MANAGER_ANNOTATION,
     COMMON_NAME_ANNOTATION,
     CREDENTIALS_ANNOTATION,
@@ -176,13 +177,14 @@ def domain_problems(domain: Domain) -> list[Problem]:
     problems = _dns_problems(domain) + _certificate_problems(domain)
     if domain.implied:
         return problems
-    namespace = domain.ingress_namespace
-    if not DNS_LABEL.match(namespace) or len(namespace) > 63:
-        problems.append(
-            problem_at(
-                domain.source, _annotation_path(INGRESS_NAMESPACE_ANNOTATION), "must be a namespace name"
+    for annotation, namespace in (
+        (INGRESS_NAMESPACE_ANNOTATION, domain.ingress_namespace),
+        (CAP_OPERATOR_NAMESPACE_ANNOTATION, domain.cap_operator_namespace),
+    ):
+        if not DNS_LABEL.match(namespace) or len(namespace) > 63:
+            problems.append(
+                problem_at(domain.source, _annotation_path(annotation), "must be a namespace name")
             )
-        )
     return problems
 
 

@@ -13,7 +13,7 @@ import pytest
 from btp_gitops.controller.cap.cluster_models import read_application
 from btp_gitops.controller.cap.deletion import TENANT_FINALIZER
 from btp_gitops.controller.errors import TemporaryError
-from btp_gitops.controller.kube import CAP_APPLICATION, CAP_TENANT, JOB, KubeObject
+from btp_gitops.controller.kube import CAP_APPLICATION, CAP_TENANT, CAP_TENANT_OUTPUT, JOB, KubeObject
 from btp_gitops.controller.runtime import ObjectKey
 from btp_gitops.generator.domains.cap.model import TenantOperation
 from btp_gitops.generator.domains.cap.tenants.render import operation_jobs
@@ -25,6 +25,8 @@ from tests.controller.cap_deletion.conftest import (
     ControllerFactory,
     reconcile_everything,
 )
+from tests.support.crds import OUR_CRDS, load_crds
+from tests.support.kubeapi import KubeAPI, install_crds
 
 pytestmark = pytest.mark.kube
 
@@ -257,3 +259,48 @@ def test_a_tenant_whose_application_is_gone_is_blocked(
     )
     assert tenant(cluster, "acme")["metadata"]["finalizers"] == [TENANT_FINALIZER]
     assert cluster.tenant_jobs("acme") == []
+
+
+ACME_ID = "2b7c9d1e-3f4a-4b5c-8d6e-7f8091a2b3c4"
+GLOBEX_ID = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
+
+
+def _tenant_output(name: str, tenant_id: str) -> KubeObject:
+    return {
+        "apiVersion": "sme.sap.com/v1alpha1",
+        "kind": "CAPTenantOutput",
+        "metadata": {"name": name, "labels": {"sme.sap.com/btp-tenant-id": tenant_id}},
+        "spec": {"subscriptionCallbackData": '{"foo": "bar"}'},
+    }
+
+
+def test_the_tenants_outputs_are_deleted_before_its_deprovisioning_starts(
+    kube_api: KubeAPI, cluster: CapCluster, start_controller: ControllerFactory
+) -> None:
+    """As CAP Operator deletes a tenant's CAPTenantOutputs before it creates an operation: before
+    the first step's Job, not later (what a step writes stays), and only the tenant's."""
+    with kube_api.api_client() as client:
+        install_crds(client, load_crds([OUR_CRDS / "captenantoutputs.sme.sap.com.yaml"]))
+    cluster.deploy()
+    controller = start_controller()
+    reconcile_everything(controller, cluster)
+    for output in (
+        _tenant_output("acme-onboarding", ACME_ID),
+        _tenant_output("globex-onboarding", GLOBEX_ID),
+    ):
+        cluster.kube.create(CAP_TENANT_OUTPUT, output, cluster.namespace)
+    cluster.delete(CAP_TENANT, "acme")
+    key = ObjectKey(cluster.namespace, "acme")
+
+    controller.tenants.reconcile(key)  # creates step 1
+
+    def outputs() -> list[str]:
+        return sorted(o["metadata"]["name"] for o in cluster.kube.list(CAP_TENANT_OUTPUT, cluster.namespace))
+
+    first = cluster.tenant_jobs("acme")
+    assert len(first) == 1
+    assert outputs() == ["globex-onboarding"]
+    cluster.kube.create(CAP_TENANT_OUTPUT, _tenant_output("acme-offboarding", ACME_ID), cluster.namespace)
+    cluster.finish(first[0])
+    deprovision(cluster, controller, "acme")  # the remaining steps, to the release
+    assert outputs() == ["acme-offboarding", "globex-onboarding"]

@@ -33,7 +33,11 @@ from btp_gitops.generator.domains.cap.tenants.model import (
     provider_tenant_name,
     tenant_from_source,
 )
-from btp_gitops.generator.domains.cap.tenants.routing import RoutingSettings, routing_settings
+from btp_gitops.generator.domains.cap.tenants.routing import (
+    RoutingSettings,
+    logout_endpoint_problems,
+    routing_settings,
+)
 from btp_gitops.generator.domains.cap.tenants.selection import record_of
 
 ApplicationKey = tuple[str, str]  # (namespace, name)
@@ -192,6 +196,8 @@ def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatal
         )
         settings, routing_problems = routing_settings(app)
         problems += provider_problems + routing_problems
+        if settings.version_affinity:
+            problems += logout_endpoint_problems(catalog.versions_of(app))
         problems += _tenant_id_problems(app, tenants)
         problems += [p for t in tenants for p in _annotation_problems(t, app)]
         groups.append(ApplicationTenants(app, tuple(tenants), settings))

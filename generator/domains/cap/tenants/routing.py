@@ -7,26 +7,32 @@ the router's first port). It is in the routing stage of the tenant's app, so it 
 new version only after the upgrade Jobs before it succeeded.
 
 Version affinity (CAPApplication annotation `sme.sap.com/enable-version-affinity: "true"`), route
-for route as CAP Operator routes (Istio takes the first match):
+for route as CAP Operator routes (Istio takes the first match; no route has a name):
 
-    logout-<current>      URI matching the logout endpoint and a `cookie` header holding
-                          `CAPOP_CAV=<current>`: to the current version, the cookie expired
-                          (`Max-Age=0`) by `response.set`
-    logout-<older>        the same for each version the tenant's users may still have sessions on
-    affinity-<older>      (`selection.session_versions`, newest first): logout, then any request
-                          carrying that version's cookie, to that version's Router
-    default               `uri.prefix "/"` to the current version; `response.add` gives the cookie
-                          `CAPOP_CAV=<current>` (`add`, so that the Router's own Set-Cookie headers
-                          survive on every other response)
+    1 logout, previous    only when the tenant has a previous version still in the sources: a
+                          `Cookie` header holding `CAPOP_CAV=<previous>` and a URI matching the
+                          logout endpoint, to the previous version; `response.set` expires the
+                          cookie (`CAPOP_CAV=<previous>;Path=/;HttpOnly;Secure;Max-Age=0`)
+    2 logout, current     the same for the version the tenant runs on
+    3 cookie, previous    only the previous version's cookie, to the previous version
+    4 cookie, current     only the current version's cookie, to the current version
+    5 default             no match, to the current version; `response.add` gives the cookie
+                          `CAPOP_CAV=<current>;Path=/;HttpOnly;Secure` (`add`, so that the
+                          Router's own Set-Cookie headers survive)
 
-The logout endpoint is a path segment of the URI (regex, RE2): `logout` or `logoff` by default,
-else the version's annotation `sme.sap.com/logout-endpoint` (no leading slash; CAP Operator reads
-it from the CAPApplicationVersion, and btp-gitops also from the CAPApplication for applications
-written before). The cookie regex accepts other cookies before and after the version's.
+The previous version is one version, as CAP Operator keeps it: the version the tenant ran on last
+before the current one (`status.currentCAPApplicationVersionInstance` while an upgrade renders,
+else the last of `status.previousCAPApplicationVersions`); when it is no longer in the sources it
+has no routes, and older versions never have any. The cookie regex is
+`(^|.*; )CAPOP_CAV=<cav>($|; .*)` (other cookies before and after it); the URI regex
+`^|.*(logout|logoff).*`, or `^|.*(<endpoint>).*` with the version's annotation
+`sme.sap.com/logout-endpoint` (no leading slash), each version its own; with version affinity on,
+one that is no regular expression Istio reads (RE2) is refused at render.
 
 Headers from the annotations `sme.sap.com/vs-route-request-header-set` and
-`sme.sap.com/vs-route-response-header-set` (JSON objects of header name to value) are set on
-every route; on a logout route the expired cookie is set with them.
+`sme.sap.com/vs-route-response-header-set` (JSON objects of header name to value) are `set`:
+without version affinity on the route's destination, with it on every route, the cookie's
+`Set-Cookie` joining the response headers.
 
 DNS entries: a domain with dnsMode Subdomain gets `<subDomain>.<domain>`, and a Custom domain one
 record per template whose name uses `{{.subDomain}}`; they are the tenant's, in its app, so the
@@ -36,7 +42,8 @@ domain's app does not change when a tenant comes or goes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +62,7 @@ REQUEST_HEADERS_ANNOTATION = "sme.sap.com/vs-route-request-header-set"
 RESPONSE_HEADERS_ANNOTATION = "sme.sap.com/vs-route-response-header-set"
 VERSION_COOKIE = "CAPOP_CAV"
 DEFAULT_LOGOUT_ENDPOINTS = ("logout", "logoff")
-_COOKIE_ATTRIBUTES = "Path=/; Secure; HttpOnly"
+_COOKIE_ATTRIBUTES = "Path=/;HttpOnly;Secure"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +70,6 @@ class RoutingSettings:
     """The application's routing annotations, read once for all of its tenants."""
 
     version_affinity: bool = False
-    logout_endpoint: str = ""  # the CAPApplication's logout-endpoint annotation, "" when unset
     request_headers: Mapping[str, str] = field(default_factory=dict)
     response_headers: Mapping[str, str] = field(default_factory=dict)
 
@@ -90,7 +96,6 @@ def routing_settings(app: Application) -> tuple[RoutingSettings, list[Problem]]:
     problems: list[Problem] = []
     settings = RoutingSettings(
         version_affinity=annotations.get(VERSION_AFFINITY_ANNOTATION) == "true",
-        logout_endpoint=_logout_endpoint(app.source.body),
         request_headers=_header_map(app, REQUEST_HEADERS_ANNOTATION, problems),
         response_headers=_header_map(app, RESPONSE_HEADERS_ANNOTATION, problems),
     )
@@ -98,39 +103,66 @@ def routing_settings(app: Application) -> tuple[RoutingSettings, list[Problem]]:
 
 
 def _logout_endpoint(body: Mapping[str, Any]) -> str:
+    """The version's `sme.sap.com/logout-endpoint`, as written (CAP Operator puts it into its regex)."""
     annotations = body.get("metadata", {}).get("annotations") or {}
-    return str(annotations.get(LOGOUT_ENDPOINT_ANNOTATION) or "").strip().strip("/")
+    return str(annotations.get(LOGOUT_ENDPOINT_ANNOTATION) or "")
 
 
-_REGEX_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+_MAX_LOGOUT_ENDPOINT = 253
+# What Python's `re` reads but RE2 (Istio's regex engine) refuses: lookaround, backreferences.
+_NOT_RE2 = re.compile(r"\(\?[=!<]|\\[1-9]|\(\?P=")
 
 
-def regex_literal(text: str) -> str:
-    """`text` matched literally by RE2 (Istio's regex engine): its special characters escaped."""
-    return "".join(f"\\{c}" if c in _REGEX_SPECIAL else c for c in text)
+def logout_endpoint_problems(versions: Iterable[Version]) -> list[Problem]:
+    """A version's logout endpoint goes into its logout route's URI regex as written, as CAP
+    Operator puts it there: one Istio would refuse is refused at render, by field."""
+    problems = []
+    for version in versions:
+        endpoint = _logout_endpoint(version.source.body)
+        if not endpoint:
+            continue
+        where = f"metadata.annotations.{LOGOUT_ENDPOINT_ANNOTATION}"
+        try:
+            re.compile(endpoint)
+            readable = not _NOT_RE2.search(endpoint)
+        except re.error:
+            readable = False
+        if len(endpoint) > _MAX_LOGOUT_ENDPOINT or not endpoint.isprintable() or not readable:
+            problems.append(
+                problem_at(
+                    version.source,
+                    where,
+                    f"must be a path (a regular expression Istio reads, RE2) of at most "
+                    f"{_MAX_LOGOUT_ENDPOINT} characters: it goes into the logout route's URI regex",
+                )
+            )
+    return problems
 
 
-def logout_uri_regex(version: Version, settings: RoutingSettings) -> str:
-    """A URI with the version's logout endpoint as a path segment, query or fragment after it."""
-    endpoint = _logout_endpoint(version.source.body) or settings.logout_endpoint
-    alternatives = (regex_literal(endpoint),) if endpoint else DEFAULT_LOGOUT_ENDPOINTS
-    return f"^(/[^?#]*)?/({'|'.join(alternatives)})([/?#].*)?$"
+def logout_uri_regex(version: Version) -> str:
+    """The logout URIs of a version: any URI containing its logout endpoint (CAP Operator's regex)."""
+    endpoint = _logout_endpoint(version.source.body)
+    return f"^|.*({endpoint or '|'.join(DEFAULT_LOGOUT_ENDPOINTS)}).*"
 
 
 def router_destination(version: Version) -> dict[str, Any]:
     router = version.router
     if router is None:  # refused by the version rules for a multi-tenant application
         raise ValueError(f"CAPApplicationVersion {version.name} has no Router")
-    return {
-        "destination": {"host": service_host(version, router), "port": {"number": router.ports[0].port}},
-        "weight": 100,
-    }
+    return {"host": service_host(version, router), "port": {"number": router.ports[0].port}}
 
 
 def cookie_regex(version: Version) -> str:
-    """A `Cookie` header holding `CAPOP_CAV=<cav>` among any others, before or after (RE2, whole
-    header): the version name ends at `;` or at the end, so `cav-1` never matches `cav-1.1`."""
-    return f"^(.*;\\s*)?{VERSION_COOKIE}={regex_literal(version.name)}(\\s*;.*)?$"
+    """A `Cookie` header holding `CAPOP_CAV=<cav>`, alone or among other cookies (`; ` between)."""
+    return f"(^|.*; ){VERSION_COOKIE}={version.name}($|; .*)"
+
+
+def session_cookie(version: Version) -> str:
+    return f"{VERSION_COOKIE}={version.name};{_COOKIE_ATTRIBUTES}"
+
+
+def expired_cookie(version: Version) -> str:
+    return f"{session_cookie(version)};Max-Age=0"
 
 
 def _headers(settings: RoutingSettings, *, add_cookie: str = "", set_cookie: str = "") -> dict[str, Any]:
@@ -148,37 +180,48 @@ def _headers(settings: RoutingSettings, *, add_cookie: str = "", set_cookie: str
     return headers
 
 
-def _route(name: str, match: dict[str, Any], version: Version, headers: dict[str, Any]) -> dict[str, Any]:
-    route: dict[str, Any] = {"name": name, "match": [match], "route": [router_destination(version)]}
+def _route(match: dict[str, Any] | None, version: Version, headers: dict[str, Any]) -> dict[str, Any]:
+    route: dict[str, Any] = {}
     if headers:
         route["headers"] = headers
+    if match is not None:
+        route["match"] = [match]
+    route["route"] = [{"destination": router_destination(version), "weight": 100}]
     return route
 
 
 def _logout_route(version: Version, settings: RoutingSettings) -> dict[str, Any]:
     match = {
-        "uri": {"regex": logout_uri_regex(version, settings)},
-        "headers": {"cookie": {"regex": cookie_regex(version)}},
+        "headers": {"Cookie": {"regex": cookie_regex(version)}},
+        "uri": {"regex": logout_uri_regex(version)},
     }
-    expired = f"{VERSION_COOKIE}=; Max-Age=0; {_COOKIE_ATTRIBUTES}"
-    return _route(f"logout-{version.name}", match, version, _headers(settings, set_cookie=expired))
+    return _route(match, version, _headers(settings, set_cookie=expired_cookie(version)))
+
+
+def _cookie_route(version: Version, settings: RoutingSettings) -> dict[str, Any]:
+    return _route({"headers": {"Cookie": {"regex": cookie_regex(version)}}}, version, _headers(settings))
 
 
 def http_routes(
-    route_to: Version, sessions: tuple[Version, ...], settings: RoutingSettings
+    route_to: Version, previous: Version | None, settings: RoutingSettings
 ) -> list[dict[str, Any]]:
-    default_match = {"uri": {"prefix": "/"}}
+    """The tenant's routes: one to `route_to` without version affinity, CAP Operator's five (three
+    without a previous version) with it."""
     if not settings.version_affinity:
-        return [_route("default", default_match, route_to, _headers(settings))]
-    routes = [_logout_route(route_to, settings)]
-    for older in sessions:
-        affinity = {"headers": {"cookie": {"regex": cookie_regex(older)}}}
-        routes += [
-            _logout_route(older, settings),
-            _route(f"affinity-{older.name}", affinity, older, _headers(settings)),
+        destination = {"destination": router_destination(route_to), "weight": 100}
+        headers = _headers(settings)
+        return [
+            {
+                "match": [{"uri": {"prefix": "/"}}],
+                "route": [{**destination, **({"headers": headers} if headers else {})}],
+            }
         ]
-    keep = f"{VERSION_COOKIE}={route_to.name}; {_COOKIE_ATTRIBUTES}"
-    return [*routes, _route("default", default_match, route_to, _headers(settings, add_cookie=keep))]
+    versions = [v for v in (previous, route_to) if v is not None]
+    return [
+        *(_logout_route(v, settings) for v in versions),
+        *(_cookie_route(v, settings) for v in versions),
+        _route(None, route_to, _headers(settings, add_cookie=session_cookie(route_to))),
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +229,7 @@ class TenantRoutes:
     """Where one tenant's traffic goes."""
 
     route_to: Version
-    sessions: tuple[Version, ...]  # versions sessions may stay on (version affinity)
+    previous: Version | None  # the version sessions may stay on (version affinity)
 
 
 def tenant_virtual_service(
@@ -210,7 +253,7 @@ def tenant_virtual_service(
         "spec": {
             "gateways": [gateway_reference(d) for d in domains],
             "hosts": [f"{tenant.sub_domain}.{d.host}" for d in domains],
-            "http": http_routes(routes.route_to, routes.sessions, settings),
+            "http": http_routes(routes.route_to, routes.previous, settings),
         },
     }
 

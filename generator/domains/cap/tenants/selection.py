@@ -215,10 +215,11 @@ def plan_tenant(tenant: Tenant, app: Application, versions: VersionIndex) -> Ten
     return _serving_plan(tenant, app, versions)
 
 
-def session_versions(tenant: Tenant, versions: VersionIndex, route_to: Version) -> tuple[Version, ...]:
-    """Versions the tenant's users may still have sessions on (version affinity), newest first:
-    its current and previous versions that are still in the sources, other than `route_to`."""
-    names = [tenant.status.current_instance, *tenant.status.previous_instances]
-    found = {v.name: v for v in (versions.named(n) for n in names if n) if v is not None}
-    found.pop(route_to.name, None)
-    return tuple(sorted(found.values(), key=lambda v: versions.rank[v.name], reverse=True))
+def previous_version(tenant: Tenant, versions: VersionIndex, route_to: Version) -> Version | None:
+    """The version the tenant's users may still have sessions on (version affinity), as CAP Operator
+    keeps one: the version the tenant ran on last before `route_to` (its recorded current version
+    while an upgrade renders, else the last of its previous versions), None when there is none or
+    it is no longer in the sources."""
+    history = [*tenant.status.previous_instances, tenant.status.current_instance]
+    earlier = [name for name in history if name and name != route_to.name]
+    return versions.named(earlier[-1]) if earlier else None

@@ -1,0 +1,181 @@
+"""Start-up: a command imports what it needs and nothing heavier (a behaviour test, not a timing test).
+
+Helm runs `btp-gitops post-render` on every install and upgrade, where starting the interpreter and
+importing is most of the work, and `--version` is what scripts call to probe the tool. Each case
+runs the installed console script in a fresh interpreter that writes down `sys.modules` as it
+exits (`-X importtime` would miss the command modules `importlib.import_module` loads), and checks the heavy packages (the Kubernetes client, the schema
+validator, GitPython, cryptography, the embedded Helm engine, the entry-point scan) and the
+heavy parts of btp-gitops itself (the render pipeline, the CAP and Kyma domains, the controller)
+against what the command may load. The control cases show that the same check sees a heavy
+package when a mode really needs it. bench/startup.py measures the time and memory this saves.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CHART, CLI
+from tests.support.tools import tool_path
+
+# Packages (and modules of ours) that only some commands or modes need.
+HEAVY = (
+    "kubernetes",  # post-render --from-cluster
+    "urllib3",
+    "jsonschema",  # schema validation: render, validate, post-render --domain cap|kyma
+    "referencing",
+    "git",  # render --commit, diff --against REF
+    "gitdb",
+    "cryptography",  # self-signed certificates; loading a DER key found in a text
+    "helm_python",  # the embedded Helm engine: rendering a chart
+    "semver",  # CAP and Kyma versions
+    "importlib.metadata",  # reading entry points: the controller's commands
+    "btp_gitops.controller",
+    "btp_gitops.generator.pipeline.render",
+    "btp_gitops.generator.pipeline.post_render_sources",
+    "btp_gitops.generator.domains.cap",
+    "btp_gitops.generator.domains.kyma",
+    "btp_gitops.generator.manifests",
+    "btp_gitops.generator.io.helm",
+)
+
+
+# Runs the console script as its own interpreter would, then lists every module left imported.
+_CHILD = """
+import atexit, runpy, sys
+report, script = sys.argv[1], sys.argv[2]
+atexit.register(lambda: open(report, "w").write("\\n".join(sorted(sys.modules))))
+sys.argv = sys.argv[2:]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+Run = Callable[..., tuple[subprocess.CompletedProcess[str], set[str]]]
+
+
+@pytest.fixture
+def imported_by(tmp_path: Path) -> Run:
+    """Runs the installed CLI; returns its result and every module it imported."""
+    report = tmp_path / "modules"
+    return lambda *args, stdin="": _run(report, args, stdin)
+
+
+def _run(
+    report: Path, args: tuple[str, ...], stdin: str
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    report.unlink(missing_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(report), str(CLI), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    modules = set(report.read_text().split())
+    assert modules, "the child process wrote no module list"
+    return done, modules
+
+
+def heavy_among(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules for heavy in HEAVY if m == heavy or m.startswith(f"{heavy}."))
+
+
+@pytest.fixture(scope="module")
+def chart_stream() -> str:
+    """The SAP BTP operator chart as `helm template` hands it to a post-renderer."""
+    done = subprocess.run(
+        [str(tool_path("helm3")), "template", "sap-btp-operator", str(CHART), "--namespace", "kyma-system"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return done.stdout
+
+
+def test_version_imports_nothing_heavy(imported_by: Run) -> None:
+    done, modules = imported_by("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("btp-gitops ")
+    assert heavy_among(modules) == []
+    assert "yaml" not in modules  # not even PyYAML: printing the version reads no YAML
+    assert "btp_gitops.generator.cli.render" not in modules  # no command's module
+
+
+def test_post_render_of_an_empty_stream_imports_nothing_heavy(imported_by: Run) -> None:
+    done, modules = imported_by("post-render", stdin="")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert heavy_among(modules) == []
+    assert "btp_gitops.generator.pipeline.post_render" in modules  # the check sees our modules
+    commands = {m for m in modules if m.startswith("btp_gitops.generator.cli.")}
+    assert commands == {"btp_gitops.generator.cli.post_render", "btp_gitops.generator.cli.output"}
+
+
+@pytest.mark.tools
+def test_post_render_of_the_chart_imports_nothing_heavy(imported_by: Run, chart_stream: str) -> None:
+    """The default mode (cert-manager) on a real stream: the transforms and the writer do not
+    need any of the heavy packages either, Secrets and webhooks included."""
+    done, modules = imported_by("post-render", stdin=chart_stream)
+    assert done.returncode == 0, done.stderr
+    assert "kind: Certificate" in done.stdout
+    assert heavy_among(modules) == []
+
+
+@pytest.mark.tools
+def test_self_signed_mode_loads_cryptography_when_it_makes_keys(imported_by: Run, chart_stream: str) -> None:
+    """The control: the same check sees the package a mode really needs."""
+    done, modules = imported_by("post-render", "--certificates", "self-signed", stdin=chart_stream)
+    assert done.returncode == 0, done.stderr
+    assert "cryptography" in modules
+    assert {m.partition(".")[0] for m in heavy_among(modules)} == {"cryptography"}
+
+
+def test_a_controller_command_is_found_through_its_entry_point(imported_by: Run) -> None:
+    """The entry points are read when the command is not one of ours; `--help` lists both kinds."""
+    done, modules = imported_by("--help")
+    assert done.returncode == 0, done.stderr
+    for command in ("render", "module-resources", "crds", "post-render", "diff", "validate", "controller"):
+        assert f"    {command} " in done.stdout, command
+    assert "importlib.metadata" in modules
+    done, _ = imported_by("-h", "render")  # the top-level help, all commands listed
+    assert done.returncode == 0, done.stderr
+    assert "    controller " in done.stdout and "    validate " in done.stdout
+    done, _ = imported_by("controller", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "usage: btp-gitops controller" in done.stdout
+
+
+def test_an_unknown_command_is_refused_with_the_list_of_commands(imported_by: Run) -> None:
+    done, _ = imported_by("rendr")
+    assert done.returncode == 2
+    assert "invalid choice: 'rendr'" in done.stderr
+    assert "'subscription-server'" in done.stderr
+
+
+def test_a_command_parses_only_its_own_options(imported_by: Run) -> None:
+    """Options of another command are refused as before (only the command named is built)."""
+    done, _ = imported_by("post-render", "--cluster", "x")
+    assert done.returncode == 2
+    assert "unrecognized arguments: --cluster x" in done.stderr
+
+
+def test_render_without_commit_does_not_load_git(imported_by: Run, tmp_path: Path) -> None:
+    """GitPython is for `--commit`; a render into a directory (or to stdout) must not pay for it.
+    The control commits and so loads it."""
+    source = Path(__file__).resolve().parents[2] / "examples" / "cap-app"
+    done, modules = imported_by("render", str(source), "--out", str(tmp_path / "plain"))
+    assert done.returncode == 0, done.stderr
+    assert "btp_gitops.generator.pipeline.render" in modules  # the check sees the render
+    assert not {m for m in modules if m == "git" or m.startswith("git.")}
+
+    repo = tmp_path / "committed"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    done, modules = imported_by("render", str(source), "--out", str(repo), "--commit")
+    assert done.returncode == 0, done.stderr
+    assert "git" in modules

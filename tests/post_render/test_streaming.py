@@ -1,0 +1,112 @@
+"""post-render one document at a time against the whole-stream implementation it replaced.
+
+Differential: streams shuffled from real documents (the chart, the edge cases, the bench shapes),
+with separators, comments, byte order marks and document end markers placed at random, must give
+the same bytes, the same notes and the same errors both ways; the split into documents must not
+depend on how the input arrives in chunks; and a failing stream writes nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from btp_gitops.generator.core.errors import SourceSyntaxError, UsageError
+from btp_gitops.generator.pipeline.post_render import (
+    PostRenderRequest,
+    _post_render_whole_stream,
+    post_render,
+    post_render_to,
+)
+from btp_gitops.generator.streams.helm import _raw_documents, iter_raw_documents, split_stream_pieces
+from tests.post_render.test_golden_output import CREDENTIALS, GOLDEN
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+PIECES = [
+    piece
+    for name in ("edge-cases", "operator-chart", "bench-helm3", "bench-helm4")
+    for piece in split_stream_pieces((GOLDEN / f"{name}.in.yaml").read_text(encoding="utf-8"))[:40]
+]
+SEPARATORS = ["---\n", "---\n\n", "\n---\n", "---   \n", "--- # c\n", "---\n# Source: x/y.yaml\n"]
+REQUESTS = [
+    PostRenderRequest(),
+    PostRenderRequest(certificate_mode="gardener", namespace="other"),
+    PostRenderRequest(credentials=CREDENTIALS, manager_image="m:1", chart_version="9.9.9"),
+]
+
+
+def _no_key() -> object:
+    raise AssertionError("no key is generated here")
+
+
+def _random_stream(rnd: random.Random) -> str:
+    parts = []
+    for piece in rnd.sample(PIECES, rnd.randint(0, 12)):
+        parts.append(rnd.choice(SEPARATORS) + piece + rnd.choice(["", "\n", "\n\n", "  \n"]))
+    if rnd.random() < 0.1:
+        parts.insert(rnd.randint(0, len(parts)), "---\n...\n")
+    if rnd.random() < 0.1:
+        parts.insert(0, "\ufeff")
+    if rnd.random() < 0.1:
+        parts.insert(rnd.randint(0, len(parts)), "---\n# only a comment\n")
+    return "".join(parts)
+
+
+def _outcome(run: object) -> tuple[str, object]:
+    try:
+        result = run()  # type: ignore[operator]
+    except (SourceSyntaxError, UsageError) as error:
+        return "error", (type(error), str(error), [p.render() for p in getattr(error, "problems", [])])
+    return "ok", (result.text, result.helm4, result.objects, result.added, result.notes)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_streaming_equals_the_whole_stream_implementation(seed: int) -> None:
+    rnd = random.Random(seed)
+    text = _random_stream(rnd)
+    request = REQUESTS[seed % len(REQUESTS)]
+    streamed = _outcome(lambda: post_render(text, request, NOW, _no_key))  # type: ignore[arg-type]
+    whole = _outcome(
+        lambda: _post_render_whole_stream(text, request, NOW, _no_key, "<stdin>", None)  # type: ignore[arg-type]
+    )
+    assert streamed == whole
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: [\n---\napiVersion: v1\n",
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, name: b}\n",
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n"
+        "    postrenderer.helm.sh/postrender-filename: ../escape.yaml\n",
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",  # no chart version anywhere
+        "---\napiVersion: v1\nkind: List\nitems:\n- null\n- apiVersion: v1\n  kind: ConfigMap\n"
+        "  metadata: {name: a}\n",
+    ],
+)
+def test_errors_are_the_same_and_nothing_is_written(broken: str) -> None:
+    request = PostRenderRequest()
+    whole = _outcome(
+        lambda: _post_render_whole_stream(broken, request, NOW, _no_key, "<stdin>", None)  # type: ignore[arg-type]
+    )
+    assert whole[0] == "error"
+    assert _outcome(lambda: post_render(broken, request, NOW, _no_key)) == whole  # type: ignore[arg-type]
+    out = io.StringIO()
+    with pytest.raises((SourceSyntaxError, UsageError)):
+        post_render_to(io.BytesIO(broken.encode()), out, request, NOW, _no_key)  # type: ignore[arg-type]
+    assert out.getvalue() == ""
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_split_does_not_depend_on_the_chunks(seed: int) -> None:
+    rnd = random.Random(seed)
+    text = _random_stream(rnd) + "".join(
+        rnd.choice(["---", "\n", " ", "#c", "\t", "\r\n"]) for _ in range(20)
+    )
+    expected = list(_raw_documents(text.lstrip("\ufeff")))
+    for size in (1, 3, 64, 4096):
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
+        assert list(iter_raw_documents(iter(chunks))) == expected, size
