@@ -81,7 +81,7 @@ def test_run_steps_are_bash_scripts_kept_beside_the_action() -> None:
     steps = metadata()["runs"]["steps"]
     # The others are third-party actions: tests/actions/test_pinned_actions.py checks their pins.
     run_steps = [step for step in steps if "run" in step]
-    assert [step.get("id") for step in run_steps] == ["install", "diff", "render", "push"]
+    assert [step.get("id") for step in run_steps] == ["install", "diff", "render", "push", "module-problems"]
     for step in run_steps:
         assert step["shell"] == "bash"
         script = ACTION_DIR / f"{step['id']}.sh"
