@@ -12,17 +12,20 @@ Two repositories in real Git, one per layout:
 
 - sharded: the tree as `render` writes it (`tenants/<group>/<shard>/<app>/`, core.layout);
 - flat (the baseline): the same files with every tenant app directly in the cluster directory,
-  as btp-gitops wrote them before the sharding (`flat_layout`).
+  and one ownership manifest listing every file, as btp-gitops wrote them before the sharding
+  (`flat_layout`).
 
 Each starts with N tenants committed. Then, --repeat times, interleaved (sharded, flat, flat,
 sharded, ...): one tenant more, written by the real writer (`io.repo.write_subtree`, ownership
-manifest included) and committed by the real `io.git.commit_subtree` (`git add --all` of the
-cluster directory, then `git commit`). Printed per layout, median of the repeats:
+manifests included: `core.ownership.manifest_files`) and committed by the real
+`io.git.commit_subtree` (`git add --all` of the cluster directory, then `git commit`).
+Printed per layout, median of the repeats:
 
 - tree bytes: the sizes of the tree objects that commit created (those its parent does not
   have: `git diff-tree -r -t` old -> new, plus the new root tree), the goal's figure;
 - blob bytes: the same for file contents (the new tenant's files, its kustomization, and the
-  ownership manifest, which lists every file);
+  ownership manifests: sharded, its shard's, which lists that shard's files only; flat, the one
+  listing every file of the cluster directory);
 - commit wall and CPU (this process and its Git children) of `commit_subtree`.
 
 The load average is printed with the figures: the machine may be shared.
@@ -43,7 +46,7 @@ from pathlib import Path
 
 from bench.cap_tenants import steady, write_source
 from btp_gitops.generator.core.layout import app_path
-from btp_gitops.generator.core.ownership import MANIFEST_FILE, manifest_text
+from btp_gitops.generator.core.ownership import is_manifest, manifest_files
 from btp_gitops.generator.io.git import commit_subtree
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.repo import write_subtree
@@ -64,6 +67,8 @@ def flat_layout(files: dict[str, str]) -> dict[str, str]:
     listing those paths. What a repository rendered by an older version holds."""
     flat: dict[str, str] = {}
     for path, text in files.items():
+        if is_manifest(path):
+            continue
         where = app_path(path)
         wiring = path.startswith(".wiring/")
         flat[f"{where.app}/{where.inside}" if where.grouped else path] = (
@@ -71,8 +76,8 @@ def flat_layout(files: dict[str, str]) -> dict[str, str]:
             if wiring
             else text
         )
-    if MANIFEST_FILE in flat:
-        flat[MANIFEST_FILE] = manifest_text(flat, sharded=False)  # as written before the sharding
+    if any(is_manifest(path) for path in files):  # one manifest listing every path, as before the sharding
+        flat.update(manifest_files(flat, sharded=False))
     return dict(sorted(flat.items()))
 
 
@@ -104,7 +109,7 @@ def _cpu() -> float:
 def commit(repo: Path, files: dict[str, str], message: str, *, sharded: bool) -> tuple[float, float]:
     """Write `files` as the cluster directory with the real writer and commit it: (wall, CPU) of
     the commit."""
-    written = {**files, MANIFEST_FILE: manifest_text(files, sharded=sharded)}
+    written = {**files, **manifest_files(files, sharded=sharded)}
     write_subtree(repo, SUBTREE, written)
     wall, cpu = time.perf_counter(), _cpu()
     made = commit_subtree(repo, SUBTREE, lambda _changes: message)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import UsageError
-from btp_gitops.generator.core.ownership import MANIFEST_FILE, shards_tenants
+from btp_gitops.generator.core.ownership import MANIFEST_FILE, is_manifest, shards_tenants
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.diff.compare import ClusterDiff, compare_trees
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
@@ -101,7 +101,7 @@ def tree_to_compare(request: DiffRequest) -> ComparedTree:
             at.siblings,
         )
     manifest = files.get(MANIFEST_FILE)
-    files = {path: data for path, data in files.items() if path != MANIFEST_FILE}
+    files = {path: data for path, data in files.items() if not is_manifest(path)}
     text = manifest.decode("utf-8", errors="replace") if manifest is not None else None
     return ComparedTree(label, files, found, clusters, manifest is not None, text)
 

@@ -33,7 +33,8 @@ from btp_gitops.generator.core.names import (
 from btp_gitops.generator.core.objects import Manifest, describe, object_key
 from btp_gitops.generator.core.ownership import (
     MANIFEST_FILE,
-    manifest_text,
+    is_manifest,
+    manifest_files,
     owned_files,
     removal_refusal,
     shards_tenants,
@@ -439,7 +440,7 @@ def owned_previous(where: Path, tree: ScannedTree) -> dict[str, str]:
     return {
         path: data.decode("utf-8", errors="replace")
         for path, data in tree.files.items()
-        if path in owned and path != MANIFEST_FILE
+        if path in owned and not is_manifest(path)
     }
 
 
@@ -479,13 +480,13 @@ def refuse_emptying(where: Path, previous: Mapping[str, str], written: Mapping[s
 
 
 def without_manifest(changes: TreeChanges) -> TreeChanges:
-    """The changes a user reads about (summary, JSON, commit message): the ownership manifest is
-    bookkeeping that changes with the file list, not a rendered file."""
+    """The changes a user reads about (summary, JSON, commit message): the ownership manifests are
+    bookkeeping that changes with the file list, not rendered files."""
 
     def kept(paths: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(path for path in paths if path != MANIFEST_FILE)
+        return tuple(path for path in paths if not is_manifest(path))
 
-    previous = {path: data for path, data in changes.previous.items() if path != MANIFEST_FILE}
+    previous = {path: data for path, data in changes.previous.items() if not is_manifest(path)}
     return TreeChanges(kept(changes.added), kept(changes.changed), kept(changes.removed), previous)
 
 
@@ -533,7 +534,7 @@ def render_into_repo(
         written = {**result.files, **result.records}
         if not request.allow_empty:
             refuse_emptying(where, previous, written)
-        written[MANIFEST_FILE] = manifest_text(written, sharded=sharded)
+        written.update(manifest_files(written, sharded=sharded))
         progress.update("writing the repo", 0)
         changes = write_subtree(request.out, subtree, written, fs, lock_timeout=request.lock_timeout)
         result.changes = without_manifest(changes)

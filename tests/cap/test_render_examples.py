@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from btp_gitops.generator.core.layout import shard_of
+from btp_gitops.generator.core.ownership import is_manifest
 from tests.cap.conftest import (
     CAP_APP,
     CLUSTER,
@@ -45,8 +46,14 @@ def test_multi_tenant_application_matches_snapshot(
     ]
     # Each tenant in a shard directory of its application's group (core.layout).
     tenants = [f"cap-tenant.bookshop.{name}" for name in ("acme", "bookshop-provider", "globex", "initech")]
-    assert {"/".join(path.split("/")[3:6]) for path in tree if path.split("/")[2] == "tenants"} == {
+    in_tenants = [path for path in tree if path.split("/")[2] == "tenants"]
+    assert {"/".join(path.split("/")[3:6]) for path in in_tenants if not is_manifest(path)} == {
         f"bookshop.bookshop/{shard_of(app)}/{app}" for app in tenants
+    }
+    # Beside them, the ownership manifests of the group and of each shard directory (core.ownership).
+    assert {"/".join(path.split("/")[3:-1]) for path in in_tenants if is_manifest(path)} == {
+        "bookshop.bookshop",
+        *(f"bookshop.bookshop/{shard_of(app)}" for app in tenants),
     }
     assert tree_as_yaml(tree) == yaml_snapshot
 

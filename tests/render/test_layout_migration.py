@@ -10,6 +10,9 @@ exactly the tree a fresh render writes: every tenant moved into its shard direct
 directory left, the committed cluster tree the fresh one's. A file a person put into an old
 tenant directory stops the migration (nothing is deleted that is not the render's), and `diff`
 against the old repository shows the move as moves, not as added and removed objects.
+
+A repository rendered sharded before the ownership manifest was split (one manifest listing every
+path) is rewritten by the next plain render with the split manifests and nothing else changed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 from bench.shard_commit import flat_layout
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.layout import TENANTS_DIR
+from btp_gitops.generator.core.ownership import MANIFEST_FILE, SHARDED_LAYOUT_LINE, is_manifest
 from tests.conftest import EXAMPLES, ROOT, RunCli, read_tree
 
 CLUSTER = "demo"
@@ -84,7 +88,7 @@ def test_one_render_moves_an_old_repository_to_the_fresh_layout(
     assert not [path for path in after_plain if path.startswith(f"{TENANTS_DIR}/")]
     # the tenants' own files are untouched; what changed is wiring and bookkeeping only
     changed = {p for p in set(before) | set(after_plain) if before.get(p) != after_plain.get(p)}
-    assert changed <= {".btp-gitops-files"} | {p for p in changed if p.startswith(".wiring/")}
+    assert changed <= {MANIFEST_FILE} | {p for p in changed if p.startswith(".wiring/")}
     assert "TenantsMoved" not in kept.stdout
 
     migrated = render(run_cli, old, options, "--migrate-layout")
@@ -164,3 +168,45 @@ def test_diff_against_an_old_repository_shows_the_tenants_moving(
     # Besides the moves: the tenants' kustomizations (matched by path) and the wiring.
     assert {c["app"] for c in others} <= {".wiring", *(c["app"] for c in moved)}
     assert any(c["app"] == ".wiring" and c["change"] == "changed" for c in others)
+
+
+def test_the_next_render_splits_a_single_ownership_manifest(tmp_path: Path, run_cli: RunCli) -> None:
+    """A repository rendered sharded before the ownership manifest was split holds one manifest
+    listing every path; the next plain render writes the split manifests, changes no other file
+    and commits the fresh render's very tree."""
+    done = render(run_cli, tmp_path / "fresh", TARGETS["argocd"])
+    assert done.returncode == 0, done.stderr
+    fresh = read_tree(tmp_path / "fresh" / "clusters" / CLUSTER)
+    assert len([path for path in fresh if is_manifest(path)]) > 1
+    single = {path: data for path, data in fresh.items() if not is_manifest(path)}
+    head = [line for line in fresh[MANIFEST_FILE].decode().splitlines(keepends=True) if line.startswith("#")]
+    assert SHARDED_LAYOUT_LINE in head
+    single[MANIFEST_FILE] = ("".join(head) + "".join(f"{path}\n" for path in sorted(single))).encode()
+    old = tmp_path / "old"
+    cluster = old / "clusters" / CLUSTER
+    for relative, data in single.items():
+        (cluster / relative).parent.mkdir(parents=True, exist_ok=True)
+        (cluster / relative).write_bytes(data)
+    git(old, "init", "--quiet", "--initial-branch=main")
+    git(old, "add", "--all")
+    git(
+        old,
+        "-c",
+        "user.name=old",
+        "-c",
+        "user.email=old@localhost",
+        "commit",
+        "--quiet",
+        "-m",
+        "one manifest",
+    )
+
+    again = render(run_cli, old, TARGETS["argocd"])
+
+    assert again.returncode == 0, again.stderr
+    assert "0 added, 0 changed, 0 removed" in again.stdout, again.stdout
+    assert "FlatLayoutKept" not in again.stdout and "TenantsMoved" not in again.stdout
+    assert read_tree(cluster) == fresh
+    subtree = f"HEAD:clusters/{CLUSTER}"
+    assert git(old, "rev-parse", subtree) == git(tmp_path / "fresh", "rev-parse", subtree)
+    assert git(old, "status", "--porcelain") == ""

@@ -26,8 +26,9 @@ from btp_gitops.generator.core.layout import (
 )
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.ownership import (
+    MANIFEST_FILE,
     SHARDED_LAYOUT_LINE,
-    manifest_text,
+    manifest_files,
     object_counts,
     parse_manifest,
     removal_refusal,
@@ -156,6 +157,11 @@ def test_an_app_named_like_the_tenants_directory_or_an_unsafe_group_is_refused()
 
 FILES = ["btp-operator/deployment.yaml", "cap-tenant.shop.acme/job.yaml"]
 SHARDED = ["btp-operator/deployment.yaml", f"{TENANTS_DIR}/shop.shop/1f/cap-tenant.shop.acme/job.yaml"]
+
+
+def manifest_text(paths: list[str], *, sharded: bool = True) -> str:
+    """The cluster directory's ownership manifest (the one holding the layout line)."""
+    return manifest_files(paths, sharded=sharded)[MANIFEST_FILE]
 
 
 @pytest.mark.parametrize(

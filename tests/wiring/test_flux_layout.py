@@ -21,6 +21,7 @@ import yaml
 from btp_gitops.generator.core.errors import InvalidSpec
 from btp_gitops.generator.core.layout import TENANTS_DIR, app_path
 from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.ownership import is_manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.pipeline.wiring import flux_app_stages
 from btp_gitops.generator.transforms.ordering import (
@@ -60,7 +61,10 @@ def without_sync_wave(text: str) -> str:
 
 def is_object_file(path: str) -> bool:
     return (
-        path.count("/") >= 1 and not path.startswith(".wiring/") and not path.endswith("kustomization.yaml")
+        path.count("/") >= 1
+        and not path.startswith(".wiring/")
+        and not path.endswith("kustomization.yaml")
+        and not is_manifest(path)  # the ownership manifests of the tenants' shard and group directories
     )
 
 
@@ -79,7 +83,7 @@ def test_flux_files_are_the_argocd_files_in_stage_directories(
     flux_objects = {path for path in flux if is_object_file(path)}
     expected = set()
     for path, data in argocd.items():
-        if path == ".btp-gitops-files":  # the ownership manifest lists each target's own paths
+        if is_manifest(path):  # the ownership manifests list each target's own paths
             continue
         if "/" not in path:  # a record beside the apps
             assert flux[path] == data, path
