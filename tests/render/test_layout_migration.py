@@ -210,3 +210,28 @@ def test_the_next_render_splits_a_single_ownership_manifest(tmp_path: Path, run_
     subtree = f"HEAD:clusters/{CLUSTER}"
     assert git(old, "rev-parse", subtree) == git(tmp_path / "fresh", "rev-parse", subtree)
     assert git(old, "status", "--porcelain") == ""
+
+
+def test_diff_leaves_the_split_manifests_out(tmp_path: Path, run_cli: RunCli) -> None:
+    """`diff` against a sharded repository, whose group and shard directories hold ownership
+    manifests, compares the rendered files only: the same sources show no change."""
+    done = render(run_cli, tmp_path / "repo", TARGETS["argocd-emit-wiring"])
+    assert done.returncode == 0, done.stderr
+    tree = read_tree(tmp_path / "repo" / "clusters" / CLUSTER)
+    assert [path for path in tree if is_manifest(path) and path.startswith(f"{TENANTS_DIR}/")]
+
+    result = run_cli(
+        "diff",
+        *SOURCES,
+        "--against",
+        tmp_path / "repo",
+        "--cluster",
+        CLUSTER,
+        "--output",
+        "json",
+        *TARGETS["argocd-emit-wiring"],
+        cwd=ROOT,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["changes"] == []
