@@ -419,6 +419,18 @@ def operation_started(jobs: Iterable[KubeObject]) -> dt.datetime | None:
     return min(times) if times else None
 
 
+def _uid(obj: KubeObject) -> object:
+    return (obj.get("metadata") or {}).get("uid")
+
+
+def _fingerprint(obj: KubeObject) -> str | None:
+    """The fingerprint of the callback `obj` holds; None when it cannot be read."""
+    try:
+        return PendingCallback.of(obj).fingerprint
+    except InvalidCallback:
+        return None
+
+
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -498,7 +510,12 @@ class CallbackDelivery:
         log.error(
             "pending callback %s/%s set aside: %s", meta.get("namespace"), meta.get("name"), error.message
         )
-        self._abandon(str(meta.get("namespace")), str(meta.get("name")), {})
+        uid = meta.get("uid")
+        # Only the very ConfigMap that could not be read: one the server opened under its name
+        # since (a new subscription) is a new callback, owed its own delivery.
+        self._abandon(
+            str(meta.get("namespace")), str(meta.get("name")), {}, lambda current: _uid(current) == uid
+        )
         record_event(self._kube, obj, WARNING, "CallbackInvalid", error.message)
 
     # --- delivery -------------------------------------------------------------------------------
@@ -578,7 +595,14 @@ class CallbackDelivery:
         attempts = state.attempts
         log.error("%s: given up after %d attempts: %s", callback.describe(), attempts, reason)
         abandoned = replace(state, retry_at=None, last_error=reason)
-        self._abandon(callback.namespace, callback.config_map, {DELIVERY_ANNOTATION: abandoned.encode()})
+        # Only this callback is given up: the server may have replaced the ConfigMap with a new one
+        # (a new subscription, a new deadline) while the last attempt was being sent.
+        self._abandon(
+            callback.namespace,
+            callback.config_map,
+            {DELIVERY_ANNOTATION: abandoned.encode()},
+            lambda current: _fingerprint(current) == callback.fingerprint,
+        )
         self._event(callback, WARNING, "CallbackAbandoned", f"given up after {attempts} attempts: {reason}")
 
     def _backoff(self, attempts: int) -> float:
@@ -597,14 +621,33 @@ class CallbackDelivery:
             return False
         return True
 
-    def _abandon(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
-        patch: dict[str, Any] = {"metadata": {"labels": {PENDING_CALLBACK_LABEL: ABANDONED}}}
-        if annotations:
-            patch["metadata"]["annotations"] = annotations
-        try:
-            self._kube.patch(CONFIG_MAP, name, patch, namespace)
-        except NotFound:
-            return
+    def _abandon(
+        self,
+        namespace: str,
+        name: str,
+        annotations: dict[str, str],
+        is_ours: Callable[[KubeObject], bool],
+    ) -> None:
+        """Label the pending ConfigMap failed, when it still is the one `is_ours` recognises. The
+        patch carries the resourceVersion just checked, so a ConfigMap replaced between the check
+        and the patch is left alone too (Conflict: look again)."""
+        for _ in range(_DELETE_ATTEMPTS):
+            current = self._kube.get(CONFIG_MAP, name, namespace)
+            if current is None or not is_pending(current) or not is_ours(current):
+                return
+            version = (current.get("metadata") or {}).get("resourceVersion")
+            patch: dict[str, Any] = {
+                "metadata": {"labels": {PENDING_CALLBACK_LABEL: ABANDONED}, "resourceVersion": version}
+            }
+            if annotations:
+                patch["metadata"]["annotations"] = annotations
+            try:
+                self._kube.patch(CONFIG_MAP, name, patch, namespace)
+                return
+            except NotFound:
+                return
+            except Conflict:
+                continue
 
     def _event(self, callback: PendingCallback, kind: str, reason: str, message: str) -> None:
         current = self._kube.get(CONFIG_MAP, callback.config_map, callback.namespace)

@@ -224,6 +224,7 @@ class SaasPeer:
     puts: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # every PUT: (answer, body)
     fail_callbacks_with: int | None = None  # answer PUTs with this status instead of 200
     on_callback: Callable[[], Any] = lambda: None
+    on_refusal: Callable[[], None] = lambda: None  # runs before a PUT is refused on purpose
     issued: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -273,6 +274,7 @@ def _peer_handler(peer: SaasPeer) -> type[http.server.BaseHTTPRequestHandler]:
             authorization = self.headers.get("Authorization") or ""
             failing = peer.fail_callbacks_with
             if failing is not None:
+                peer.on_refusal()
                 with peer.lock:
                     peer.puts.append((failing, body))
                 self._answer(failing, {"error": "on purpose"})

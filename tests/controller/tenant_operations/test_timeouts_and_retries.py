@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from btp_gitops.controller.cap.callbacks import DELIVERY_ANNOTATION, PendingCallback
+from btp_gitops.controller.cap.callbacks import DELIVERY_ANNOTATION, CallbackSettings, PendingCallback
 from btp_gitops.controller.clients.cluster_side import Operation, pending_callback_name
 from btp_gitops.controller.kube import CONFIG_MAP, EVENT, KubeClient
 from btp_gitops.controller.runtime import DONE, ObjectKey
@@ -104,9 +104,13 @@ def test_a_refused_callback_is_retried_then_set_aside(
     open_callback(kube, globex.namespace, "globex", GLOBEX_ID, Operation.PROVISIONING, deadline=past)
     saas_peer.fail_callbacks_with = 503
     name = pending_callback_name("globex", Operation.PROVISIONING)
+    # A backoff long enough that the "not due yet" look below comes before it ends, however busy
+    # the machine (a reconcile can take a few tenths of a second there).
+    controller.callback_settings = CallbackSettings(max_attempts=3, backoff_initial=1.5, backoff_max=1.5)
+    controller.restart()
 
     first = controller.tenant_operations.reconcile(globex)
-    assert first.requeue_after == pytest.approx(0.2, abs=0.05)
+    assert first.requeue_after == pytest.approx(1.5, abs=0.3)
     state = delivery_state(kube, globex.namespace, name)
     assert (state["status"], state["attempts"]) == ("FAILED", 1)
     assert "answered 503" in str(state["lastError"])
@@ -115,7 +119,7 @@ def test_a_refused_callback_is_retried_then_set_aside(
     assert delivery_state(kube, globex.namespace, name)["attempts"] == 1
 
     for _ in range(2):
-        time.sleep(0.6)
+        time.sleep(1.6)
         controller.tenant_operations.reconcile(globex)
     abandoned = kube.get(CONFIG_MAP, name, globex.namespace)
     assert abandoned is not None
@@ -127,6 +131,41 @@ def test_a_refused_callback_is_retried_then_set_aside(
     saas_peer.fail_callbacks_with = None
     assert controller.tenant_operations.reconcile(globex) == DONE
     assert saas_peer.callbacks == []  # set aside: no longer pending
+
+
+def test_a_callback_reopened_during_its_last_attempt_is_not_given_up_with_it(
+    globex: ObjectKey, kube: KubeClient, controller: Controller, saas_peer: SaasPeer
+) -> None:
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)
+    open_callback(kube, globex.namespace, "globex", GLOBEX_ID, Operation.PROVISIONING, deadline=past)
+    name = pending_callback_name("globex", Operation.PROVISIONING)
+    saas_peer.fail_callbacks_with = 503
+    refusals: list[int] = []
+
+    def subscribe_again_on_the_last_attempt() -> None:
+        refusals.append(1)
+        if len(refusals) == 3:  # the limit: the controller gives the old callback up after this
+            open_callback(kube, globex.namespace, "globex", GLOBEX_ID, Operation.PROVISIONING)
+
+    saas_peer.on_refusal = subscribe_again_on_the_last_attempt
+    controller.tenant_operations.reconcile(globex)
+    for _ in range(2):
+        time.sleep(0.6)
+        controller.tenant_operations.reconcile(globex)
+    assert len(refusals) == 3
+
+    # The new callback, opened while the old one's last PUT was refused, is still owed.
+    current = kube.get(CONFIG_MAP, name, globex.namespace)
+    assert current is not None
+    assert current["metadata"]["labels"]["btp-gitops.io/pending-callback"] == "true"
+    assert PendingCallback.of(current).state is None
+    assert "CallbackAbandoned" in events_of(kube, globex.namespace, name)
+
+    saas_peer.fail_callbacks_with = None
+    waiting = controller.tenant_operations.reconcile(globex)
+    assert waiting.requeue_after is not None and saas_peer.callbacks == []  # it waits for its tenant
+    still = kube.get(CONFIG_MAP, name, globex.namespace)
+    assert still is not None and still["metadata"]["labels"]["btp-gitops.io/pending-callback"] == "true"
 
 
 def test_an_unreadable_callback_is_set_aside(
