@@ -25,6 +25,8 @@ across batches and tells it which files Git rewrote; the tracker records per cha
 looked up and which files it wrote. A refused commit is then rebased, not rebuilt: HEAD and Git's
 index move to the new head, the competitor's files come from it, ours stay, and only the changes
 whose files or lookups the competitor touched (and those depending on them) are applied again.
+When none is, the rebased commit is made from Git's index with plumbing (`_rebase`), so the next
+push follows the fetch after a handful of local commands rather than a dozen.
 Without a tracker every attempt applies the whole batch to the new head.
 
 Every Git command that talks to the remote (fetch, push, ls-remote) runs in a process group of its
@@ -253,6 +255,7 @@ class _Pushed:
 
     commit: str
     base: str  # the remote's commit it was made on
+    moves: int = -1  # the writer's count of tree resets when it was refused (-1: unknown)
 
 
 class _PushUnanswered(GitError):
@@ -282,8 +285,16 @@ def _detail(output: str) -> str:
     return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."
 
 
-def _backoff(settings: RepoSettings, attempt: int) -> float:
-    """Exponential with jitter: competing writers that collided do not collide again in step."""
+def _backoff(settings: RepoSettings, attempt: int, *, lost_race: bool = False) -> float:
+    """Exponential with jitter: competing writers that collided do not collide again in step.
+
+    After a lost race, at most `backoff_initial`, whatever the attempt: the branch moved just
+    now, so the rebase should fetch and push again before the winner's next push (a writer that
+    pushes every 200 ms leaves about that long); waiting longer only lands us at a random point of
+    its cycle. Each lost race is another writer's push that landed, so nobody livelocks, and
+    the jitter still keeps two writers of our kind from retrying in step."""
+    if lost_race:
+        return random.uniform(0.0, settings.backoff_initial)
     ceiling = min(settings.backoff_max, settings.backoff_initial * 2 ** (attempt - 1))
     return random.uniform(ceiling / 2, ceiling)
 
@@ -346,6 +357,7 @@ class SourceRepo:
         self._last_fetch_started = float("-inf")
         self._tree_pristine = False  # the tree is exactly origin/<branch>, nothing else in it
         self._tree_moves = 0  # resets of the tree so far (a reader may move it between batches)
+        self._committed: dict[str, frozenset[str]] = {}  # our last commits: the files each changed
         self._env = self._git_environment()
         self._head_listeners: list[Callable[[Path, str], None]] = []
         self._commit_listeners: list[Callable[[Path, str], None]] = []
@@ -638,7 +650,11 @@ class SourceRepo:
                 except _PushRejected as rejection:
                     rejected = rejection
                     # The tree stays at our commit: the next attempt rebases it onto the new head.
-                    refused = _Pushed(commit, base) if commit and self._local_head() == commit else None
+                    refused = (
+                        _Pushed(commit, base, self._tree_moves)
+                        if commit and self._local_head() == commit
+                        else None
+                    )
                     if refused is None:
                         self._restore_quietly()
                 except GitError as error:
@@ -660,7 +676,9 @@ class SourceRepo:
                 )
                 return follower
             log.info("push to %s rejected (attempt %d): %s; trying again", self._remote, pushes, detail)
-            time.sleep(_backoff(self._settings, pushes))
+            time.sleep(
+                _backoff(self._settings, pushes, lost_race=rejected is not None and rejected.lost_race)
+            )
 
     def _give_up(self, pushes: int, rejected: _PushRejected | None, started: float) -> bool:
         """After a refused push: whether the batch fails now. A push refused as such (a hook, the
@@ -799,19 +817,133 @@ class SourceRepo:
         application...), is applied again to the new files, and so is one that depends on such a
         change; the rest are not run again. When a change applied again no longer fits (it
         fails, or writes where an untouched change wrote or looked), the whole batch is applied
-        again as on any new head. None when nothing is left to commit."""
-        tracker = self._tracker
-        assert tracker is not None  # _can_rebase
-        if self._local_head() != refused.commit or self._status_paths():
+        again as on any new head. None when nothing is left to commit.
+
+        The window between the fetch and the next push decides whether that push wins against a
+        busy competitor, so the common case, where no change is to be applied again, takes a few
+        local Git commands (`_take_theirs`, `_commit_rebased`); the rest goes the long way
+        (`_rebase_slowly`). The tree is at our commit unless a reader moved it (`refused.moves`)."""
+        assert self._tracker is not None  # _can_rebase
+        if refused.moves != self._tree_moves:
             self._reset_to(refused.commit)  # a reader moved the tree meanwhile: back to our commit
         self._fetch()
+        if self._head == refused.base:
+            return self._prepare_commit(live)  # refused for another reason
         theirs = self._changed_paths(refused.base, self._head)
-        if self._head == refused.base or self._is_ancestor(refused.commit, self._head):
-            return self._prepare_commit(live)  # refused for another reason, or landed after all
+        ours = self._committed.get(refused.commit)
+        if ours is None or self._overlaps(live, ours, theirs):
+            return self._rebase_slowly(live, refused, theirs, None)
+        dirty_keys = self._take_theirs(theirs)
+        if any(r.footprint is None or r.footprint.reads & dirty_keys for r in live):
+            return self._rebase_slowly(live, refused, theirs, dirty_keys)
+        return self._commit_rebased(refused, ours, len(theirs))
+
+    @staticmethod
+    def _overlaps(live: list[_Request], ours: AbstractSet[str], theirs: list[str]) -> bool:
+        """Whether the competitor changed a file that our commit or one of its changes wrote, or
+        put a file where our commit has a directory (or the other way round)."""
+        changed = set(theirs)
+        if changed & ours or any(r.footprint is None or r.footprint.writes & changed for r in live):
+            return True
+        return bool(_directories(changed) & ours or _directories(ours) & changed)
+
+    def _take_theirs(self, theirs: list[str]) -> AbstractSet[Hashable]:
+        """No file of ours changed on the remote (`_overlaps`): the competitor's files go into the
+        tree and Git's index as the new head holds them (gone where it has none), ours stay. The
+        index is then the rebased commit's tree. Returns the keys their files answer(ed)."""
+        for chunk in _chunks(sorted(theirs)):
+            self._run_git(
+                "--literal-pathspecs", "restore", "--quiet", f"--source={self._tracking}",
+                "--staged", "--worktree", "--", *chunk,
+            )  # fmt: skip
+        self._tree_pristine = False
+        return self._rewritten(theirs)
+
+    def _commit_rebased(self, refused: _Pushed, ours: frozenset[str], competitor_files: int) -> str:
+        """Git's index (our commit's tree with the competitor's files, `_take_theirs`) committed on
+        the new head with our commit's message and author; HEAD (the local branch) moves to it."""
+        tree = self._run_git("write-tree")
+        commit = self._commit_tree(tree, self._head, like=refused.commit)
+        self._run_git("update-ref", "-m", "btp-gitops: rebased", "HEAD", commit, refused.commit)
+        self._note_committed(commit, ours)
+        log.info(
+            "rebased %s on %s as %s (%d files of the competitor; no change applied again)",
+            refused.commit[:12],
+            self._head[:12],
+            commit[:12],
+            competitor_files,
+        )
+        return commit
+
+    def _commit_tree(self, tree: str, parent: str, *, like: str) -> str:
+        """A commit of `tree` on `parent`, with the message and the author (date included) of
+        the commit `like`."""
+        try:  # from gitpython's `git cat-file --batch`, kept running: no process to start
+            raw = bytes(self._require_started().odb.stream(bytes.fromhex(like)).read())
+        except (ValueError, OSError, git.GitError) as error:
+            raise GitError(
+                f"cannot read commit {like[:12]} of {self._remote}: {type(error).__name__}"
+            ) from error
+        header, _, message = raw.partition(b"\n\n")
+        author = next((line[7:] for line in header.split(b"\n") if line.startswith(b"author ")), b"")
+        ident, _, date = author.rpartition(b"> ")
+        name, _, email = ident.partition(b" <")
+        if not (name and email and date):
+            raise GitError(f"commit {like[:12]} of {self._remote} has no readable author")
+        author_env = {
+            "GIT_AUTHOR_NAME": name.decode("utf-8", "replace"),
+            "GIT_AUTHOR_EMAIL": email.decode("utf-8", "replace"),
+            "GIT_AUTHOR_DATE": date.decode("ascii", "replace"),
+        }
+        made = self._git_bytes("commit-tree", tree, "-p", parent, stdin=message, env=author_env)
+        return made.decode("ascii").strip()
+
+    def _git_bytes(self, *args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> bytes:
+        """Run one local Git command with `stdin`, its output as bytes, unstripped; GitError
+        (masked) when it fails."""
+        try:
+            done: subprocess.CompletedProcess[bytes] = subprocess.run(
+                ["git", *args],
+                cwd=self._tree,
+                env={**os.environ, **self._env, **(env or {})},
+                input=stdin,
+                capture_output=True,
+                check=False,
+            )
+        except OSError as error:
+            raise GitError(f"cannot run git {args[0]}: {type(error).__name__}") from error
+        if done.returncode != 0:
+            reason = done.stderr.decode("utf-8", "replace") or done.stdout.decode("utf-8", "replace")
+            raise GitError(f"git {args[0]} failed for {self._remote}: {_detail(reason)}")
+        return done.stdout
+
+    def _note_committed(self, commit: str, paths: Iterable[str]) -> None:
+        """Keep the files `commit` changed, for a rebase of it (the last few commits only)."""
+        self._committed[commit] = frozenset(paths)
+        while len(self._committed) > 4:
+            del self._committed[next(iter(self._committed))]
+
+    def _rebase_slowly(
+        self,
+        live: list[_Request],
+        refused: _Pushed,
+        theirs: list[str],
+        taken: AbstractSet[Hashable] | None,
+    ) -> str | None:
+        """Apply again the changes the competitor touched, on a tree with our files and theirs
+        (`taken`: their files are in it already, and these are the keys they answer(ed))."""
+        tracker = self._tracker
+        assert tracker is not None  # _can_rebase
+        if self._is_ancestor(refused.commit, self._head):
+            return self._prepare_commit(live)  # landed after all
         # HEAD and Git's index to the new head; the working tree keeps our files, then takes theirs.
         self._run_git("reset", "--quiet", "--mixed", self._tracking)
-        self._take_from_head(theirs)
-        dirty_keys = set(self._rewritten(theirs))
+        self._tree_pristine = False
+        if taken is None:
+            self._take_from_head(theirs)
+            dirty_keys = set(self._rewritten(theirs))
+        else:
+            dirty_keys = set(taken)
         dirty_paths = set(theirs)
         again: list[_Request] = []
         while True:
@@ -1006,7 +1138,9 @@ class SourceRepo:
         self._run_git("add", "--all")
         message = commit_message([(r.message, r.summary or "") for r in changed])
         self._run_git("commit", "--quiet", "--no-verify", "--cleanup=whitespace", "--message", message)
-        return self._local_head()
+        commit = self._local_head()
+        self._note_committed(commit, status)
+        return commit
 
     def _apply_all(self, live: list[_Request], base: str | None = None) -> None:
         """Apply every change in order; one that raises leaves `live` with its error, and the others
@@ -1216,15 +1350,30 @@ class SourceRepo:
     def _fetch(self) -> None:
         started = time.monotonic()
         branch = self._settings.branch
+        # The one branch, nothing else: no tags, no FETCH_HEAD, no check for forced updates (the
+        # refspec forces), no housekeeping afterwards (`git commit` runs it): a rebase pushes
+        # right after this fetch, and every command in between is time for a competitor.
         status, out, err = self._network(
-            "fetch", "fetch", "--quiet", "--no-tags", REMOTE, f"+refs/heads/{branch}:{self._tracking}"
-        )
+            "fetch", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-show-forced-updates",
+            "--no-auto-maintenance", REMOTE, f"+refs/heads/{branch}:{self._tracking}",
+        )  # fmt: skip
         if status != 0:
             if any(marker in err for marker in _MISSING_BRANCH_MARKERS):
                 raise GitError(f"branch {branch} does not exist on {self._remote}")
             raise GitError(f"cannot fetch branch {branch} from {self._remote}: {_detail(err or out)}")
-        self._head = self._run_git("rev-parse", "--verify", self._tracking)
+        self._head = self._tracked_head()
         self._last_fetch_started = started
+
+    def _tracked_head(self) -> str:
+        """The sha `origin/<branch>` names, read by gitpython from the ref files (no Git process);
+        `git rev-parse` when they cannot be read so."""
+        try:
+            sha = git.SymbolicReference.dereference_recursive(self._require_started(), self._tracking)
+        except (ValueError, OSError, git.GitError):
+            sha = ""
+        if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha or ""):
+            return sha
+        return self._run_git("rev-parse", "--verify", self._tracking)
 
     def _push(self, commit: str) -> None:
         status, out, err = self._network(
@@ -1273,6 +1422,15 @@ class SourceRepo:
         except GitError as error:
             self._tree_pristine = False
             log.warning("cannot reset the clone of %s: %s", self._remote, error.message)
+
+
+def _directories(paths: Iterable[str]) -> set[str]:
+    """Every directory that holds one of `paths` (relative, `/`-separated), at any depth."""
+    found: set[str] = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        found.update("/".join(parts[: n + 1]) for n in range(len(parts)))
+    return found
 
 
 def _chunks(paths: list[str], size: int = 200) -> Iterable[list[str]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from btp_gitops.controller.errors import GitPushRejected
-from btp_gitops.controller.gitstore import SourceRepo
+from btp_gitops.controller.gitstore import RepoSettings, SourceRepo, _backoff
 from tests.controller.test_gitstore import WriteFile, fresh_clone, remote, run_git, settings_for
 
 __all__ = ["remote"]  # the fixture, shared with test_gitstore
@@ -85,3 +85,14 @@ def test_races_are_retried_only_for_race_timeout(remote: Path, tmp_path: Path) -
     finally:
         source.stop()
     assert "ours.txt" not in run_git(remote, "ls-tree", "--name-only", "main").split()
+
+
+def test_after_a_lost_race_the_writer_waits_at_most_the_initial_backoff() -> None:
+    """The branch moved just now: waiting longer would only land the next attempt at a random
+    point of the winner's cycle. A push the remote declined backs off exponentially as before."""
+    settings = RepoSettings(url="unused", workdir=Path("unused"), backoff_initial=0.05, backoff_max=2.0)
+    for attempt in (1, 5, 10, 50):
+        waits = [_backoff(settings, attempt, lost_race=True) for _ in range(200)]
+        assert all(0.0 <= wait <= 0.05 for wait in waits)
+    declined = [_backoff(settings, 6) for _ in range(200)]
+    assert all(0.8 <= wait <= 1.6 for wait in declined)  # ceiling 0.05 * 2**5 = 1.6 (under the cap)

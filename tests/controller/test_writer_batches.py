@@ -55,7 +55,8 @@ ACME_ID = "2b7c9d1e-3f4a-4b5c-8d6e-7f8091a2b3c4"
 
 
 class _FileOperations:
-    """`open` (for reading) and `os.scandir` calls under one directory, while switched on."""
+    """`open` (for reading) and `os.scandir` calls under one directory (its `.git` aside), while
+    switched on."""
 
     def __init__(self) -> None:
         self.root: str | None = None
@@ -67,8 +68,8 @@ class _FileOperations:
         if root is None or not args:
             return
         path = args[0]
-        if not isinstance(path, str) or not path.startswith(root):
-            return
+        if not isinstance(path, str) or not path.startswith(root) or path.startswith(f"{root}/.git/"):
+            return  # Git's own files (the writer reads a ref there) are not the tree's
         if event == "open" and (args[1] in (None, "r", "rb") and not (int(args[2] or 0) & 0o3)):
             self.reads[path[len(root) + 1 :]] += 1
         elif event == "os.scandir":
