@@ -35,6 +35,7 @@ def run_diff(args: argparse.Namespace) -> int:
         allow_paths=allow_paths(args),
         new_cluster=args.new_cluster,
         allow_layout_change=args.allow_layout_change,
+        migrate_layout=args.migrate_layout,
     )
     result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
     result.render.raise_if_strict(args.strict)
@@ -77,6 +78,12 @@ def add_diff_parser(commands: Any) -> None:
         action="store_true",
         help="compare even when the repository was rendered with another --target or --emit-wiring "
         "(without it that is an error: every file would show as moved)",
+    )
+    parser.add_argument(
+        "--migrate-layout",
+        action="store_true",
+        help="render as `render --migrate-layout` would: show the tenant apps of a flat cluster directory "
+        "moving into their shard directories",
     )
     parser.add_argument(
         "--output",

@@ -92,6 +92,7 @@ def run_render(args: argparse.Namespace) -> int:
         allow_empty=args.allow_empty,
         lock_timeout=args.lock_timeout,
         strict=args.strict,
+        migrate_layout=args.migrate_layout,
     )
     progress = progress_for(sys.stderr, os.environ)
     try:
@@ -145,6 +146,13 @@ def add_render_parser(commands: Any) -> None:
         action="store_true",
         help="fail (exit 3, nothing written) when a Kyma module cannot be resolved, instead of keeping its "
         "previous files, rendering the other modules and exiting 9",
+    )
+    render.add_argument(
+        "--migrate-layout",
+        action="store_true",
+        help="move the tenant apps of a cluster directory rendered before the sharding into "
+        "tenants/<group>/<shard>/ (without it such a directory keeps its flat layout; first let the GitOps "
+        "controller run the wiring a plain render writes: see docs/gitops/index.md)",
     )
     render.add_argument(
         "--allow-empty",

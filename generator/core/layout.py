@@ -1,6 +1,16 @@
 """The rendered repo's layout: `clusters/<cluster>/<app>/<kind>-<name>.yaml` + kustomization.yaml
 (Argo CD target), or the same files in stage directories `<app>/<NN>-<slug>/` (Flux target).
 
+Where an app directory sits: an app of its own (the BTP operator, a Kyma module, a CAP
+application or domain) directly in the cluster directory; an app that belongs to a group of many
+(a CAP tenant, grouped by its application) under `tenants/<group>/<shard>/<app>/`, where the shard
+is the first two hex digits of the SHA-256 of the app's name (256 shards). A commit that changes
+one tenant then rewrites the trees on its path only: the cluster directory's (one entry per app
+of its own, and `tenants`), `tenants/` (one entry per group), the group's (at most 256 shards),
+its shard's (about 1/256 of the group's tenants) and the tenant's own, instead of a cluster tree
+with one entry per tenant. The shard depends on the app's name alone, so adding or removing a
+tenant moves no other tenant. `app_path` reads any path back to its app, for either layout.
+
 One file per object gives the clearest diffs. File names are lower-case `<kind>-<name>.yaml`;
 when two objects of an app would share a name, the namespace and then the API group are added,
 and names too long for a filesystem are shortened with a hash, so every object keeps one stable
@@ -13,6 +23,7 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from btp_gitops.generator.core.kinds import install_rank
 from btp_gitops.generator.core.objects import (
@@ -27,6 +38,9 @@ from btp_gitops.generator.core.objects import (
 from btp_gitops.generator.core.yamlio import dump_object
 
 KUSTOMIZATION = "kustomization.yaml"
+TENANTS_DIR = "tenants"  # the grouped apps' directory inside the cluster directory
+SHARD_DIGITS = 2  # hex digits of a shard directory's name: 16**2 = 256 shards per group
+_SHARD = re.compile(f"[0-9a-f]{{{SHARD_DIGITS}}}")
 _MAX_FILE_NAME = 200  # leaves room for editors' swap files under the usual 255-byte limit
 _UNSAFE = re.compile(r"[^a-z0-9._-]+")
 
@@ -139,3 +153,42 @@ def staged_app_files(placed: list[tuple[Manifest, str]]) -> dict[str, str]:
     for stage, stage_names in by_stage.items():
         files[f"{stage}/{KUSTOMIZATION}"] = kustomization(stage_names)
     return dict(sorted(files.items()))
+
+
+def shard_of(app: str) -> str:
+    """The shard directory of a grouped app: a function of its name only."""
+    return hashlib.sha256(app.encode()).hexdigest()[:SHARD_DIGITS]
+
+
+def app_directory(app: str, group: str | None = None) -> str:
+    """The app's directory relative to the cluster directory: `<app>`, or for an app of a group
+    `tenants/<group>/<shard>/<app>`."""
+    if group is None:
+        return app
+    return f"{TENANTS_DIR}/{group}/{shard_of(app)}/{app}"
+
+
+@dataclass(frozen=True, slots=True)
+class AppPath:
+    """A path of a rendered cluster directory, read back: which app directory it is in."""
+
+    directory: str  # the app directory, relative to the cluster directory ("" at its top)
+    app: str  # the app's name: the directory's last part ("" for a file at the top)
+    inside: str  # the path inside the app directory
+
+    @property
+    def grouped(self) -> bool:
+        return self.directory != self.app
+
+
+def app_path(path: str) -> AppPath:
+    """The app directory `path` (relative to the cluster directory) lies in. Paths under
+    `tenants/<group>/<shard>/<app>/` belong to `<app>`; any other path to its first directory
+    (`.wiring` included); a file at the top belongs to no app. Works on trees of either layout,
+    so a tree written before the sharding reads back as the same apps."""
+    parts = path.split("/")
+    if len(parts) >= 5 and parts[0] == TENANTS_DIR and _SHARD.fullmatch(parts[2]):
+        return AppPath("/".join(parts[:4]), parts[3], "/".join(parts[4:]))
+    if len(parts) == 1:
+        return AppPath("", "", path)
+    return AppPath(parts[0], parts[0], "/".join(parts[1:]))

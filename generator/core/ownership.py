@@ -7,6 +7,15 @@ there by someone else, and the render refuses to run until it is moved away (it 
 silently). The manifest has no YAML or JSON extension, so neither kubectl, kustomize, Argo CD's
 directory apps nor Flux's generated kustomizations take it for a manifest; `diff` leaves it out.
 
+The manifest is split along the tenants' shard directories (core.layout), so that a commit
+changing one tenant rewrites small files, not one listing every file: a shard directory
+`tenants/<group>/<shard>/` has a manifest of its own listing the files below it, its group's
+`tenants/<group>/.btp-gitops-files` lists the group's shard manifests, and the cluster
+directory's lists the other files and the groups' manifests. Every manifest lists paths relative
+to its own directory; one is read only when the manifest above it lists it, so a manifest file
+nobody listed is foreign like any other file. A directory written before the split (one manifest
+listing every path) is read the same way and written split by the next render.
+
 A cluster directory written before the manifest existed is migrated once: a file is ours when a
 `kustomization.yaml` in its directory has exactly the shape btp-gitops writes (apiVersion, kind,
 and a `resources` list of plain names, nothing else) and lists it, or when it is such a
@@ -20,22 +29,84 @@ or Flux would prune everything. See `removal_refusal` for the exact rule.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+
+from btp_gitops.generator.core.layout import app_path
 
 MANIFEST_FILE = ".btp-gitops-files"
 _MANIFEST_HEAD = (
     "# Written by `btp-gitops render`: the files of this cluster directory it owns, one per line.\n"
     "# The next render replaces exactly these; it refuses to run over any other file. Do not edit.\n"
 )
+# Written into the manifests of cluster directories whose CAP tenants sit in shard directories
+# (core.layout.app_directory). A directory rendered before the sharding has no such line and keeps
+# its flat layout until a render with --migrate-layout: moving every tenant at once is only safe
+# once the GitOps controller knows the new directories (docs/gitops/index.md).
+SHARDED_LAYOUT_LINE = "# Layout: tenant apps in shard directories (tenants/<group>/<shard>/<app>).\n"
 _KUSTOMIZATION = "kustomization.yaml"
 _KUSTOMIZATION_HEAD = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
 
 
-def manifest_text(paths: Iterable[str]) -> str:
-    """The manifest for a cluster directory holding `paths` (the manifest itself left out)."""
-    listed = sorted(path for path in set(paths) if path != MANIFEST_FILE)
-    return _MANIFEST_HEAD + "".join(f"{path}\n" for path in listed)
+_PART_HEAD = (
+    "# Written by `btp-gitops render`: the files below this directory it owns, one per line, relative to\n"
+    "# it (a manifest listed here lists those below its own directory). Do not edit.\n"
+)
+
+
+def is_manifest(path: str) -> bool:
+    """Whether `path` (relative to the cluster directory) is an ownership manifest or one of its parts."""
+    return path.rpartition("/")[2] == MANIFEST_FILE
+
+
+def _listing_directory(path: str) -> str:
+    """The directory whose manifest lists `path`: a tenant's file its shard directory's
+    (`tenants/<group>/<shard>`), any other file the cluster directory's ("")."""
+    where = app_path(path)
+    return where.directory.rpartition("/")[0] if where.grouped else ""
+
+
+def _parent_listing(directory: str) -> str:
+    """The directory whose manifest lists the manifest of `directory`: a shard's its group's, a
+    group's the cluster directory's."""
+    parts = directory.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else ""
+
+
+def manifest_files(paths: Iterable[str], *, sharded: bool = True) -> dict[str, str]:
+    """The ownership manifests for a cluster directory holding `paths` (manifests left out):
+    path -> text, the cluster directory's at `MANIFEST_FILE`, one per shard and group directory
+    holding tenants' files (see the module docstring)."""
+    listings: dict[str, set[str]] = {"": set()}
+    for path in set(paths):
+        if is_manifest(path):
+            continue
+        directory = _listing_directory(path)
+        listings.setdefault(directory, set()).add(path)
+        while directory:  # each manifest below the top is listed by the one above it
+            parent = _parent_listing(directory)
+            listings.setdefault(parent, set()).add(f"{directory}/{MANIFEST_FILE}")
+            directory = parent
+    texts = {}
+    for directory, listed in listings.items():
+        prefix = f"{directory}/" if directory else ""
+        head = _PART_HEAD if directory else _MANIFEST_HEAD + (SHARDED_LAYOUT_LINE if sharded else "")
+        texts[prefix + MANIFEST_FILE] = head + "".join(f"{path[len(prefix) :]}\n" for path in sorted(listed))
+    return dict(sorted(texts.items()))
+
+
+def shards_tenants(manifest: str | None, previous: Collection[str], migrate: bool) -> bool:
+    """Whether a render puts tenant apps into shard directories: always in a new or empty cluster
+    directory (`previous`: the paths it holds), in one already sharded (its manifest says so, or
+    it holds a shard directory), or when asked to migrate (`--migrate-layout`); a populated
+    directory rendered before the sharding keeps its flat layout."""
+    if migrate or not previous or any(app_path(path).grouped for path in previous):
+        return True
+    if manifest is None:
+        return False
+    head = itertools.takewhile(lambda line: line.startswith("#"), manifest.splitlines())
+    return SHARDED_LAYOUT_LINE.rstrip("\n") in head
 
 
 def parse_manifest(text: str) -> set[str]:
@@ -78,22 +149,40 @@ def owned_without_manifest(files: Mapping[str, bytes], records: Collection[str])
 
 
 def owned_files(files: Mapping[str, bytes], records: Collection[str]) -> set[str]:
-    """The files of a cluster directory btp-gitops wrote: the manifest's, or the migration rule's."""
-    manifest = files.get(MANIFEST_FILE)
-    if manifest is None:
+    """The files of a cluster directory btp-gitops wrote: the manifests', or the migration rule's.
+
+    The cluster directory's manifest is read, then every manifest it lists in a subdirectory, and
+    so on down; a manifest file no manifest above it lists is read by none and so not owned."""
+    if MANIFEST_FILE not in files:
         return owned_without_manifest(files, records)
-    listed = parse_manifest(manifest.decode("utf-8", errors="replace"))
-    return (listed & set(files)) | {MANIFEST_FILE}
+    owned: set[str] = set()
+    pending = [MANIFEST_FILE]
+    while pending:
+        manifest = pending.pop()
+        owned.add(manifest)
+        directory = manifest.rpartition("/")[0]
+        prefix = f"{directory}/" if directory else ""
+        for entry in parse_manifest(files[manifest].decode("utf-8", errors="replace")):
+            path = prefix + entry
+            if path not in files or path in owned:  # listed paths are matched against real ones only
+                continue
+            if not is_manifest(path):
+                owned.add(path)
+            elif "/" in entry:  # a manifest of a directory below this one's, never this one again
+                pending.append(path)
+    return owned
 
 
 def object_counts(paths: Iterable[str]) -> dict[str, int]:
-    """App -> how many object files it has: files in an app directory, kustomizations left out."""
+    """App -> how many object files it has: files in an app directory, kustomizations left out.
+    Apps are read from the paths of either layout (core.layout.app_path), so moving a tenant into
+    its shard directory keeps its objects."""
     counts: dict[str, int] = {}
     for path in paths:
-        app, slash, rest = path.partition("/")
-        if not slash or app.startswith(".") or rest.rpartition("/")[2] == _KUSTOMIZATION:
+        where = app_path(path)
+        if not where.app or where.app.startswith(".") or where.inside.rpartition("/")[2] == _KUSTOMIZATION:
             continue
-        counts[app] = counts.get(app, 0) + 1
+        counts[where.app] = counts.get(where.app, 0) + 1
     return counts
 
 

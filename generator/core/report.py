@@ -38,11 +38,16 @@ class Note:
 
 @dataclass(slots=True)
 class AppRender:
-    """The objects of one app directory (`clusters/<cluster>/<app>/`) and the notes about them."""
+    """The objects of one app directory (`clusters/<cluster>/<app>/`) and the notes about them.
+
+    An app of a group of many (a CAP tenant: `group` is its application) is laid out in a shard
+    directory of its group (core.layout.app_directory); its name, and so its Argo CD Application
+    and Flux Kustomizations, stay the same."""
 
     app: str
     manifests: list[Manifest]
     notes: list[Note] = field(default_factory=list)
+    group: str | None = None
 
 
 def report_dict(cluster: str, apps: list[AppRender], extra_notes: list[Note]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.core.objects import KubeObject, describe, object_key
 from btp_gitops.generator.core.yamlio import AliasBudget, dump_object, load_trusted_document, split_documents
 from btp_gitops.generator.diff.masking import ABSENT, mask_pair, mask_text_pair
@@ -105,7 +106,9 @@ class ClusterDiff:
 
 
 def app_of(path: str) -> str:
-    return path.split("/", 1)[0] if "/" in path else CLUSTER_ROOT
+    """The app a path belongs to, in either layout: a tenant's objects are the same app's in
+    `<app>/` and in `tenants/<group>/<shard>/<app>/`, so moving them shows moves."""
+    return app_path(path).app or CLUSTER_ROOT
 
 
 def _decoded(data: str | bytes) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import UsageError
-from btp_gitops.generator.core.ownership import MANIFEST_FILE
+from btp_gitops.generator.core.ownership import MANIFEST_FILE, is_manifest, shards_tenants
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.diff.compare import ClusterDiff, compare_trees
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
@@ -47,6 +47,7 @@ class DiffRequest:
     allow_paths: tuple[Path, ...] = ()  # --allow-path: more roots sources may name files in
     new_cluster: bool = False  # --new-cluster: the cluster directory may not exist yet
     allow_layout_change: bool = False  # --allow-layout-change: compare across --target/--emit-wiring
+    migrate_layout: bool = False  # --migrate-layout: render as `render --migrate-layout` would
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ class ComparedTree:
     found: bool  # clusters/<cluster> is a directory there
     clusters: tuple[str, ...] | None  # the directories in clusters/; None: there is no clusters/
     owned: bool  # it holds the ownership manifest a render writes
+    manifest: str | None = None  # that manifest's text (ownership.shards_tenants reads it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +100,10 @@ def tree_to_compare(request: DiffRequest) -> ComparedTree:
             at.found,
             at.siblings,
         )
-    owned = MANIFEST_FILE in files
-    files = {path: data for path, data in files.items() if path != MANIFEST_FILE}
-    return ComparedTree(label, files, found, clusters, owned)
+    manifest = files.get(MANIFEST_FILE)
+    files = {path: data for path, data in files.items() if not is_manifest(path)}
+    text = manifest.decode("utf-8", errors="replace") if manifest is not None else None
+    return ComparedTree(label, files, found, clusters, manifest is not None, text)
 
 
 def check_tree(request: DiffRequest, tree: ComparedTree) -> None:
@@ -154,6 +157,7 @@ def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaReg
         previous=previous,
         target=request.target,
         allow_paths=request.allow_paths,
+        shard_tenants=shards_tenants(tree.manifest, old.keys(), request.migrate_layout),
     )
     new = {**result.files, **result.records}
     diff = compare_trees(old, new, prefix=f"{cluster_subtree(request.cluster)}/")

@@ -21,7 +21,7 @@ from btp_gitops.generator.core.errors import (
     UnsafeOutput,
     raise_if_problems,
 )
-from btp_gitops.generator.core.layout import app_files, staged_app_files
+from btp_gitops.generator.core.layout import TENANTS_DIR, app_directory, app_files, app_path, staged_app_files
 from btp_gitops.generator.core.names import (
     NameRule,
     metadata_name_problems,
@@ -31,7 +31,14 @@ from btp_gitops.generator.core.names import (
     require_cluster_name,
 )
 from btp_gitops.generator.core.objects import Manifest, describe, object_key
-from btp_gitops.generator.core.ownership import MANIFEST_FILE, manifest_text, owned_files, removal_refusal
+from btp_gitops.generator.core.ownership import (
+    MANIFEST_FILE,
+    is_manifest,
+    manifest_files,
+    owned_files,
+    removal_refusal,
+    shards_tenants,
+)
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note, report_dict
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
@@ -97,6 +104,7 @@ class RenderRequest:
     allow_empty: bool = False  # may remove every app, or most objects, of a populated cluster
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another run writing --out
     strict: bool = False  # a Kyma module that cannot be resolved fails the render, nothing written
+    migrate_layout: bool = False  # --migrate-layout: move the tenants of a flat repository into shards
 
 
 @dataclass(slots=True)
@@ -166,6 +174,22 @@ def reject_unsafe_paths(apps: list[AppRender], files: dict[str, str]) -> None:
         for app in apps
         if (message := name_message(app.app, NameRule.SUBDOMAIN)) is not None
     ]
+    problems += [
+        Problem(
+            file=app.manifests[0].origin if app.manifests else app.app,
+            message=f"app group {message}",
+        )
+        for app in apps
+        if app.group is not None and (message := name_message(app.group, NameRule.SUBDOMAIN)) is not None
+    ]
+    problems += [
+        Problem(
+            file=app.manifests[0].origin if app.manifests else app.app,
+            message=f"an app may not be named {TENANTS_DIR!r} (the directory of the tenants' shards)",
+        )
+        for app in apps
+        if app.group is None and app.app == TENANTS_DIR
+    ]
     for app in apps:
         for manifest in app.manifests:
             metadata = manifest.body.get("metadata")
@@ -228,8 +252,9 @@ def lay_out_cluster(
         if not app.manifests:
             continue
         drop_empty_metadata_maps(app.manifests)
+        directory = app_directory(app.app, app.group)
         for name, text in lay_out_app(app.manifests, target).items():
-            files[f"{app.app}/{name}"] = text
+            files[f"{directory}/{name}"] = text
     return dict(sorted(files.items()))
 
 
@@ -252,8 +277,8 @@ def carry_over(files: dict[str, str], apps: frozenset[str], previous: Mapping[st
     version of btp-gitops would lay out, so Argo CD and Flux see nothing to change or prune."""
     if not apps:
         return files
-    fresh = {path: text for path, text in files.items() if path.split("/", 1)[0] not in apps}
-    kept = {path: text for path, text in previous.items() if "/" in path and path.split("/", 1)[0] in apps}
+    fresh = {path: text for path, text in files.items() if app_path(path).app not in apps}
+    kept = {path: text for path, text in previous.items() if "/" in path and app_path(path).app in apps}
     return dict(sorted({**fresh, **kept}.items()))
 
 
@@ -268,6 +293,7 @@ def render_cluster(
     target: TargetOptions = DEFAULT_TARGET,
     progress: Progress = NO_PROGRESS,
     allow_paths: tuple[Path, ...] = (),
+    shard_tenants: bool = True,  # ownership.shards_tenants: False keeps a flat repository flat
 ) -> RenderResult:
     """Everything up to, not including, writing: pure apart from reading the sources and charts."""
     where = cluster_subtree(cluster)
@@ -282,6 +308,7 @@ def render_cluster(
     progress.update("rendering", 0)
     apps = render_domains(source_set, engine, kyma_plan, roots)
     reject_duplicate_objects(apps)
+    layout_notes = [] if shard_tenants else keep_flat(apps)
     laid_out = carry_over(
         lay_out_cluster(apps, target.target, progress), kyma_plan.untouched_apps, previous or {}
     )
@@ -296,7 +323,29 @@ def render_cluster(
         kymas=list(kyma_plan.reports),
         records=dict(kyma_plan.record_files),
         module_problems=kyma_plan.problems,
+        notes=layout_notes,
     )
+
+
+def keep_flat(apps: list[AppRender]) -> list[Note]:
+    """Lay the apps of groups out flat, as a repository rendered before the sharding holds them,
+    and say how to move them (see ownership.shards_tenants)."""
+    grouped = [app for app in apps if app.group is not None and app.manifests]
+    for app in apps:
+        app.group = None
+    if not grouped:
+        return []
+    return [
+        Note(
+            Level.INFO,
+            "FlatLayoutKept",
+            f"{len(grouped)} tenant app(s)",
+            "this cluster directory was rendered before tenant apps were sharded, so they stay in it. "
+            "The wiring written now already finds both layouts: once the GitOps controller runs it, "
+            "render with --migrate-layout to move the tenants into tenants/<group>/<shard>/ (see "
+            "'Where the app directories sit' in docs/gitops/index.md)",
+        )
+    ]
 
 
 def cluster_stream(result: RenderResult) -> str:
@@ -316,8 +365,9 @@ def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
     """`+ app: Kind ns/name` lines for the commit message."""
 
     def ref(path: str, text: str | bytes) -> str:
+        app = app_path(path).app if "/" in path else path
         if path.endswith("kustomization.yaml"):
-            return f"{path.split('/', maxsplit=1)[0]}: kustomization"
+            return f"{app}: kustomization"
         if "/" not in path:  # a record beside the apps (.kyma-modules.json), not an object
             return path
         try:
@@ -329,7 +379,7 @@ def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
         described = (
             describe(body) if isinstance(body, dict) and isinstance(body.get("metadata"), dict) else path
         )
-        return f"{path.split('/', maxsplit=1)[0]}: {described}"
+        return f"{app}: {described}"
 
     listed: list[tuple[str, str, str | bytes]] = [("+", p, files[p]) for p in changes.added]
     listed += [("~", p, files[p]) for p in changes.changed]
@@ -390,8 +440,34 @@ def owned_previous(where: Path, tree: ScannedTree) -> dict[str, str]:
     return {
         path: data.decode("utf-8", errors="replace")
         for path, data in tree.files.items()
-        if path in owned and path != MANIFEST_FILE
+        if path in owned and not is_manifest(path)
     }
+
+
+def moved_into_groups(previous: Mapping[str, str], apps: list[AppRender]) -> list[str]:
+    """The apps the previous tree holds directly in the cluster directory that this render puts
+    into a group's shard directory (a repository rendered before the tenants were sharded)."""
+    flat = {place.app for path in previous if not (place := app_path(path)).grouped}
+    return sorted(app.app for app in apps if app.group is not None and app.manifests and app.app in flat)
+
+
+def layout_move_note(moved: list[str], target: TargetOptions) -> list[Note]:
+    """For Argo CD, a warning when tenants move: an ApplicationSet running in the cluster that
+    does not know the shard directories deletes their Applications, and with them their objects."""
+    if not moved or target.target != ARGOCD:
+        return []
+    shown = ", ".join(moved[:3]) + (" ..." if len(moved) > 3 else "")
+    return [
+        Note(
+            Level.WARNING,
+            "TenantsMoved",
+            f"{len(moved)} tenant app(s): {shown}",
+            "moved from the cluster directory into shard directories under tenants/: before Argo CD "
+            "sees this commit, the ApplicationSet in the cluster must find the new directories, or it "
+            "deletes these Applications and their objects (see 'Where the app directories sit' in "
+            "docs/gitops/index.md)",
+        )
+    ]
 
 
 def refuse_emptying(where: Path, previous: Mapping[str, str], written: Mapping[str, str]) -> None:
@@ -404,13 +480,13 @@ def refuse_emptying(where: Path, previous: Mapping[str, str], written: Mapping[s
 
 
 def without_manifest(changes: TreeChanges) -> TreeChanges:
-    """The changes a user reads about (summary, JSON, commit message): the ownership manifest is
-    bookkeeping that changes with the file list, not a rendered file."""
+    """The changes a user reads about (summary, JSON, commit message): the ownership manifests are
+    bookkeeping that changes with the file list, not rendered files."""
 
     def kept(paths: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(path for path in paths if path != MANIFEST_FILE)
+        return tuple(path for path in paths if not is_manifest(path))
 
-    previous = {path: data for path, data in changes.previous.items() if path != MANIFEST_FILE}
+    previous = {path: data for path, data in changes.previous.items() if not is_manifest(path)}
     return TreeChanges(kept(changes.added), kept(changes.changed), kept(changes.removed), previous)
 
 
@@ -430,7 +506,14 @@ def render_into_repo(
         directory_lock(clusters, request.lock_timeout),
     ):
         recover_leftovers(clusters, request.cluster, fs)
-        previous = owned_previous(where, scan_tree(where))
+        tree = scan_tree(where)
+        previous = owned_previous(where, tree)
+        manifest = tree.files.get(MANIFEST_FILE)
+        sharded = shards_tenants(
+            manifest.decode("utf-8", errors="replace") if manifest is not None else None,
+            previous.keys(),
+            request.migrate_layout,
+        )
         result = render_cluster(
             request.sources,
             request.cluster,
@@ -441,15 +524,17 @@ def render_into_repo(
             target=request.target,
             progress=progress,
             allow_paths=request.allow_paths,
+            shard_tenants=sharded,
         )
         result.raise_if_strict(request.strict)
+        result.notes += layout_move_note(moved_into_groups(previous, result.apps), request.target)
         if request.validate is not None:
             progress.update("validating output", 0)
             result.notes += validate_render(where, result.files, request.validate)
         written = {**result.files, **result.records}
         if not request.allow_empty:
             refuse_emptying(where, previous, written)
-        written[MANIFEST_FILE] = manifest_text(written)
+        written.update(manifest_files(written, sharded=sharded))
         progress.update("writing the repo", 0)
         changes = write_subtree(request.out, subtree, written, fs, lock_timeout=request.lock_timeout)
         result.changes = without_manifest(changes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.transforms.ordering import flux_stages
 from btp_gitops.generator.wiring.objects import FLUX, TargetOptions, wiring_files
@@ -23,4 +24,5 @@ def cluster_wiring(cluster: str, apps: list[AppRender], target: TargetOptions) -
         stages = flux_app_stages(apps)
     else:  # Argo CD: the app names only (their Applications' names are checked)
         stages = {app.app: [] for app in apps if app.manifests}
-    return wiring_files(cluster, stages, target)
+    directories = {app.app: app_directory(app.app, app.group) for app in apps if app.group is not None}
+    return wiring_files(cluster, stages, target, directories)

@@ -4,7 +4,9 @@ from its files: what `diff` compares the options of the render it is about to do
 The wiring says it: `.wiring/` holds Flux Kustomizations whenever the target is Flux (and the
 GitRepository they read with `--emit-wiring`), the ApplicationSet for Argo CD with
 `--emit-wiring`, and does not exist for Argo CD without it. Flux's stage directories
-(`<app>/<NN>-<slug>/`) tell Flux from Argo CD when `.wiring/` was removed by hand.
+(`<app directory>/<NN>-<slug>/`) tell Flux from Argo CD when `.wiring/` was removed by hand. App
+directories are read as core.layout.app_path reads them, so a tree written before tenants were
+sharded is told apart the same way.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from dataclasses import dataclass
 
 import yaml
 
+from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.core.objects import api_group, kind_of
 from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, split_documents
 from btp_gitops.generator.wiring.objects import ARGOCD, FLUX, WIRING_DIR
 
-_FLUX_STAGE = re.compile(r"[^/]+/[0-9]{2}-[^/]+/[^/]+")  # <app>/<NN>-<slug>/<file>
+_FLUX_STAGE = re.compile(r"[0-9]{2}-[^/]+/[^/]+")  # <NN>-<slug>/<file> inside an app directory
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +63,10 @@ def detect_layout(files: Mapping[str, bytes]) -> Layout | None:
         return Layout(FLUX, emit, f"{WIRING_DIR}/ holds {what}")
     if ("argoproj.io", "ApplicationSet") in kinds:
         return Layout(ARGOCD, True, f"{WIRING_DIR}/ holds an Argo CD ApplicationSet")
-    if any(_FLUX_STAGE.fullmatch(path) for path in files):
+    where = [app_path(path) for path in files if "/" in path and not path.startswith(".")]
+    if any(_FLUX_STAGE.fullmatch(place.inside) for place in where):
         return Layout(FLUX, False, "its apps have Flux stage directories")
-    apps = {path.split("/", 1)[0] for path in files if "/" in path and not path.startswith(".")}
+    apps = {place.app for place in where}
     if apps:
         return Layout(ARGOCD, False, f"it has no {WIRING_DIR}/ and no stage directories")
     return None

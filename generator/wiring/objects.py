@@ -5,15 +5,17 @@ objects and its own kustomization.yaml, and `clusters/<cluster>/kustomization.ya
 `.wiring` as its only resource. Nothing gets applied twice:
 
 - Argo CD (`--target argocd`): the ApplicationSet's git directory generator makes one Application
-  per directory matching `clusters/<cluster>/*`, named `<cluster>-<app>` (so that one Argo CD
-  serving several clusters never sees two `btp-operator` Applications; bounded to 63 characters
-  like every name here, see `argocd_application_name`). Argo CD's repo server never lists
-  directories whose name starts with a dot, and the generator excludes `.wiring` explicitly as
-  well, so the wiring is never an Application of its own. Beside the ApplicationSet, the wiring
+  per app directory, `clusters/<cluster>/*` and the tenants' `clusters/<cluster>/tenants/*/*/*`
+  (core.layout: `tenants/<group>/<shard>/<app>`), named `<cluster>-<app>` after the directory's
+  last part (so that one Argo CD serving several clusters never sees two `btp-operator`
+  Applications; bounded to 63 characters like every name here, see `argocd_application_name`).
+  Argo CD's repo server never lists directories whose name starts with a dot, and the generator
+  excludes `.wiring` explicitly as well, so the wiring is never an Application of its own; it
+  excludes `tenants` itself, which holds app directories but is none. Beside the ApplicationSet, the wiring
   holds the Application that syncs the wiring itself (app of apps, as `flux bootstrap` does): it
   reads `clusters/<cluster>`, whose kustomization.yaml lists `.wiring` only, so after it is
   applied once a change of the ApplicationSet in Git is synced like any other.
-- Flux (`--target flux`): each stage directory `<app>/<NN>-<slug>/` is the path of exactly one
+- Flux (`--target flux`): each stage directory `<app directory>/<NN>-<slug>/` is the path of exactly one
   Kustomization; `.wiring/` is the path of none of them. The root Kustomization
   (`btp-gitops-<cluster>`) has the cluster directory as its path: it applies the wiring, itself
   included, as the Kustomization `flux bootstrap` writes does, and prunes what leaves it. A tenant
@@ -37,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from btp_gitops.generator.core.errors import InputError
-from btp_gitops.generator.core.layout import KUSTOMIZATION, file_names, kustomization
+from btp_gitops.generator.core.layout import KUSTOMIZATION, TENANTS_DIR, file_names, kustomization
 from btp_gitops.generator.core.objects import KubeObject
 from btp_gitops.generator.core.yamlio import dump_object
 
@@ -191,7 +193,9 @@ def argocd_application_set(cluster: str, options: TargetOptions) -> KubeObject:
                         "revision": options.revision,
                         "directories": [
                             {"path": f"{root}/*"},
+                            {"path": f"{root}/{TENANTS_DIR}/*/*/*"},
                             {"path": f"{root}/{WIRING_DIR}", "exclude": True},
+                            {"path": f"{root}/{TENANTS_DIR}", "exclude": True},
                         ],
                     }
                 }
@@ -309,16 +313,18 @@ def flux_kustomization_name(app: str, stage_dir: str) -> str:
 
 
 def flux_kustomizations(
-    cluster: str, app: str, stage_dirs: Sequence[str], options: TargetOptions
+    cluster: str, app: str, stage_dirs: Sequence[str], options: TargetOptions, directory: str | None = None
 ) -> list[KubeObject]:
     """One Kustomization per stage of one app (`stage_dirs` in sync order), each waiting for its
-    objects to be healthy and depending on the stage before it."""
+    objects to be healthy and depending on the stage before it. `directory` is the app's directory
+    in the cluster directory (core.layout.app_directory), the app's name when not given."""
     source = flux_source_name(cluster, options)
+    directory = directory or app
     objects = []
     for index, stage_dir in enumerate(stage_dirs):
         spec: dict[str, Any] = {
             "interval": options.flux.interval,
-            "path": f"./clusters/{cluster}/{app}/{stage_dir}",
+            "path": f"./clusters/{cluster}/{directory}/{stage_dir}",
             "prune": True,
             "wait": options.flux.wait,
             "timeout": options.flux.timeout,
@@ -343,15 +349,20 @@ def flux_kustomizations(
 
 
 def wiring_objects(
-    cluster: str, app_stages: Mapping[str, Sequence[str]], options: TargetOptions
+    cluster: str,
+    app_stages: Mapping[str, Sequence[str]],
+    options: TargetOptions,
+    directories: Mapping[str, str] | None = None,
 ) -> list[KubeObject]:
     """The wiring of one cluster; `app_stages` maps each app to its stage directories (Flux; for
-    Argo CD the apps, with no stages)."""
+    Argo CD the apps, with no stages), `directories` each app to its directory where that is not
+    the app's name (a tenant's shard directory)."""
     if options.target == FLUX:
+        where = directories or {}
         stages = [
             obj
             for app in sorted(app_stages)
-            for obj in flux_kustomizations(cluster, app, app_stages[app], options)
+            for obj in flux_kustomizations(cluster, app, app_stages[app], options, where.get(app))
         ]
         return [*flux_bootstrap_objects(cluster, options), *stages]
     if not options.emit:
@@ -361,12 +372,15 @@ def wiring_objects(
 
 
 def wiring_files(
-    cluster: str, app_stages: Mapping[str, Sequence[str]], options: TargetOptions
+    cluster: str,
+    app_stages: Mapping[str, Sequence[str]],
+    options: TargetOptions,
+    directories: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Files relative to `clusters/<cluster>/`: `.wiring/*` and the cluster's kustomization.yaml."""
     if not options.writes_wiring:
         return {}
-    objects = wiring_objects(cluster, app_stages, options)
+    objects = wiring_objects(cluster, app_stages, options, directories)
     names = file_names(objects)
     files = {f"{WIRING_DIR}/{name}": dump_object(obj) for name, obj in zip(names, objects, strict=True)}
     files[f"{WIRING_DIR}/{KUSTOMIZATION}"] = kustomization(names)

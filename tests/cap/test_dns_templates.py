@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from btp_gitops.generator.core.errors import InvalidSpec
+from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.domains.cap.templates import MAX_TEMPLATE, MAX_VALUE, TemplateError, parse, render
 from tests.cap.conftest import CAP_APP, objects_of, render_result
 
@@ -137,7 +138,7 @@ def _dns_entries(files: dict[str, str]) -> dict[str, list[tuple[str, list[str]]]
             obj["kind"] == "DNSEntry"
             and obj["metadata"]["annotations"]["sme.sap.com/owner-identifier"] == "shops-external"
         ):
-            found.setdefault(path.split("/")[0], []).append((obj["spec"]["dnsName"], obj["spec"]["targets"]))
+            found.setdefault(app_path(path).app, []).append((obj["spec"]["dnsName"], obj["spec"]["targets"]))
     return {app: sorted(entries) for app, entries in sorted(found.items())}
 
 

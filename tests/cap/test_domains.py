@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.core.sources import SourceSet
 from btp_gitops.generator.domains.cap.catalog import build_catalog
 from btp_gitops.generator.domains.cap.dns import DnsRecord, dns_records
@@ -45,7 +46,7 @@ def _dns_names(objects: dict[str, dict[str, object]], app: str) -> list[str]:
     return sorted(
         obj["spec"]["dnsName"]  # type: ignore[index]
         for path, obj in objects.items()
-        if path.startswith(f"{app}/") and obj["kind"] == "DNSEntry"
+        if app_path(path).app == app and obj["kind"] == "DNSEntry"
     )
 
 

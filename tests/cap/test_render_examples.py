@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from btp_gitops.generator.core.layout import shard_of
+from btp_gitops.generator.core.ownership import is_manifest
 from tests.cap.conftest import (
     CAP_APP,
     CLUSTER,
@@ -39,12 +41,20 @@ def test_multi_tenant_application_matches_snapshot(
         "cap-clusterdomain.shops-external",
         "cap-domain.bookshop.bookshop",
         "cap-domain.bookshop.bookshop-partners",
-        "cap-tenant.bookshop.acme",
-        "cap-tenant.bookshop.bookshop-provider",
-        "cap-tenant.bookshop.globex",
-        "cap-tenant.bookshop.initech",
         "cap.bookshop.bookshop",
+        "tenants",
     ]
+    # Each tenant in a shard directory of its application's group (core.layout).
+    tenants = [f"cap-tenant.bookshop.{name}" for name in ("acme", "bookshop-provider", "globex", "initech")]
+    in_tenants = [path for path in tree if path.split("/")[2] == "tenants"]
+    assert {"/".join(path.split("/")[3:6]) for path in in_tenants if not is_manifest(path)} == {
+        f"bookshop.bookshop/{shard_of(app)}/{app}" for app in tenants
+    }
+    # Beside them, the ownership manifests of the group and of each shard directory (core.ownership).
+    assert {"/".join(path.split("/")[3:-1]) for path in in_tenants if is_manifest(path)} == {
+        "bookshop.bookshop",
+        *(f"bookshop.bookshop/{shard_of(app)}" for app in tenants),
+    }
     assert tree_as_yaml(tree) == yaml_snapshot
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.render import RenderResult, render_cluster
@@ -87,9 +88,8 @@ def tenant_dir(name: str) -> str:
 
 
 def tenant_files(files: dict[str, str], name: str) -> dict[str, str]:
-    """The files of one tenant's app, by path under the cluster directory."""
-    prefix = f"{tenant_dir(name)}/"
-    return {path: text for path, text in files.items() if path.startswith(prefix)}
+    """The files of one tenant's app (in its shard directory), by path under the cluster directory."""
+    return {path: text for path, text in files.items() if app_path(path).app == tenant_dir(name)}
 
 
 def tenant_objects(files: dict[str, str], name: str) -> dict[str, dict[str, Any]]:

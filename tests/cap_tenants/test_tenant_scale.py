@@ -17,10 +17,19 @@ from typing import Any
 import git
 import pytest
 
+from btp_gitops.generator.core.layout import app_path
+from btp_gitops.generator.core.ownership import MANIFEST_FILE, is_manifest
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.render import RenderRequest, RenderResult, render_into_repo
-from tests.cap_tenants.conftest import CLUSTER, recorded_status, tenant_dir, tenant_record, write_tenants
+from tests.cap_tenants.conftest import (
+    CLUSTER,
+    recorded_status,
+    tenant_dir,
+    tenant_files,
+    tenant_record,
+    write_tenants,
+)
 
 TENANTS = 1000
 
@@ -49,23 +58,32 @@ def test_one_new_tenant_changes_only_its_own_files(shop_source: Path, tmp_path: 
     repo_dir = tmp_path / "repo"
     first = render_and_commit(shop_source, repo_dir)
     assert first.commit is not None
-    assert sum(1 for path in first.files if path.startswith("cap-tenant.")) > 3 * TENANTS
+    assert sum(1 for path in first.files if app_path(path).app.startswith("cap-tenant.")) > 3 * TENANTS
 
     write_tenants(shop_source, [tenant_record("newcomer", status=recorded_status("shop-2"))])
     second = render_and_commit(shop_source, repo_dir)
 
-    own = f"clusters/{CLUSTER}/{tenant_dir('newcomer')}/"
+    [directory] = {app_path(path).directory for path in tenant_files(second.files, "newcomer")}
+    assert directory.startswith("tenants/")  # its shard directory: the trees above it stay small
+    own = f"clusters/{CLUSTER}/{directory}/"
     with git.Repo(repo_dir) as repo:
         commit = repo.commit(second.commit)
         changes = [(diff.change_type, diff.b_path) for diff in commit.parents[0].diff(commit)]
         # Thousands of files: the first commit's message lists some and counts the rest.
         assert "\n... and " in str(repo.commit(first.commit).message)
     assert changes, "the new tenant rendered nothing"
-    # The ownership manifest gains the new files; nothing else outside the tenant's directory moves.
-    assert ("M", f"clusters/{CLUSTER}/.btp-gitops-files") in changes
-    changes.remove(("M", f"clusters/{CLUSTER}/.btp-gitops-files"))
+    # The ownership manifest of the tenant's shard gains the new files (its group's lists the shard's
+    # manifest when the shard is new); the cluster directory's manifest and everything else outside
+    # the tenant's directory stay as they were.
+    shard = directory.rpartition("/")[0]
+    manifests = {path for _, path in changes if is_manifest(path)}
+    assert f"clusters/{CLUSTER}/{shard}/{MANIFEST_FILE}" in manifests
+    assert manifests <= {
+        f"clusters/{CLUSTER}/{part}/{MANIFEST_FILE}" for part in (shard, shard.rpartition("/")[0])
+    }
+    changes = [(change_type, path) for change_type, path in changes if not is_manifest(path)]
     assert {change_type for change_type, _ in changes} == {"A"}
     assert all(path.startswith(own) for _, path in changes), [p for _, p in changes if not p.startswith(own)]
     assert len(changes) == 7  # CAPTenant, DNS entry, three upgrade Jobs, VirtualService, kustomization.yaml
     assert second.changes.changed == () and second.changes.removed == ()
-    assert all(path.startswith(tenant_dir("newcomer")) for path in second.changes.added)
+    assert all(app_path(path).app == tenant_dir("newcomer") for path in second.changes.added)

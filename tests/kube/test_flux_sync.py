@@ -39,6 +39,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from btp_gitops.generator.core.layout import app_directory, app_path
 from tests.conftest import CLI, EXAMPLES, ROOT
 from tests.support.crds import load_crds, our_crd_files, third_party_crd_files
 from tests.support.dry_run import (
@@ -451,17 +452,28 @@ def test_flux_applies_and_prunes_what_btp_gitops_renders(
     (repo.sources / "cap-app" / "tenants" / "hooli.yaml").write_text(NEW_TENANT)
     second = repo.render_and_push()
     changed = repo.changed_files(first, second)
-    tenant_dir = f"clusters/{CLUSTER}/cap-tenant.bookshop.hooli/"
-    records = {f"clusters/{CLUSTER}/.wiring/kustomization.yaml", f"clusters/{CLUSTER}/.btp-gitops-files"}
+    tenant_dir = f"clusters/{CLUSTER}/{app_directory('cap-tenant.bookshop.hooli', 'bookshop.bookshop')}/"
+    shard, group = tenant_dir.rsplit("/", 2)[0], tenant_dir.rsplit("/", 3)[0]
+    # The ownership manifests: the cluster directory's lists the new stage Kustomizations of the
+    # wiring; hooli's shard is a new one (no other tenant of the example is in it), so its manifest
+    # is added and the group's, which lists the shards' manifests, changes.
+    records = {
+        f"clusters/{CLUSTER}/.wiring/kustomization.yaml",
+        f"clusters/{CLUSTER}/.btp-gitops-files",
+        f"{group}/.btp-gitops-files",
+    }
     assert {path for path, status in changed.items() if status != "A"} == records, changed
+    assert changed[f"{shard}/.btp-gitops-files"] == "A", changed
     assert all(
-        path.startswith((tenant_dir, f"clusters/{CLUSTER}/.wiring/")) or path in records for path in changed
+        path.startswith((tenant_dir, f"clusters/{CLUSTER}/.wiring/")) or path in records
+        for path in changed
+        if path != f"{shard}/.btp-gitops-files"
     )
     wait_for_sync(cluster, repo, second)
     with_tenant = rendered_objects(repo.cluster_dir)
     after = state(cluster, with_tenant)
     added = set(after) - set(before)
-    assert {obj.path.split("/")[2] for obj in with_tenant if key(obj) in added} == {
+    assert {app_path(obj.path.split("/", 2)[2]).app for obj in with_tenant if key(obj) in added} == {
         "cap-tenant.bookshop.hooli",
         ".wiring",
     }

@@ -58,8 +58,15 @@ def test_kustomize_build_of_every_app_yields_its_files(
 ) -> None:
     result = run_cli("render", example, "--out", tmp_path, "--cluster", CLUSTER, cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    apps = sorted(path for path in (tmp_path / "clusters" / CLUSTER).iterdir() if path.is_dir())
+    cluster = tmp_path / "clusters" / CLUSTER
+    # Every app directory: in the cluster directory, or a tenant's in its shard directory.
+    apps = sorted(path.parent for path in cluster.rglob("kustomization.yaml") if path.parent != cluster)
     assert apps, f"{example.name}: the render wrote no app directory"
+    assert {p.relative_to(cluster).parts[0] for p in apps} == {
+        p.name for p in cluster.iterdir() if p.is_dir()
+    }
+    if example.name == "cap-app":
+        assert sum(1 for p in apps if p.relative_to(cluster).parts[0] == "tenants") == 4
 
     for app in apps:
         from_files = objects_from_files(app)

@@ -28,6 +28,8 @@ from pathlib import Path
 import pytest
 
 from btp_gitops.generator.core.exit_codes import ExitCode
+from btp_gitops.generator.core.layout import app_directory
+from btp_gitops.generator.core.ownership import is_manifest
 from btp_gitops.generator.io.repo import exchange_paths
 from tests.conftest import CLI, EXAMPLES, ROOT, RunCli
 
@@ -157,6 +159,19 @@ def _person_added_and_listed_a_file(world: Path) -> None:
     kustomization.write_text(kustomization.read_text() + "- patch.yaml\n")
 
 
+ACME = app_directory("cap-tenant.bookshop.acme", "bookshop.bookshop")  # a tenant of the CAP example
+
+
+def _person_added_a_file_to_a_tenant(world: Path) -> None:
+    (world / "repo" / "clusters" / CLUSTER / ACME / "extra.yaml").write_text("kind: ConfigMap\n")
+
+
+def _person_added_a_manifest_of_their_own(world: Path) -> None:
+    tenant = world / "repo" / "clusters" / CLUSTER / ACME
+    (tenant / "extra.yaml").write_text("kind: ConfigMap\n")
+    (tenant / MANIFEST).write_text("extra.yaml\n")
+
+
 def _person_added_a_readme(world: Path) -> None:
     (world / "repo" / "clusters" / CLUSTER / "README.md").write_text("hand-written\n")
 
@@ -203,6 +218,19 @@ REFUSED: list[tuple[str, Attack, int, str]] = [
         "  repo/clusters/c1/btp-operator/patch.yaml: not written by btp-gitops (not in .btp-gitops-files)\n",
     ),
     (
+        "person-added-a-file-to-a-tenant",
+        _person_added_a_file_to_a_tenant,
+        ExitCode.OUTPUT,
+        f"  repo/clusters/c1/{ACME}/extra.yaml: not written by btp-gitops (not in .btp-gitops-files)\n",
+    ),
+    (
+        "person-added-a-manifest-of-their-own",
+        _person_added_a_manifest_of_their_own,
+        ExitCode.OUTPUT,
+        f"  repo/clusters/c1/{ACME}/.btp-gitops-files: not written by btp-gitops (not in .btp-gitops-files)\n"
+        f"  repo/clusters/c1/{ACME}/extra.yaml: not written by btp-gitops (not in .btp-gitops-files)\n",
+    ),
+    (
         "person-added-a-readme",
         _person_added_a_readme,
         ExitCode.OUTPUT,
@@ -244,11 +272,20 @@ def test_a_foreign_file_survives_and_the_render_works_once_it_is_moved(world: Pa
     (world / "repo" / "extra.yaml").unlink()
 
 
-def test_the_manifest_lists_exactly_the_rendered_files(world: Path) -> None:
+def test_the_manifests_list_exactly_the_rendered_files(world: Path) -> None:
+    """Every file, once: the cluster directory's manifest and the parts it leads to (one per
+    tenants' group and shard directory), each listing paths relative to its directory, sorted."""
     tree = cluster_tree(world / "repo")
-    manifest = tree.pop(MANIFEST).decode()
-    listed = [line for line in manifest.splitlines() if not line.startswith("#")]
-    assert listed == sorted(tree)
+    manifests = {path: data.decode() for path, data in tree.items() if is_manifest(path)}
+    assert MANIFEST in manifests
+    assert {path.rpartition("/")[0].count("/") for path in manifests if path != MANIFEST} == {1, 2}
+    listed: list[str] = []
+    for path, text in manifests.items():
+        entries = [line for line in text.splitlines() if not line.startswith("#")]
+        assert entries == sorted(entries)
+        directory = path.rpartition("/")[0]
+        listed += [f"{directory}/{entry}" if directory else entry for entry in entries]
+    assert sorted(listed) == sorted(path for path in tree if path != MANIFEST)
     assert ".kyma-modules.json" not in listed  # no Kyma here; the migration test has one
 
 
@@ -257,7 +294,8 @@ def test_an_older_repo_without_manifest_is_migrated_and_strays_are_named(
 ) -> None:
     cluster = world / "repo" / "clusters" / CLUSTER
     before = cluster_tree(world / "repo")
-    (cluster / MANIFEST).unlink()  # as btp-gitops wrote it before the manifest existed
+    for manifest in cluster.rglob(MANIFEST):  # as btp-gitops wrote it before the manifest existed
+        manifest.unlink()
     (cluster / "btp-operator" / "extra.yaml").write_text("kind: ConfigMap\n")
     (cluster / "notes.md").write_text("ours\n")
     refused = run_cli("render", BTP, CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
@@ -495,7 +533,7 @@ def test_two_concurrent_renders_run_one_after_the_other(tmp_path: Path) -> None:
     final = cluster_tree(out)
     last = next(name for name, tree in trees.items() if tree == final)
     earlier = "a" if last == "b" else "b"
-    rendered = {name: sorted(p for p in tree if p != MANIFEST) for name, tree in trees.items()}
+    rendered = {name: sorted(p for p in tree if not is_manifest(p)) for name, tree in trees.items()}
     # The earlier one wrote into an empty cluster; the last one read the earlier one's tree.
     assert reports[earlier] == {"added": rendered[earlier], "changed": [], "removed": []}
     added = sorted(set(rendered[last]) - set(rendered[earlier]))

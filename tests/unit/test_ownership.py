@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.ownership import (
     MANIFEST_FILE,
-    manifest_text,
+    SHARDED_LAYOUT_LINE,
+    manifest_files,
     owned_files,
     owned_without_manifest,
+    parse_manifest,
     removal_refusal,
 )
 
@@ -16,7 +19,9 @@ KUSTOMIZATION = b"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomizati
 
 
 def test_the_manifest_is_sorted_and_leaves_itself_out() -> None:
-    text = manifest_text(["b/x.yaml", MANIFEST_FILE, "a/kustomization.yaml", ".kyma-modules.json"])
+    text = manifest_files(["b/x.yaml", MANIFEST_FILE, "a/kustomization.yaml", ".kyma-modules.json"])[
+        MANIFEST_FILE
+    ]
     assert [line for line in text.splitlines() if not line.startswith("#")] == [
         ".kyma-modules.json",
         "a/kustomization.yaml",
@@ -76,3 +81,120 @@ def _tree(**apps: int) -> list[str]:
 )
 def test_removal_refusal(before: list[str], after: list[str], refused: bool) -> None:
     assert (removal_refusal(before, after) is not None) == refused
+
+
+TENANT_FILES = {
+    "acme": ["kustomization.yaml", "captenant-acme.yaml"],
+    "globex": ["kustomization.yaml", "captenant-globex.yaml", "job-globex.yaml"],
+}
+
+
+def _split_tree(tenants: dict[str, list[str]], group: str = "shop.shop") -> list[str]:
+    """The paths of a sharded cluster directory: two apps of their own, the wiring, and tenants."""
+    paths = [
+        ".kyma-modules.json",
+        ".wiring/kustomization.yaml",
+        "btp-operator/deployment.yaml",
+        "kustomization.yaml",
+    ]
+    for tenant, names in tenants.items():
+        directory = app_directory(f"cap-tenant.shop.{tenant}", group)
+        paths += [f"{directory}/{name}" for name in names]
+    return paths
+
+
+def _bytes(texts: dict[str, str]) -> dict[str, bytes]:
+    return {path: text.encode() for path, text in texts.items()}
+
+
+def test_manifests_are_split_along_the_shard_directories() -> None:
+    paths = _split_tree(TENANT_FILES)
+    acme = app_directory("cap-tenant.shop.acme", "shop.shop")
+    globex = app_directory("cap-tenant.shop.globex", "shop.shop")
+    acme_shard, globex_shard = acme.rpartition("/")[0], globex.rpartition("/")[0]
+    assert acme_shard != globex_shard  # (the test needs two shards: the names are chosen for it)
+    manifests = manifest_files(paths)
+    assert set(manifests) == {
+        MANIFEST_FILE,
+        f"tenants/shop.shop/{MANIFEST_FILE}",
+        f"{acme_shard}/{MANIFEST_FILE}",
+        f"{globex_shard}/{MANIFEST_FILE}",
+    }
+    listed = {path: parse_manifest(text) for path, text in manifests.items()}
+    # Each lists paths relative to its own directory: the top its files and the group's manifest,
+    # the group its shards' manifests, a shard its tenants' files.
+    assert listed[MANIFEST_FILE] == {
+        ".kyma-modules.json",
+        ".wiring/kustomization.yaml",
+        "btp-operator/deployment.yaml",
+        "kustomization.yaml",
+        f"tenants/shop.shop/{MANIFEST_FILE}",
+    }
+    assert listed[f"tenants/shop.shop/{MANIFEST_FILE}"] == {
+        f"{acme_shard.rpartition('/')[2]}/{MANIFEST_FILE}",
+        f"{globex_shard.rpartition('/')[2]}/{MANIFEST_FILE}",
+    }
+    assert listed[f"{acme_shard}/{MANIFEST_FILE}"] == {
+        "cap-tenant.shop.acme/kustomization.yaml",
+        "cap-tenant.shop.acme/captenant-acme.yaml",
+    }
+    assert SHARDED_LAYOUT_LINE in manifests[MANIFEST_FILE]
+    assert all(SHARDED_LAYOUT_LINE not in text for path, text in manifests.items() if path != MANIFEST_FILE)
+    # Read back from the top, they own exactly the files and themselves.
+    files = {**{path: b"" for path in paths}, **_bytes(manifests)}
+    assert owned_files(files, {".kyma-modules.json"}) == set(files)
+    assert manifest_files([*paths, *manifests]) == manifests  # manifests left out of what is listed
+
+
+def test_a_flat_directory_keeps_one_manifest() -> None:
+    flat = ["btp-operator/deployment.yaml", "cap-tenant.shop.acme/captenant-acme.yaml", "kustomization.yaml"]
+    manifests = manifest_files(flat, sharded=False)
+    assert list(manifests) == [MANIFEST_FILE]
+    assert parse_manifest(manifests[MANIFEST_FILE]) == set(flat)
+    assert SHARDED_LAYOUT_LINE not in manifests[MANIFEST_FILE]
+
+
+def test_one_tenant_more_rewrites_its_shards_manifest_only() -> None:
+    """With 2,000 tenants every shard is in use: a new tenant changes one small manifest, the
+    cluster directory's and the group's stay as they are."""
+    tenants = {f"t{n}": ["kustomization.yaml", f"captenant-t{n}.yaml"] for n in range(2_001)}
+    before = manifest_files(_split_tree({name: tenants[name] for name in list(tenants)[:-1]}))
+    after = manifest_files(_split_tree(tenants))
+    changed = {path for path in after if before.get(path) != after[path]}
+    shard = app_directory("cap-tenant.shop.t2000", "shop.shop").rpartition("/")[0]
+    assert changed == {f"{shard}/{MANIFEST_FILE}"}
+    assert set(before) == set(after)
+    assert len(after[f"{shard}/{MANIFEST_FILE}"]) < sum(map(len, after.values())) / 50
+
+
+def test_the_single_manifest_of_an_earlier_render_is_read() -> None:
+    """Before the split one manifest listed every path of the cluster directory, shard
+    directories included: it is read as it is (the next render writes the split ones)."""
+    paths = _split_tree(TENANT_FILES)
+    files = {path: b"" for path in paths}
+    files[MANIFEST_FILE] = (
+        "# an earlier render's\n" + SHARDED_LAYOUT_LINE + "".join(f"{p}\n" for p in sorted(paths))
+    ).encode()
+    assert owned_files(files, set()) == set(files)
+
+
+def test_only_manifests_listed_from_above_are_read() -> None:
+    """A manifest file no manifest above lists is foreign, and so is what it lists; a listed path
+    is matched against the files there, so no entry reaches out of its directory."""
+    paths = _split_tree(TENANT_FILES)
+    manifests = manifest_files(paths)
+    acme = app_directory("cap-tenant.shop.acme", "shop.shop")
+    files = {**{path: b"" for path in paths}, **_bytes(manifests)}
+    files[f"{acme}/extra.yaml"] = b"kind: ConfigMap\n"
+    files[f"{acme}/{MANIFEST_FILE}"] = b"extra.yaml\n"  # a person's own manifest in a tenant's directory
+    files["notes.md"] = b""
+    shard_manifest = f"{acme.rpartition('/')[0]}/{MANIFEST_FILE}"
+    files[shard_manifest] += b"../../../notes.md\n" + MANIFEST_FILE.encode() + b"\n"  # out of it, itself
+    owned = owned_files(files, set())
+    assert set(files) - owned == {f"{acme}/extra.yaml", f"{acme}/{MANIFEST_FILE}", "notes.md"}
+    # A shard manifest the group's does not list is not read: its tenants' files are foreign.
+    group = f"tenants/shop.shop/{MANIFEST_FILE}"
+    files[group] = manifests[group].replace(shard_manifest.split("/", 2)[2] + "\n", "").encode()
+    unread = set(files) - owned_files(files, set())
+    assert shard_manifest in unread
+    assert {f"{acme}/kustomization.yaml", f"{acme}/captenant-acme.yaml"} <= unread

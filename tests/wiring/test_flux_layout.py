@@ -19,7 +19,9 @@ import pytest
 import yaml
 
 from btp_gitops.generator.core.errors import InvalidSpec
+from btp_gitops.generator.core.layout import TENANTS_DIR, app_path
 from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.ownership import is_manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.pipeline.wiring import flux_app_stages
 from btp_gitops.generator.transforms.ordering import (
@@ -37,6 +39,7 @@ from tests.support.tools import tool_path
 
 CLUSTER = "demo"
 SYNC_WAVE_LINE = re.compile(rf"^ +{re.escape(ARGOCD_SYNC_WAVE)}: '?\"?-?\d+'?\"?\n", re.MULTILINE)
+STAGE_DIRECTORY = re.compile(r"[0-9]{2}-[a-z-]+(-[0-9]+)?")
 EMPTY_ANNOTATIONS = re.compile(r"^( +)annotations:\n(?!\1 )", re.MULTILINE)
 
 
@@ -58,7 +61,10 @@ def without_sync_wave(text: str) -> str:
 
 def is_object_file(path: str) -> bool:
     return (
-        path.count("/") >= 1 and not path.startswith(".wiring/") and not path.endswith("kustomization.yaml")
+        path.count("/") >= 1
+        and not path.startswith(".wiring/")
+        and not path.endswith("kustomization.yaml")
+        and not is_manifest(path)  # the ownership manifests of the tenants' shard and group directories
     )
 
 
@@ -77,16 +83,17 @@ def test_flux_files_are_the_argocd_files_in_stage_directories(
     flux_objects = {path for path in flux if is_object_file(path)}
     expected = set()
     for path, data in argocd.items():
-        if path == ".btp-gitops-files":  # the ownership manifest lists each target's own paths
+        if is_manifest(path):  # the ownership manifests list each target's own paths
             continue
         if "/" not in path:  # a record beside the apps
             assert flux[path] == data, path
             continue
         if path.endswith("/kustomization.yaml"):
             continue
-        app, name = path.split("/")
+        where = app_path(path)
+        assert "/" not in where.inside, path
         stage, step = stage_of_sync_wave(wave_of(data))
-        flux_path = f"{app}/{FluxStage(stage, step).directory}/{name}"
+        flux_path = f"{where.directory}/{FluxStage(stage, step).directory}/{where.inside}"
         expected.add(flux_path)
         assert flux_path in flux, f"{path}: expected at {flux_path}"
         assert flux[flux_path].decode() == without_sync_wave(data.decode()), flux_path
@@ -142,9 +149,13 @@ def test_kustomize_builds_each_stage_and_the_cluster_directory_only_as_wiring(
     render(run_cli, example, tmp_path, "--target", "flux")
     cluster = tmp_path / "clusters" / CLUSTER
     stages = sorted(
-        path.parent for path in cluster.glob("*/*/kustomization.yaml") if path.parent.parent.name != ".wiring"
+        path.parent
+        for path in cluster.rglob("kustomization.yaml")
+        if STAGE_DIRECTORY.fullmatch(path.parent.name) and ".wiring" not in path.parts
     )
     assert stages
+    if example.name == "cap-app":  # the tenants' stages too, in their shard directories
+        assert any(TENANTS_DIR in stage.relative_to(cluster).parts for stage in stages)
 
     for stage in stages:
         files = [

@@ -123,7 +123,9 @@ def test_argocd_options_shape_the_application_set(tmp_path: Path, run_cli: RunCl
     assert generator["revision"] == "release"
     assert generator["directories"] == [
         {"path": f"clusters/{CLUSTER}/*"},
+        {"path": f"clusters/{CLUSTER}/tenants/*/*/*"},
         {"path": f"clusters/{CLUSTER}/.wiring", "exclude": True},
+        {"path": f"clusters/{CLUSTER}/tenants", "exclude": True},
     ]
     template = application_set["spec"]["template"]["spec"]
     assert template["project"] == "platform"
@@ -419,3 +421,57 @@ def test_the_api_server_refuses_a_broken_application_set(
 
     assert reason is not None
     assert "prune" in reason
+
+
+def go_path_match(pattern: str, name: str) -> bool:
+    """Go's `path.Match`, which Argo CD's git directory generator applies to each directory of the
+    repository, for the patterns the wiring writes: `*` (any run of characters but `/`) and
+    literal characters. A pattern with any other metacharacter fails here rather than being
+    matched wrongly."""
+    assert not set(pattern) & set("?[]\\"), pattern
+    return re.fullmatch("[^/]*".join(re.escape(part) for part in pattern.split("*")), name) is not None
+
+
+def generated_directories(repo: Path, directories: list[dict[str, Any]]) -> set[str]:
+    """What the git directory generator yields on `repo`: every directory (Argo CD's repo server
+    skips those whose name starts with a dot) that matches an include and no exclude."""
+    found = {
+        path.relative_to(repo).as_posix()
+        for path in repo.rglob("*")
+        if path.is_dir() and not any(part.startswith(".") for part in path.relative_to(repo).parts)
+    }
+    includes = [d["path"] for d in directories if not d.get("exclude")]
+    excludes = [d["path"] for d in directories if d.get("exclude")]
+    return {
+        directory
+        for directory in found
+        if any(go_path_match(p, directory) for p in includes)
+        and not any(go_path_match(p, directory) for p in excludes)
+    }
+
+
+def test_the_application_set_finds_every_app_directory_and_only_those(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """The tenants' shard directories are found by the generator as the other apps are, each
+    Application named `<cluster>-<app>` after the directory's last part; `tenants/`, its group and
+    shard directories and `.wiring/` are no Application."""
+    cluster = render(run_cli, tmp_path, *EMIT, sources=FLUX_SOURCES)
+    [path] = (cluster / ".wiring").glob("applicationset-*.yaml")
+    directories = load(path)["spec"]["generators"][0]["git"]["directories"]
+    app_directories = {
+        p.parent.relative_to(tmp_path).as_posix()
+        for p in cluster.rglob("kustomization.yaml")
+        if p.parent != cluster and ".wiring" not in p.parts
+    }
+    tenants = {d for d in app_directories if d.startswith(f"clusters/{CLUSTER}/tenants/")}
+    assert len(tenants) == 4  # three tenants and the provider's, in shard directories
+    assert all(
+        re.fullmatch(r"clusters/demo/tenants/bookshop\.bookshop/[0-9a-f]{2}/cap-tenant\.[^/]+", d)
+        for d in tenants
+    )
+
+    assert generated_directories(tmp_path, directories) == app_directories
+    names = sorted(argocd_application_name(CLUSTER, d.rsplit("/", 1)[1]) for d in app_directories)
+    assert len(set(names)) == len(names)
+    assert "demo-cap-tenant.bookshop.acme" in names

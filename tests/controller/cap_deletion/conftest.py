@@ -112,7 +112,9 @@ class RenderedExample:
 
     def _objects(self, tree: Path, app: str, kind: str) -> list[KubeObject]:
         found = []
-        for path in sorted((tree / app).glob("*.yaml")):
+        # An app of its own in the cluster directory, a tenant's in its shard directory (core.layout).
+        directories = [tree / app] if (tree / app).is_dir() else list(tree.glob(f"tenants/*/*/{app}"))
+        for path in sorted(p for directory in directories for p in directory.glob("*.yaml")):
             found += [d for d in _load_all(path) if d.get("kind") == kind]
         return found
 

@@ -380,11 +380,11 @@ def render(remote: Remote, directory: Path) -> Path:
 
 def app_objects(cluster: Path, app: str) -> list[KubeObject]:
     """The objects of a rendered app (empty when the render has no such app)."""
-    directory = cluster / app
-    if not directory.is_dir():
-        return []
+    # An app of its own in the cluster directory, a tenant's in its shard directory (core.layout).
+    directories = [cluster / app] if (cluster / app).is_dir() else list(cluster.glob(f"tenants/*/*/{app}"))
     return [
         yaml.safe_load(path.read_text())
+        for directory in directories
         for path in sorted(directory.glob("*.yaml"))
         if path.name != "kustomization.yaml"
     ]

@@ -4,7 +4,9 @@ Every name depends only on the tenant, its application and the version involved,
 tenants, so that adding a tenant adds files and changes none:
 
     tenant app directory     `cap-tenant.<namespace>.<tenant>`: the tenant's own Argo CD
-                             Application (or Flux Kustomizations), beside `cap.<namespace>.<ca>`
+                             Application (or Flux Kustomizations), in the group
+                             `<namespace>.<ca>` of its application (laid out as
+                             `tenants/<namespace>.<ca>/<shard>/cap-tenant.<namespace>.<tenant>/`)
     CAPTenant, VirtualService  `<tenant>` (CAP Operator's name for the tenant's VirtualService)
     operation Job            `<tenant>-<operation>-<version>-<step>` cut to 54 characters, then
                              `-<first 8 hex of sha1(namespace, tenant, operation, cav, step,
@@ -52,6 +54,11 @@ TENANT_APP_PREFIX = "cap-tenant."
 
 def tenant_app(tenant: Tenant) -> str:
     return f"{TENANT_APP_PREFIX}{tenant.namespace}.{tenant.name}"
+
+
+def tenant_group(tenant: Tenant) -> str:
+    """The group of a tenant's app directory: its application's (core.layout shards it)."""
+    return f"{tenant.namespace}.{tenant.application}"
 
 
 def version_gate_name(version: Version) -> str:

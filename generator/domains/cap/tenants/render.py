@@ -41,6 +41,7 @@ from btp_gitops.generator.domains.cap.tenants.names import (
     TENANT_TYPE,
     application_labels_for_tenants,
     tenant_app,
+    tenant_group,
     tenant_labels,
 )
 from btp_gitops.generator.domains.cap.tenants.routing import (
@@ -178,7 +179,9 @@ def render_tenant(context: ApplicationContext, tenant: Tenant, plan: TenantPlan)
         if plan.warning
         else []
     )
-    return AppRender(tenant_app(tenant), manifests, notes + provider_subdomain_notes(app, tenant))
+    return AppRender(
+        tenant_app(tenant), manifests, notes + provider_subdomain_notes(app, tenant), tenant_group(tenant)
+    )
 
 
 def provider_subdomain_notes(app: Application, tenant: Tenant) -> list[Note]:
