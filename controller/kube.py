@@ -9,6 +9,7 @@ carry the verb, the object and the status, never a response body (it may echo a 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator, Mapping
@@ -456,7 +457,9 @@ class KubeClient:
         with self._watches_lock:
             responses = list(self._open_watches)
         for response in responses:
-            response.shutdown()
+            # A watch ending by itself meanwhile has closed its socket already (EBADF): it is over.
+            with contextlib.suppress(OSError):
+                response.shutdown()
 
     def close(self) -> None:
         self._api.close()  # type: ignore[no-untyped-call]
