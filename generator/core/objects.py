@@ -20,6 +20,10 @@ class Manifest:
 
     body: KubeObject
     origin: str
+    # The body's YAML as core.yamlio writes it, once known: set by the layout when it serialises
+    # the object, or by the render cache for an object it holds (bytes of the same body). A filter
+    # that changes the body after that must make a new Manifest (as flux_stages does).
+    text: str | None = None
 
 
 class ObjectKey(NamedTuple):

@@ -14,28 +14,32 @@ from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_do
 from btp_gitops.generator.io.containment import SourceRoots, display_path
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 
-__all__ = ["YAML_SUFFIXES", "display_path", "load_sources", "source_files"]
+__all__ = ["YAML_SUFFIXES", "display_path", "documents_in_text", "load_sources", "source_files"]
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def _walk(directory: Path, roots: SourceRoots) -> list[Path]:
     """The YAML files under `directory`, not descending into hidden or linked directories; a
-    symbolic link (to a file or a directory) whose target leaves the roots is refused."""
+    symbolic link (to a file or a directory) whose target leaves the roots is refused.
+    (`os.scandir` entries: a file costs no `stat` unless it is a link.)"""
     found = []
-    for parent, dirs, files in os.walk(directory, followlinks=False):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in [*dirs, *files]:
-            entry = Path(parent) / name
-            if not name.startswith(".") and entry.is_symlink():
-                roots.check_link(entry)
-        found += [
-            Path(parent) / name
-            for name in files
-            if not name.startswith(".")
-            and Path(name).suffix in YAML_SUFFIXES
-            and (Path(parent) / name).is_file()
-        ]
+    pending = [os.fspath(directory)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # as os.walk: a directory that cannot be listed is passed over
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                roots.check_link(Path(entry.path))
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
+            elif entry.name.endswith(YAML_SUFFIXES) and entry.is_file():
+                found.append(Path(entry.path))
     return sorted(found)
 
 
@@ -61,6 +65,16 @@ def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocumen
     except UnreadableInput as error:
         problems.append(Problem(file=shown, message=error.reason))
         return
+    yield from documents_in_text(path, shown, text, problems)
+
+
+def documents_in_text(
+    path: Path, shown: str, text: str, problems: list[Problem], directory: Path | None = None
+) -> Iterator[SourceDocument]:
+    """The documents of one source file's text (`shown`: its path as the user reads it), each
+    checked to be a Kubernetes object of a sound shape; what is not is added to `problems`.
+    `directory`: the file's directory resolved, when the caller knows it already."""
+    where = directory if directory is not None else path.parent.resolve()
     try:
         for index, body in load_source_documents(text, shown):
             if body is None:
@@ -90,7 +104,7 @@ def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocumen
                     for field, message in shape
                 ]
                 continue
-            yield SourceDocument(file=shown, document=index, body=body, directory=path.parent.resolve())
+            yield SourceDocument(file=shown, document=index, body=body, directory=where)
     except SourceSyntaxProblem as error:
         problems.append(error.problem)
 
