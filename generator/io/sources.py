@@ -23,7 +23,7 @@ def _walk(directory: Path, roots: SourceRoots) -> list[Path]:
     """The YAML files under `directory`, not descending into hidden or linked directories; a
     symbolic link (to a file or a directory) whose target leaves the roots is refused.
     (`os.scandir` entries: a file costs no `stat` unless it is a link.)"""
-    found = []
+    found: list[str] = []
     pending = [os.fspath(directory)]
     while pending:
         try:
@@ -39,8 +39,11 @@ def _walk(directory: Path, roots: SourceRoots) -> list[Path]:
             if entry.is_dir(follow_symlinks=False):
                 pending.append(entry.path)
             elif entry.name.endswith(YAML_SUFFIXES) and entry.is_file():
-                found.append(Path(entry.path))
-    return sorted(found)
+                found.append(entry.path)
+    # In the order of Path's comparison (part by part), without a Path per comparison: every
+    # path here starts with the same `directory`, so comparing the split strings is the same.
+    found.sort(key=lambda path: path.split(os.sep))
+    return [Path(path) for path in found]
 
 
 def source_files(paths: Iterable[Path], roots: SourceRoots | None = None) -> Iterator[Path]:

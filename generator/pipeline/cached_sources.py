@@ -51,8 +51,8 @@ class CachedSources:
         """The tenant apps the entries hold for today's application inputs."""
         known: dict[RecordKey, AppRender] = {}
         for where, record in self.records.items():
-            entry = record.entry
-            if entry is None or entry.app is None or entry.inputs != _inputs_of(record.document, inputs):
+            entry, digest = record.entry, _inputs_of(record.document, inputs)
+            if entry is None or entry.app is None or not digest or entry.inputs != digest:
                 continue
             app = rendered_app(entry.app)
             if app is not None:
@@ -65,13 +65,14 @@ class CachedSources:
         """The entries to write: every record whose entry is missing or says something else now."""
         for where, record in self.records.items():
             digest = _inputs_of(record.document, inputs)
-            if where in renders.rendered:
+            if where in renders.rendered and digest:
                 app = renders.rendered[where]
                 payload = app_payload(app) if app is not None else None
-            elif record.entry is not None and record.entry.inputs == digest:
+            elif record.entry is not None and digest and record.entry.inputs == digest:
                 continue  # its app was taken from the entry
             else:
-                digest, payload = "", None  # not rendered (no application inputs): the document only
+                # Not rendered, or its application has no inputs digest: the document only.
+                digest, payload = "", None
             entry = record.entry
             if entry is not None and entry.inputs == digest and entry.app == payload:
                 continue

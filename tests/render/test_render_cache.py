@@ -19,10 +19,14 @@ import yaml
 
 import btp_gitops
 from btp_gitops.generator.core.errors import InvalidSpec, SchemaViolation
+from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.domains.cap import TenantRenders
 from btp_gitops.generator.io import render_cache
 from btp_gitops.generator.io.helm import EmbeddedHelm
-from btp_gitops.generator.io.render_cache import RenderCache
+from btp_gitops.generator.io.render_cache import Entry, RenderCache
 from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.io.sources import source_files
+from btp_gitops.generator.pipeline.cached_sources import CachedSources, Record
 from btp_gitops.generator.pipeline.render import RenderResult, render_cluster
 from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, FLUX, TargetOptions
 from tests.conftest import CLI, EXAMPLES, RunCli, read_tree
@@ -321,3 +325,34 @@ def test_concurrent_renders_share_a_directory(source: Path, tmp_path: Path) -> N
     assert all(out == expected for out, _ in outputs)
     assert len(entries(directory)) == records(source)
     assert not list(directory.glob("??/.tmp-*"))
+
+
+def test_source_files_come_in_path_order(tmp_path: Path) -> None:
+    """The walk sorts split strings instead of Paths (a render with a warm cache is mostly the
+    walk and the reads): the order is Path's, part by part, as before."""
+    names = ["a/b.yaml", "a-c.yaml", "a.yaml", "A.yaml", "a/c/d.yml", "a0.yaml", "a_/x.yaml", "b.yml"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    (tmp_path / "skipped.txt").write_text("")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "x.yaml").write_text("")
+    found = list(source_files([tmp_path]))
+    assert found == sorted(tmp_path / name for name in names)
+    assert [p.relative_to(tmp_path).as_posix() for p in found][:3] == ["A.yaml", "a/b.yaml", "a/c/d.yml"]
+
+
+def test_an_application_without_an_inputs_digest_never_takes_a_cached_app(tmp_path: Path) -> None:
+    """`application_inputs` leaves out an application JSON cannot hold exactly: its tenants'
+    entries keep their documents only, and an app found in one is not used."""
+    body = tenant(1)
+    document = SourceDocument("tenants/customer-001.yaml", 1, body, tmp_path)
+    app = {"app": "cap-tenant.bookshop.customer-001", "notes": [], "objects": []}
+    loaded = CachedSources([document], [], {("tenants/customer-001.yaml", 1): Record("k", document, None)})
+    loaded.records[("tenants/customer-001.yaml", 1)].entry = Entry(1, body, "", app)
+    assert loaded.renders({}).known == {}
+    assert loaded.renders({("bookshop", "bookshop"): ""}).known == {}
+    assert list(loaded.renders({("bookshop", "bookshop"): "d"}).known) == []  # another digest
+    rendered = TenantRenders(rendered={("tenants/customer-001.yaml", 1): None})
+    (key, entry), *more = loaded.entries(rendered, {})
+    assert (key, entry.inputs, entry.app, more) == ("k", "", None, [])
