@@ -356,3 +356,20 @@ def test_an_application_without_an_inputs_digest_never_takes_a_cached_app(tmp_pa
     rendered = TenantRenders(rendered={("tenants/customer-001.yaml", 1): None})
     (key, entry), *more = loaded.entries(rendered, {})
     assert (key, entry.inputs, entry.app, more) == ("k", "", None, [])
+
+
+def test_a_checkout_elsewhere_rendered_from_its_own_directory_finds_the_entries(
+    source: Path, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """As in CI: a fresh checkout in another place, the same relative SOURCE, a restored cache."""
+    directory = tmp_path / "cache"
+    first, second = tmp_path / "one", tmp_path / "two"
+    for checkout in (first, second):
+        shutil.copytree(source, checkout / "platform")
+    done = run_cli("render", "platform", "--stdout", "--cache-dir", directory, cwd=first)
+    assert done.returncode == 0, done.stderr
+    written = {p: p.stat().st_mtime_ns for p in entries(directory)}
+    again = run_cli("render", "platform", "--stdout", "--cache-dir", directory, cwd=second)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == done.stdout
+    assert {p: p.stat().st_mtime_ns for p in entries(directory)} == written  # every entry found, none written
