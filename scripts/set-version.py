@@ -46,7 +46,7 @@ PLACES = (
     Copy(
         "docs/gitops/github-actions.md",
         re.compile(r"btp-gitops/\.github/actions/render@v(?P<v>[^\s`'\"]+)"),
-        count=3,
+        count=4,
     ),
 )
 

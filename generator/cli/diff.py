@@ -12,6 +12,7 @@ from btp_gitops.generator.cli.options import (
     add_source_options,
     add_target_options,
     kyma_options,
+    render_cache,
     target_options,
 )
 from btp_gitops.generator.cli.output import print_module_problems, print_notes
@@ -36,6 +37,7 @@ def run_diff(args: argparse.Namespace) -> int:
         new_cluster=args.new_cluster,
         allow_layout_change=args.allow_layout_change,
         migrate_layout=args.migrate_layout,
+        cache=render_cache(args),
     )
     result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
     result.render.raise_if_strict(args.strict)

@@ -19,6 +19,7 @@ from btp_gitops.generator.core.names import NameRule, name_message
 from btp_gitops.generator.domains.kyma import DEFAULT_MIN_WINDOW, PolicyText
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version
+from btp_gitops.generator.io.render_cache import RenderCache, default_cache_dir
 from btp_gitops.generator.io.sources import display_path
 from btp_gitops.generator.pipeline.render import (
     KymaOptions,
@@ -380,9 +381,29 @@ def add_validation_options(parser: argparse.ArgumentParser, applies: str = "") -
     )
 
 
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    """The render cache (io.render_cache): where it is, or none."""
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="keep what the render learnt of each CAP tenant record here, so the next render parses, "
+        "validates and renders only the records that changed (default: "
+        "$XDG_CACHE_HOME/btp-gitops/render, else ~/.cache/btp-gitops/render)",
+    )
+    cache.add_argument("--no-cache", action="store_true", help="neither read nor write the render cache")
+
+
+def render_cache(args: argparse.Namespace) -> RenderCache | None:
+    if args.no_cache:
+        return None
+    return RenderCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir())
+
+
 def add_source_options(parser: argparse.ArgumentParser) -> None:
     """What a render reads besides its sources, and the cluster it renders (render and diff)."""
     parser.add_argument("--cluster", default="default", help="renders clusters/<cluster>/ (default: default)")
+    add_cache_options(parser)
     parser.add_argument(
         "--catalog",
         action="append",

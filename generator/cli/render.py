@@ -17,6 +17,7 @@ from btp_gitops.generator.cli.options import (
     add_validation_options,
     flux_sync_options,
     kyma_options,
+    render_cache,
     seconds,
     target_options,
     validate_options,
@@ -55,6 +56,7 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
         load_schema_registry(args.schemas),
         kyma=kyma_options(args),
         allow_paths=allow_paths(args),
+        cache=render_cache(args),
     )
     result.raise_if_strict(args.strict)
     if args.validate:
@@ -93,6 +95,7 @@ def run_render(args: argparse.Namespace) -> int:
         lock_timeout=args.lock_timeout,
         strict=args.strict,
         migrate_layout=args.migrate_layout,
+        cache=render_cache(args),
     )
     progress = progress_for(sys.stderr, os.environ)
     try:

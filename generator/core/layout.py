@@ -130,11 +130,18 @@ def kustomization(resources: list[str]) -> str:
     )
 
 
+def serialized(manifest: Manifest) -> str:
+    """The object's YAML, written once per Manifest (`Manifest.text`)."""
+    if manifest.text is None:
+        manifest.text = dump_object(manifest.body)
+    return manifest.text
+
+
 def app_files(manifests: list[Manifest]) -> dict[str, str]:
     """File name -> text for one app directory, kustomization.yaml included."""
     ordered = sort_manifests(manifests)
     names = file_names([m.body for m in ordered])
-    files = {name: dump_object(m.body) for name, m in zip(names, ordered, strict=True)}
+    files = {name: serialized(m) for name, m in zip(names, ordered, strict=True)}
     files[KUSTOMIZATION] = kustomization(names)
     return dict(sorted(files.items()))
 
@@ -148,7 +155,7 @@ def staged_app_files(placed: list[tuple[Manifest, str]]) -> dict[str, str]:
     files: dict[str, str] = {}
     by_stage: dict[str, list[str]] = {}
     for name, (manifest, stage) in zip(names, ordered, strict=True):
-        files[f"{stage}/{name}"] = dump_object(manifest.body)
+        files[f"{stage}/{name}"] = serialized(manifest)
         by_stage.setdefault(stage, []).append(name)
     for stage, stage_names in by_stage.items():
         files[f"{stage}/{KUSTOMIZATION}"] = kustomization(stage_names)

@@ -7,6 +7,7 @@ comments can name it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -20,6 +21,10 @@ class Manifest:
 
     body: KubeObject
     origin: str
+    # The body's YAML as core.yamlio writes it, once known: set by the layout when it serialises
+    # the object, or by the render cache for an object it holds (bytes of the same body). A filter
+    # that changes the body after that must make a new Manifest (as flux_stages does).
+    text: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 class ObjectKey(NamedTuple):

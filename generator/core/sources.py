@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from btp_gitops.generator.core.errors import Problem
@@ -55,12 +55,21 @@ class SourceSet:
     """Every validated source document, with lookups by kind."""
 
     documents: tuple[SourceDocument, ...]
+    # (apiVersion, kind) -> documents in source order: every domain asks for a few kinds, and a
+    # pass over 20,000 tenant records per question would cost more than the questions
+    by_kind: dict[tuple[str, str], list[SourceDocument]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        for document in self.documents:
+            self.by_kind.setdefault((document.api_version, document.kind), []).append(document)
 
     def of_kind(self, api_version: str, kind: str) -> list[SourceDocument]:
-        return [d for d in self.documents if d.api_version == api_version and d.kind == kind]
+        return list(self.by_kind.get((api_version, kind), ()))
 
     def kinds(self) -> set[tuple[str, str]]:
-        return {(d.api_version, d.kind) for d in self.documents}
+        return set(self.by_kind)
 
     @classmethod
     def of(cls, documents: Iterable[SourceDocument]) -> SourceSet:

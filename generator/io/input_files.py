@@ -39,7 +39,8 @@ def _too_large(size: int | None, limit: int, what: str) -> UnreadableInput:
     return UnreadableInput(f"{what} is too large ({found}the limit is {_mib(limit)})")
 
 
-def _decoded(data: bytes) -> str:
+def decoded_text(data: bytes) -> str:
+    """Bytes read by `read_input_bytes` as UTF-8 text; raises UnreadableInput."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -66,11 +67,14 @@ def read_input_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
         chunks: list[bytes] = []
         total = 0
         while total <= limit:  # the file may grow while it is read: never past the limit
-            chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
-            if not chunk:
-                break
+            # First the size stat gave and one byte more (a read allocates what it asks for); a
+            # regular file's read returns less than asked only at its end.
+            asked = min(status.st_size + 1 if not chunks else _CHUNK, limit + 1 - total)
+            chunk = os.read(fd, asked)
             chunks.append(chunk)
             total += len(chunk)
+            if len(chunk) < asked:
+                break
         if total > limit:
             raise _too_large(None, limit, "the file")
         return b"".join(chunks)
@@ -82,7 +86,7 @@ def read_input_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
 
 def read_input_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of a regular file of at most `limit` bytes; raises UnreadableInput."""
-    return _decoded(read_input_bytes(path, limit))
+    return decoded_text(read_input_bytes(path, limit))
 
 
 def read_stream_text(stream: BinaryIO, limit: int = MAX_STREAM_BYTES) -> str:
@@ -93,7 +97,7 @@ def read_stream_text(stream: BinaryIO, limit: int = MAX_STREAM_BYTES) -> str:
         raise UnreadableInput(f"cannot read: {error.strerror or error}") from None
     if len(data) > limit:
         raise _too_large(None, limit, "the stream")
-    return _decoded(data)
+    return decoded_text(data)
 
 
 _SPOOL_IN_MEMORY = 4 << 20  # a larger stream waits on disk, so that memory does not grow with it
@@ -124,7 +128,7 @@ def spool_stream(stream: BinaryIO, limit: int = MAX_STREAM_BYTES) -> IO[bytes]:
         spooled.seek(0)
         whole = spooled.read()
         spooled.close()
-        _decoded(whole)  # raises with the byte offset `read_stream_text` names
+        decoded_text(whole)  # raises with the byte offset `read_stream_text` names
         raise  # not reached: text that fails to decode in parts fails as a whole
     except BaseException:
         spooled.close()

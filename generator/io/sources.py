@@ -14,29 +14,36 @@ from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_do
 from btp_gitops.generator.io.containment import SourceRoots, display_path
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 
-__all__ = ["YAML_SUFFIXES", "display_path", "load_sources", "source_files"]
+__all__ = ["YAML_SUFFIXES", "display_path", "documents_in_text", "load_sources", "source_files"]
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def _walk(directory: Path, roots: SourceRoots) -> list[Path]:
     """The YAML files under `directory`, not descending into hidden or linked directories; a
-    symbolic link (to a file or a directory) whose target leaves the roots is refused."""
-    found = []
-    for parent, dirs, files in os.walk(directory, followlinks=False):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in [*dirs, *files]:
-            entry = Path(parent) / name
-            if not name.startswith(".") and entry.is_symlink():
-                roots.check_link(entry)
-        found += [
-            Path(parent) / name
-            for name in files
-            if not name.startswith(".")
-            and Path(name).suffix in YAML_SUFFIXES
-            and (Path(parent) / name).is_file()
-        ]
-    return sorted(found)
+    symbolic link (to a file or a directory) whose target leaves the roots is refused.
+    (`os.scandir` entries: a file costs no `stat` unless it is a link.)"""
+    found: list[str] = []
+    pending = [os.fspath(directory)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # as os.walk: a directory that cannot be listed is passed over
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                roots.check_link(Path(entry.path))
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
+            elif entry.name.endswith(YAML_SUFFIXES) and entry.is_file():
+                found.append(entry.path)
+    # In the order of Path's comparison (part by part), without a Path per comparison: every
+    # path here starts with the same `directory`, so comparing the split strings is the same.
+    found.sort(key=lambda path: path.split(os.sep))
+    return [Path(path) for path in found]
 
 
 def source_files(paths: Iterable[Path], roots: SourceRoots | None = None) -> Iterator[Path]:
@@ -61,6 +68,16 @@ def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocumen
     except UnreadableInput as error:
         problems.append(Problem(file=shown, message=error.reason))
         return
+    yield from documents_in_text(path, shown, text, problems)
+
+
+def documents_in_text(
+    path: Path, shown: str, text: str, problems: list[Problem], directory: Path | None = None
+) -> Iterator[SourceDocument]:
+    """The documents of one source file's text (`shown`: its path as the user reads it), each
+    checked to be a Kubernetes object of a sound shape; what is not is added to `problems`.
+    `directory`: the file's directory resolved, when the caller knows it already."""
+    where = directory if directory is not None else path.parent.resolve()
     try:
         for index, body in load_source_documents(text, shown):
             if body is None:
@@ -90,7 +107,7 @@ def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocumen
                     for field, message in shape
                 ]
                 continue
-            yield SourceDocument(file=shown, document=index, body=body, directory=path.parent.resolve())
+            yield SourceDocument(file=shown, document=index, body=body, directory=where)
     except SourceSyntaxProblem as error:
         problems.append(error.problem)
 

@@ -27,6 +27,7 @@ from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.diff.compare import ClusterDiff, compare_trees
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
 from btp_gitops.generator.io.git import read_tree_at
+from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT, check_no_links, directory_lock, read_tree
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
 from btp_gitops.generator.transforms.guards import assert_no_private_key_in_text
@@ -48,6 +49,7 @@ class DiffRequest:
     new_cluster: bool = False  # --new-cluster: the cluster directory may not exist yet
     allow_layout_change: bool = False  # --allow-layout-change: compare across --target/--emit-wiring
     migrate_layout: bool = False  # --migrate-layout: render as `render --migrate-layout` would
+    cache: RenderCache | None = None  # --cache-dir: tenant records rendered before (None: --no-cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +160,7 @@ def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaReg
         target=request.target,
         allow_paths=request.allow_paths,
         shard_tenants=shards_tenants(tree.manifest, old.keys(), request.migrate_layout),
+        cache=request.cache,
     )
     new = {**result.files, **result.records}
     diff = compare_trees(old, new, prefix=f"{cluster_subtree(request.cluster)}/")

@@ -5,6 +5,7 @@ load sources -> validate -> render each domain -> lay out files -> guard -> writ
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -45,7 +46,7 @@ from btp_gitops.generator.core.sources import SourceDocument, SourceSet
 from btp_gitops.generator.core.validation import SchemaRegistry, validate_sources
 from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.btp_operator import render_btp_operator
-from btp_gitops.generator.domains.cap import render_cap_applications
+from btp_gitops.generator.domains.cap import TenantRenders, application_inputs, render_cap_applications
 from btp_gitops.generator.domains.kyma import (
     DEFAULT_MIN_WINDOW,
     RECORD_FILE,
@@ -58,6 +59,7 @@ from btp_gitops.generator.domains.kyma import (
 )
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.containment import ContainedCharts, SourceRoots
+from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.repo import (
     DEFAULT_LOCK_TIMEOUT,
     LocalFilesystem,
@@ -70,6 +72,7 @@ from btp_gitops.generator.io.repo import (
     write_subtree,
 )
 from btp_gitops.generator.io.sources import load_sources
+from btp_gitops.generator.pipeline.cached_sources import CachedSources, load_cached_sources, thawed
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
 from btp_gitops.generator.pipeline.wiring import cluster_wiring
 from btp_gitops.generator.transforms.guards import assert_no_credentials
@@ -105,6 +108,7 @@ class RenderRequest:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another run writing --out
     strict: bool = False  # a Kyma module that cannot be resolved fails the render, nothing written
     migrate_layout: bool = False  # --migrate-layout: move the tenants of a flat repository into shards
+    cache: RenderCache | None = None  # --cache-dir: tenant records rendered before (None: --no-cache)
 
 
 @dataclass(slots=True)
@@ -150,14 +154,18 @@ def source_roots(sources: tuple[Path, ...], kyma: KymaOptions, allow_paths: tupl
 
 
 def render_domains(
-    sources: SourceSet, engine: ChartRenderer, kyma: KymaPlan, roots: SourceRoots
+    sources: SourceSet,
+    engine: ChartRenderer,
+    kyma: KymaPlan,
+    roots: SourceRoots,
+    tenants: TenantRenders | None = None,
 ) -> list[AppRender]:
     """Every domain's apps. Each domain reads only its own kinds, and files only inside `roots`."""
     contained = ContainedCharts(engine, roots)
     return [
         *render_btp_operator(sources, contained, bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART)),
         *render_kyma_modules(kyma, contained, lambda paths: load_sources(paths, roots=roots)),
-        *render_cap_applications(sources),
+        *render_cap_applications(sources, tenants),
     ]
 
 
@@ -294,19 +302,66 @@ def render_cluster(
     progress: Progress = NO_PROGRESS,
     allow_paths: tuple[Path, ...] = (),
     shard_tenants: bool = True,  # ownership.shards_tenants: False keeps a flat repository flat
+    cache: RenderCache | None = None,
 ) -> RenderResult:
-    """Everything up to, not including, writing: pure apart from reading the sources and charts."""
+    """Everything up to, not including, writing: pure apart from reading the sources and charts,
+    and, with a `cache`, reading tenant records rendered before and keeping the new ones
+    (pipeline.cached_sources; the output is the same bytes either way)."""
+    render = functools.partial(
+        _render_cluster,
+        sources,
+        cluster,
+        engine,
+        schemas,
+        kyma=kyma,
+        previous=previous,
+        target=target,
+        progress=progress,
+        allow_paths=allow_paths,
+        cache=cache,
+        shard_tenants=shard_tenants,
+    )
+    if cache is None:
+        return render()
+    try:
+        return render()
+    finally:
+        cache.close()
+        thawed()
+
+
+def _render_cluster(
+    sources: tuple[Path, ...],
+    cluster: str,
+    engine: ChartRenderer,
+    schemas: SchemaRegistry,
+    *,
+    kyma: KymaOptions,
+    previous: Mapping[str, str] | None,
+    target: TargetOptions,
+    progress: Progress,
+    allow_paths: tuple[Path, ...],
+    cache: RenderCache | None,
+    shard_tenants: bool,
+) -> RenderResult:
     where = cluster_subtree(cluster)
     roots = source_roots(sources, kyma, allow_paths)
-    documents = load_sources(sources, progress)
+    cached: CachedSources | None = None
+    if cache is None:
+        documents = fresh = load_sources(sources, progress)
+    else:
+        cached = load_cached_sources(sources, cache, cache.scope(schemas, target.target), progress)
+        documents, fresh = cached.documents, cached.fresh
     catalog = load_sources(kyma.catalogs, progress)
-    validate_sources([*documents, *catalog], schemas, progress)
-    problems = metadata_name_problems([*documents, *catalog])
+    validate_sources([*fresh, *catalog], schemas, progress)
+    problems = metadata_name_problems([*fresh, *catalog])
     raise_if_problems(InvalidSpec, "source names that cannot become paths", problems)
     source_set = SourceSet.of(documents)
     kyma_plan = plan_kyma_modules(source_set, kyma_context(kyma, catalog, previous or {}, where))
     progress.update("rendering", 0)
-    apps = render_domains(source_set, engine, kyma_plan, roots)
+    inputs = application_inputs(source_set) if cached is not None else {}
+    tenants = cached.renders(inputs) if cached is not None else None
+    apps = render_domains(source_set, engine, kyma_plan, roots, tenants)
     reject_duplicate_objects(apps)
     layout_notes = [] if shard_tenants else keep_flat(apps)
     laid_out = carry_over(
@@ -316,6 +371,8 @@ def render_cluster(
     # A credential is the graver finding: reported even where a name would also be refused.
     assert_no_credentials([m for app in apps for m in app.manifests], files)
     reject_unsafe_paths(apps, {**files, **kyma_plan.record_files})
+    if cache is not None and cached is not None and tenants is not None:
+        cache.write_all(cached.entries(tenants, inputs))
     return RenderResult(
         cluster=cluster,
         apps=apps,
@@ -525,6 +582,7 @@ def render_into_repo(
             progress=progress,
             allow_paths=request.allow_paths,
             shard_tenants=sharded,
+            cache=request.cache,
         )
         result.raise_if_strict(request.strict)
         result.notes += layout_move_note(moved_into_groups(previous, result.apps), request.target)

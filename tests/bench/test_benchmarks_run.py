@@ -48,6 +48,8 @@ def test_cap_tenants_benchmark_runs() -> None:
     # the upgrade wave (goal a's scenario), steady, and one tenant added (goal b)
     assert done.stdout.count("ratio:") == 3
     assert "incremental: one tenant added to 30 (steady)" in done.stdout
+    assert "31 tenants, cache warmed by that render:" in done.stdout
+    assert "end to end:" in done.stdout and "--no-cache:" in done.stdout
     assert done.stdout.count("load average") >= 4
     assert "upgrade-wave: 40 tenants" in done.stdout
     assert "      40 tenants:" in done.stdout  # the linearity table reached the full size

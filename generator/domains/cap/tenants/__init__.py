@@ -35,6 +35,8 @@ from btp_gitops.generator.domains.cap.tenants.names import (
     version_gate_name,
 )
 from btp_gitops.generator.domains.cap.tenants.render import (
+    TenantRenders,
+    application_inputs,
     operation_jobs,
     render_cap_tenants,
     tenant_operation_notes,
@@ -61,10 +63,12 @@ __all__ = [
     "StepTemplate",
     "Tenant",
     "TenantCatalog",
+    "TenantRenders",
     "TenantState",
     "TenantStatus",
     "TenantType",
     "VersionIndex",
+    "application_inputs",
     "build_tenant_catalog",
     "derived_provider_tenant",
     "desired_version",

@@ -18,16 +18,28 @@ templates) is done once per application, so a render is linear in tenants.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from btp_gitops.generator.core.errors import InvalidSpec, Problem, raise_if_problems
 from btp_gitops.generator.core.objects import KubeObject, Manifest
 from btp_gitops.generator.core.report import AppRender, Level, Note
-from btp_gitops.generator.core.sources import problem_at
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet, problem_at
 from btp_gitops.generator.domains.cap.catalog import CapCatalog
 from btp_gitops.generator.domains.cap.identity import owner_labels
-from btp_gitops.generator.domains.cap.model import Application, Domain, TenantOperation, Version
+from btp_gitops.generator.domains.cap.model import (
+    CAP_APPLICATION,
+    CAP_APPLICATION_VERSION,
+    CLUSTER_DOMAIN,
+    DOMAIN,
+    Application,
+    Domain,
+    TenantOperation,
+    Version,
+)
 from btp_gitops.generator.domains.cap.tenants.catalog import ApplicationTenants, TenantCatalog
 from btp_gitops.generator.domains.cap.tenants.jobs import (
     StepTemplate,
@@ -59,6 +71,53 @@ from btp_gitops.generator.domains.cap.tenants.selection import (
 from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage, stage_steps
 
 StepKey = tuple[str, TenantOperation]  # (CAPApplicationVersion name, operation)
+RecordKey = tuple[str, int]  # a tenant record's file (as shown) and document
+ApplicationKey = tuple[str, str]  # (namespace, name) of a CAPApplication
+
+
+@dataclass(slots=True)
+class TenantRenders:
+    """Tenant apps rendered by an earlier render, by record, and the ones this render makes.
+
+    `known` holds apps rendered from the same record bytes for the same application inputs
+    (`application_inputs`), which the render takes instead of rendering the tenant again; every
+    rule about the records (plans, names, tenant ids, subdomains) is still checked on every
+    record. The render puts each app it renders from a record into `rendered`. Reading and
+    writing them is the pipeline's (io.render_cache): the domain does no I/O.
+    """
+
+    known: Mapping[RecordKey, AppRender] = field(default_factory=dict)
+    rendered: dict[RecordKey, AppRender | None] = field(default_factory=dict)
+
+
+def _canonical(document: SourceDocument) -> list[Any]:
+    return [document.file, document.document, document.body]
+
+
+def application_inputs(sources: SourceSet) -> dict[ApplicationKey, str]:
+    """Per CAPApplication, a digest of everything its tenants' render reads besides their own
+    record: the CAPApplication, the CAPApplicationVersions of its namespace, every Domain and
+    ClusterDomain (each with its file and document, which notes and origins name). An
+    application whose documents JSON cannot hold exactly (a map with a non-string key) has none:
+    its tenants are always rendered."""
+    domains = [_canonical(d) for d in [*sources.of_kind(*DOMAIN), *sources.of_kind(*CLUSTER_DOMAIN)]]
+    versions: dict[str, list[list[Any]]] = {}
+    for version in sources.of_kind(*CAP_APPLICATION_VERSION):
+        versions.setdefault(str(version.body["metadata"].get("namespace", "")), []).append(
+            _canonical(version)
+        )
+    found = {}
+    for app in sources.of_kind(*CAP_APPLICATION):
+        namespace = str(app.body["metadata"].get("namespace", ""))
+        key = (namespace, str(app.body["metadata"].get("name", "")))
+        try:
+            text = json.dumps(
+                [_canonical(app), versions.get(namespace, []), domains], sort_keys=True, allow_nan=False
+            )
+        except (TypeError, ValueError):
+            continue
+        found[key] = hashlib.sha256(text.encode()).hexdigest()
+    return found
 
 
 @dataclass(slots=True)
@@ -216,17 +275,32 @@ def _context(group: ApplicationTenants, catalog: CapCatalog) -> ApplicationConte
     )
 
 
-def render_cap_tenants(tenants: TenantCatalog, catalog: CapCatalog) -> list[AppRender]:
-    """An app per tenant that has anything left to render; every problem of every tenant at once."""
+def render_cap_tenants(
+    tenants: TenantCatalog, catalog: CapCatalog, renders: TenantRenders | None = None
+) -> list[AppRender]:
+    """An app per tenant that has anything left to render; every problem of every tenant at once.
+    With `renders`, a tenant whose app it knows is not rendered again (see TenantRenders)."""
     apps = []
     problems: list[Problem] = []
+    renders = renders if renders is not None else TenantRenders()
     for group in tenants.applications:
         context = _context(group, catalog)
         for tenant in group.tenants:
             plan = plan_tenant(tenant, group.app, context.versions)
             problems += plan.problems
-            if not plan.problems and not plan.retired:
-                apps.append(render_tenant(context, tenant, plan))
+            key = (tenant.source.file, tenant.source.document) if tenant.source is not None else None
+            if plan.problems or plan.retired:
+                if key is not None and plan.retired:
+                    renders.rendered[key] = None
+                continue
+            known = renders.known.get(key) if key is not None else None
+            if known is not None:
+                apps.append(known)
+                continue
+            app = render_tenant(context, tenant, plan)
+            if key is not None:
+                renders.rendered[key] = app
+            apps.append(app)
         problems += context.problems
     raise_if_problems(InvalidSpec, "invalid CAP tenants", problems)
     return apps

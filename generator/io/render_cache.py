@@ -1,0 +1,342 @@
+"""The render cache: what a render learnt about one tenant record, kept for the next render.
+
+A CAP tenant record is a file of one CAPTenant document (as the subscription server writes
+them). Parsing, schema-validating, rendering and serialising 20,000 of them is most of a render,
+although one render to the next changes a few. An entry keeps, for one such file:
+
+- the document as parsed and validated (so an unchanged record is neither parsed nor checked
+  against its schema again: validated once);
+- the tenant's app as rendered, for the application inputs it was rendered with (a digest the
+  CAP domain computes: the CAPApplication, its versions, the domains), each object with its YAML
+  as `core.yamlio` writes it.
+
+An entry's name is the sha256 of the code digest (the btp-gitops version, a content digest of
+`generator/` and `schemas/` and the versions of PyYAML and jsonschema), the schemas the render
+validates with, the layout target, the file's path as shown and its bytes. The rendered part is
+used only when the digest of the application inputs it records is today's; otherwise the record
+is rendered again and the entry replaced. Cross-tenant rules (names, tenant ids, subdomains) are
+not cached: the domain checks every record, cached or not, each render.
+
+Entries are untrusted input too: each carries a sha256 of its payload and its own name; an entry
+that is not a regular file, too large, a link, corrupt, truncated or another key's is ignored
+(the record is read and rendered as without a cache), never an error. Entries are opened relative
+to the cache directory, no link followed. A write goes to a temporary file renamed into place,
+so concurrent renders sharing a directory each see whole entries. The directory is bounded: when
+a render wrote entries and the directory holds more than `max_bytes`, the entries used least
+recently (a hit refreshes an entry's time at most once a day) are removed down to 90 % of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import secrets
+import stat
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import btp_gitops
+from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.report import AppRender, Level, Note
+from btp_gitops.generator.core.validation import SchemaRegistry
+from btp_gitops.generator.io import bundled
+
+FORMAT = 1
+DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
+MAX_ENTRY_BYTES = 8 << 20  # an entry larger than this is not read (a tenant's app is a few KiB)
+_TOUCH_AFTER = 24 * 3600.0  # a hit refreshes the entry's time when it is older than this
+_SUFFIX = ".json"
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+
+
+def default_cache_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
+    """`$XDG_CACHE_HOME/btp-gitops/render`, else `~/.cache/btp-gitops/render`."""
+    base = environ.get("XDG_CACHE_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "btp-gitops" / "render"
+
+
+def _package_files(root: Path) -> Iterator[Path]:
+    for parent, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith((".py", ".json", ".yaml")):
+                yield Path(parent) / name
+
+
+@functools.cache
+def code_digest() -> str:
+    """What renders a tenant: the version, the content of `generator/` and `schemas/`, the YAML
+    and schema libraries. A development build that changes a line changes the digest."""
+    digest = hashlib.sha256(f"btp-gitops {btp_gitops.__version__} format {FORMAT}\n".encode())
+    digest.update(f"python {sys.version_info[:2]}\n".encode())
+    for package in ("PyYAML", "jsonschema"):
+        try:
+            digest.update(f"{package} {metadata.version(package)}\n".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{package} none\n".encode())
+    generator = Path(btp_gitops.__file__).parent / "generator"
+    for top in (generator, bundled.schema_dir()):
+        for path in _package_files(top):
+            digest.update(f"{path.relative_to(top)}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def schemas_digest(schemas: SchemaRegistry) -> str:
+    """The schemas a render validates with (`--schemas` may name others than the shipped ones)."""
+    text = json.dumps([kind.schema for kind in schemas.kinds()], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One tenant record file: its document, and its app as rendered for `inputs`."""
+
+    document: int
+    body: dict[str, Any]
+    inputs: str  # the digest of the application inputs the app was rendered with; "" when none
+    app: dict[str, Any] | None  # {"app", "notes", "objects": [{"body", "origin", "text"}]}
+
+    def payload(self) -> dict[str, Any]:
+        return {"document": self.document, "body": self.body, "inputs": self.inputs, "app": self.app}
+
+    @classmethod
+    def of(cls, payload: Any) -> Entry | None:
+        if not isinstance(payload, dict):
+            return None
+        document, body, inputs, app = (payload.get(k) for k in ("document", "body", "inputs", "app"))
+        if type(document) is not int or not isinstance(body, dict) or not isinstance(inputs, str):
+            return None
+        if app is not None and not _app_shape(app):
+            return None
+        return cls(document, body, inputs, app)
+
+
+def app_payload(app: AppRender) -> dict[str, Any]:
+    """A tenant's app for an entry: its objects (body, origin, YAML once the layout wrote it)."""
+    return {
+        "app": app.app,
+        "notes": [note.as_dict() for note in app.notes],
+        "objects": [{"body": m.body, "origin": m.origin, "text": m.text} for m in app.manifests],
+    }
+
+
+def rendered_app(payload: dict[str, Any]) -> AppRender | None:
+    """The app an entry holds (its shape checked by Entry.of); None when a note's level is unknown."""
+    try:
+        notes = [Note(Level(n["level"]), n["reason"], n["subject"], n["message"]) for n in payload["notes"]]
+    except ValueError:
+        return None
+    manifests = [Manifest(o["body"], o["origin"], o["text"]) for o in payload["objects"]]
+    return AppRender(payload["app"], manifests, notes)
+
+
+def _app_shape(app: Any) -> bool:
+    if not isinstance(app, dict) or not isinstance(app.get("app"), str):
+        return False
+    notes, objects = app.get("notes"), app.get("objects")
+    if not isinstance(notes, list) or not isinstance(objects, list):
+        return False
+    fields = ("level", "reason", "subject", "message")
+    if not all(isinstance(n, dict) and all(isinstance(n.get(f), str) for f in fields) for n in notes):
+        return False
+    return all(
+        isinstance(o, dict)
+        and isinstance(o.get("body"), dict)
+        and isinstance(o.get("origin"), str)
+        and (o.get("text") is None or isinstance(o.get("text"), str))
+        for o in objects
+    )
+
+
+class RenderCache:
+    """A cache directory the command owns (`--cache-dir`); see the module docstring."""
+
+    def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self._root: int | None = None
+        self._shards: dict[str, int] = {}
+        self.hits = 0
+        self.written = 0
+
+    # --- keys ------------------------------------------------------------------------------
+
+    def scope(self, schemas: SchemaRegistry, target: str) -> str:
+        """What every key of one render shares."""
+        return hashlib.sha256(f"{code_digest()}\0{schemas_digest(schemas)}\0{target}".encode()).hexdigest()
+
+    @staticmethod
+    def key(scope: str, shown: str, data: bytes) -> str:
+        digest = hashlib.sha256(scope.encode())
+        digest.update(b"\0" + shown.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(data)
+        return digest.hexdigest()
+
+    # --- directory -------------------------------------------------------------------------
+
+    def _root_fd(self, create: bool) -> int | None:
+        if self._root is None:
+            try:
+                if create:
+                    self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._root = os.open(self.directory, _DIR_FLAGS)
+            except OSError:
+                return None
+        return self._root
+
+    def _shard(self, key: str, create: bool) -> int | None:
+        return self._shard_named(key[:2], create)
+
+    def _shard_named(self, name: str, create: bool) -> int | None:
+        fd = self._shards.get(name)
+        if fd is not None:
+            return fd
+        root = self._root_fd(create)
+        if root is None:
+            return None
+        try:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o700, dir_fd=root)
+            fd = os.open(name, _DIR_FLAGS, dir_fd=root)
+        except OSError:
+            return None  # absent, a link or not a directory: no entry there
+        self._shards[name] = fd
+        return fd
+
+    def close(self) -> None:
+        for fd in [*self._shards.values(), self._root]:
+            if fd is not None:
+                os.close(fd)
+        self._shards, self._root = {}, None
+
+    # --- entries ---------------------------------------------------------------------------
+
+    def read(self, key: str) -> Entry | None:
+        """The entry of `key` when it is whole and its own; None otherwise (never an error)."""
+        shard = self._shard(key, create=False)
+        if shard is None:
+            return None
+        try:
+            fd = os.open(key[2:] + _SUFFIX, _FLAGS, dir_fd=shard)
+        except OSError:
+            return None
+        try:
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_ENTRY_BYTES:
+                return None
+            data = os.read(fd, status.st_size + 1)  # one more byte: a file that grew is not whole
+            if time.time() - status.st_mtime > _TOUCH_AFTER:
+                os.utime(fd)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        entry = _decode(key, data) if len(data) == status.st_size else None
+        if entry is not None:
+            self.hits += 1
+        return entry
+
+    def write(self, key: str, entry: Entry) -> None:
+        """Store an entry (atomically); a directory that cannot be written is no error."""
+        data = _encode(key, entry)
+        if data is None:
+            return
+        shard = self._shard(key, create=True)
+        if shard is None:
+            return
+        temporary = f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=shard)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.rename(temporary, key[2:] + _SUFFIX, src_dir_fd=shard, dst_dir_fd=shard)
+            self.written += 1
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=shard)
+
+    def write_all(self, entries: Iterable[tuple[str, Entry]]) -> None:
+        for key, entry in entries:
+            self.write(key, entry)
+        if self.written:
+            self.evict()
+
+    def evict(self) -> None:
+        """Remove the entries used least recently while the directory holds more than max_bytes."""
+        root = self._root_fd(create=False)
+        if root is None:
+            return
+        found: list[tuple[float, int, str, str]] = []
+        with os.scandir(root) as shards:
+            names = [s.name for s in shards if len(s.name) == 2 and s.is_dir(follow_symlinks=False)]
+        for shard_name in sorted(names):
+            shard_fd = self._shard_named(shard_name, create=False)
+            if shard_fd is None:
+                continue
+            with os.scandir(shard_fd) as entries:
+                for entry in entries:
+                    if entry.is_file(follow_symlinks=False):
+                        info = entry.stat(follow_symlinks=False)
+                        found.append((info.st_mtime, info.st_size, shard_name, entry.name))
+        total = sum(size for _, size, _, _ in found)
+        if total <= self.max_bytes:
+            return
+        found.sort()
+        for _, size, shard_name, name in found:
+            if total <= self.max_bytes * 0.9:
+                break
+            shard_fd = self._shard_named(shard_name, create=False)
+            if shard_fd is None:
+                continue
+            try:
+                os.unlink(name, dir_fd=shard_fd)
+                total -= size
+            except OSError:
+                pass
+
+
+def _encode(key: str, entry: Entry) -> bytes | None:
+    payload = entry.payload()
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    # JSON gives back strings, ints, floats, booleans, None, lists and string-keyed maps as they
+    # were; anything else (a map with an integer key, a tuple) reads back unequal: not cached.
+    if json.loads(text) != payload:
+        return None
+    body = text.encode("utf-8", "surrogatepass")
+    head = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()})
+    return head.encode() + b"\n" + body
+
+
+def _decode(key: str, data: bytes) -> Entry | None:
+    head, newline, body = data.partition(b"\n")
+    if not newline:
+        return None
+    try:
+        header = json.loads(head)
+        if (
+            not isinstance(header, dict)
+            or header.get("format") != FORMAT
+            or header.get("key") != key
+            or header.get("sha256") != hashlib.sha256(body).hexdigest()
+        ):
+            return None
+        return Entry.of(json.loads(body))
+    except (ValueError, RecursionError):
+        return None
