@@ -126,6 +126,7 @@ def app_payload(app: AppRender) -> dict[str, Any]:
     """A tenant's app for an entry: its objects (body, origin, YAML once the layout wrote it)."""
     return {
         "app": app.app,
+        "group": app.group,
         "notes": [note.as_dict() for note in app.notes],
         "objects": [{"body": m.body, "origin": m.origin, "text": m.text} for m in app.manifests],
     }
@@ -138,11 +139,13 @@ def rendered_app(payload: dict[str, Any]) -> AppRender | None:
     except ValueError:
         return None
     manifests = [Manifest(o["body"], o["origin"], o["text"]) for o in payload["objects"]]
-    return AppRender(payload["app"], manifests, notes)
+    return AppRender(payload["app"], manifests, notes, payload.get("group"))
 
 
 def _app_shape(app: Any) -> bool:
     if not isinstance(app, dict) or not isinstance(app.get("app"), str):
+        return False
+    if app.get("group") is not None and not isinstance(app.get("group"), str):
         return False
     notes, objects = app.get("notes"), app.get("objects")
     if not isinstance(notes, list) or not isinstance(objects, list):

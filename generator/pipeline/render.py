@@ -5,6 +5,7 @@ load sources -> validate -> render each domain -> lay out files -> guard -> writ
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -388,8 +389,10 @@ def keep_flat(apps: list[AppRender]) -> list[Note]:
     """Lay the apps of groups out flat, as a repository rendered before the sharding holds them,
     and say how to move them (see ownership.shards_tenants)."""
     grouped = [app for app in apps if app.group is not None and app.manifests]
-    for app in apps:
-        app.group = None
+    # Copies, not the apps themselves: the render cache keeps the rendered apps with their group.
+    for index, app in enumerate(apps):
+        if app.group is not None:
+            apps[index] = dataclasses.replace(app, group=None)
     if not grouped:
         return []
     return [

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.kube
 
 TENANT = "5d1f0a2b-7c3e-4d8f-9a1b-2c3d4e5f6a7b"
 CALLBACK = "/saas-manager/v1/subscription-callback/1234/result"
-TIMEOUT = 2.0
+TIMEOUT = 5.0  # long enough for a fetch over HTTP (a CGI per request) on a busy machine
 RECORD = f"apps/{APP}/tenants/{consumer_tenant_name(APP, TENANT)}.yaml"
 
 
