@@ -21,9 +21,13 @@ from tests.controller.test_gitstore import WriteFile, fresh_clone, remote, run_g
 __all__ = ["remote"]  # the fixture, shared with test_gitstore
 
 
-def install_racing_upload_pack(remote: Path, clone: Path, tmp_path: Path, races: int) -> Path:
+def install_racing_upload_pack(
+    remote: Path, clone: Path, tmp_path: Path, races: int, *, also: str = "true"
+) -> Path:
     """After each fetch from `clone`, another writer pushes a line of competitor.txt to main, until
-    it pushed `races` times; returns its clone (its lines, in order, in competitor.txt there)."""
+    it pushed `races` times; returns its clone (its lines, in order, in competitor.txt there).
+    `also`: a shell command run in that clone before each of its commits (`$count`: the race's
+    number), for files of its own beside competitor.txt."""
     competitor = fresh_clone(remote, tmp_path / "competitor")
     counter = tmp_path / "races"
     counter.write_text("0\n")
@@ -43,7 +47,8 @@ cd {quoted(str(competitor))} || exit 1
   git fetch --quiet origin &&
   git reset --quiet --hard origin/main &&
   echo "other-$count" >> competitor.txt &&
-  git add competitor.txt &&
+  {also} &&
+  git add --all &&
   git commit --quiet --message "other $count" &&
   git push --quiet origin HEAD:refs/heads/main
 }} >/dev/null 2>&1 || exit 1

@@ -33,6 +33,7 @@ from btp_gitops.controller.gitstore import (
     commit_message,
 )
 from btp_gitops.controller.records import SourceIndex, SubdomainTaken, WorkingIndex
+from tests.controller.test_push_races import install_racing_upload_pack
 from tests.controller.test_tenant_records import run_git
 from tests.controller.test_writer_batches import (
     APP,
@@ -57,37 +58,9 @@ def install_racing_competitor(remote: Path, clone: Path, tmp_path: Path, races: 
     """After each fetch from `clone` is served, another writer pushes a commit to main (until it
     pushed `races` times): a line of competitor.txt and a tenant record of its own,
     tenants/theirs-N.yaml, whose subdomain is `sub_domain`N. Returns that writer's clone."""
-    competitor = tmp_path / "competitor"
-    run_git(tmp_path, "clone", "--quiet", str(remote), str(competitor))
-    counter = tmp_path / "races"
-    counter.write_text("0\n")
     record = record_text("theirs-COUNT", "00000000-0000-4000-8000-00000000500COUNT", f"{sub_domain}COUNT")
-    script = tmp_path / "racing-upload-pack"
-    q = shlex.quote
-    script.write_text(
-        f"""#!/bin/sh
-git upload-pack "$@" || exit $?
-count=$(cat {q(str(counter))})
-[ "$count" -lt {races} ] || exit 0
-echo $((count + 1)) > {q(str(counter))}
-unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
-export GIT_AUTHOR_NAME=other GIT_AUTHOR_EMAIL=other@example.com
-export GIT_COMMITTER_NAME=other GIT_COMMITTER_EMAIL=other@example.com
-cd {q(str(competitor))} || exit 1
-{{
-  git fetch --quiet origin &&
-  git reset --quiet --hard origin/main &&
-  echo "other-$count" >> competitor.txt &&
-  printf '%s' {q(record)} | sed "s/COUNT/$count/g" > "tenants/theirs-$count.yaml" &&
-  git add --all &&
-  git commit --quiet --message "other $count" &&
-  git push --quiet origin HEAD:refs/heads/main
-}} >/dev/null 2>&1 || exit 1
-"""
-    )
-    script.chmod(0o755)
-    run_git(clone, "config", "remote.origin.uploadpack", str(script))
-    return competitor
+    also = f'printf \'%s\' {shlex.quote(record)} | sed "s/COUNT/$count/g" > "tenants/theirs-$count.yaml"'
+    return install_racing_upload_pack(remote, clone, tmp_path, races, also=also)
 
 
 def assert_clone_is_at(writer: SourceRepo, remote: Path, tmp_path: Path) -> None:
