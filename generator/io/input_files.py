@@ -100,7 +100,11 @@ def read_stream_text(stream: BinaryIO, limit: int = MAX_STREAM_BYTES) -> str:
     return decoded_text(data)
 
 
-_SPOOL_IN_MEMORY = 4 << 20  # a larger stream waits on disk, so that memory does not grow with it
+# A larger stream waits on disk, so that memory does not grow with it; read in blocks of
+# _SPOOL_CHUNK. Both small: the in-memory file is copied when it rolls over, and each block is held
+# as bytes and decoded text at once (4 MiB and 1 MiB blocks cost post-render ~4 MiB of peak memory).
+_SPOOL_IN_MEMORY = 1 << 20
+_SPOOL_CHUNK = 1 << 16
 
 
 def spool_stream(stream: BinaryIO, limit: int = MAX_STREAM_BYTES) -> IO[bytes]:
@@ -113,7 +117,7 @@ def spool_stream(stream: BinaryIO, limit: int = MAX_STREAM_BYTES) -> IO[bytes]:
     try:
         while total <= limit:
             try:
-                chunk = stream.read(min(_CHUNK, limit + 1 - total))
+                chunk = stream.read(min(_SPOOL_CHUNK, limit + 1 - total))
             except OSError as error:
                 raise UnreadableInput(f"cannot read: {error.strerror or error}") from None
             if not chunk:

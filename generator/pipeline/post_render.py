@@ -249,8 +249,14 @@ def _settings(request: PostRenderRequest, now: datetime, new_key: KeyFactory) ->
 
 # --- one document at a time ------------------------------------------------------------------
 
-_CHUNK_CHARS = 1 << 20
-_OUTPUT_IN_MEMORY = 4 << 20  # output beyond this waits in a temporary file until the stream is checked
+# The spooled input is read back in blocks of this many bytes. Small: each block is held as bytes,
+# as text and in the splitter's buffer at once, and large blocks (1 MiB) left ~5 MiB more peak memory
+# at 10,000 documents than these, for the same CPU.
+_CHUNK_BYTES = 1 << 16
+# Output beyond this waits in a temporary file until the stream is checked. A Helm chart's stream is
+# usually smaller; a larger one rolls over early, since the in-memory text is copied when it does
+# (4 MiB here cost ~5 MiB of peak memory at 10,000 documents).
+_OUTPUT_IN_MEMORY = 1 << 20
 
 
 @dataclass(slots=True)
@@ -406,7 +412,7 @@ def post_render_to(
         def chunks() -> Iterator[str]:
             spooled.seek(0)
             decoder = codecs.getincrementaldecoder("utf-8")()
-            while block := spooled.read(_CHUNK_CHARS):
+            while block := spooled.read(_CHUNK_BYTES):
                 yield decoder.decode(block)
             yield decoder.decode(b"", final=True)
 
