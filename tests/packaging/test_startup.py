@@ -127,6 +127,37 @@ def test_post_render_of_the_chart_imports_nothing_heavy(imported_by: Run, chart_
     assert heavy_among(modules) == []
 
 
+# What loads OpenSSL (hashlib: ~4 MiB of post-render's peak memory) and chart rendering's helpers.
+CHECKSUM_AND_CHART_MODULES = (
+    "hashlib",
+    "uuid",
+    "btp_gitops.generator.charts.deterministic",
+    "btp_gitops.generator.transforms.volatile",
+)
+GOLDEN = Path(__file__).parents[1] / "post_render" / "golden"
+
+
+def test_a_stream_without_the_operator_configmap_loads_no_hashing(imported_by: Run) -> None:
+    """A chart's stream that holds no operator ConfigMap has no config checksum to compute and no
+    chart to render: post-render does not load hashlib (and so OpenSSL) or the chart helpers."""
+    stream = (GOLDEN / "bench-helm3.in.yaml").read_text(encoding="utf-8")
+    assert "name: sap-btp-operator-config" not in stream
+    done, modules = imported_by("post-render", stdin=stream)
+    assert done.returncode == 0, done.stderr
+    assert "kind: Certificate" in done.stdout
+    assert sorted(modules.intersection(CHECKSUM_AND_CHART_MODULES)) == []
+
+
+def test_the_operator_configmap_loads_hashlib_for_its_checksum(imported_by: Run) -> None:
+    """The control: the operator chart's stream has the ConfigMap whose checksum rolls the
+    operator's pods, and the same check sees hashlib loaded for it (no chart helper, though)."""
+    stream = (GOLDEN / "operator-chart.in.yaml").read_text(encoding="utf-8")
+    done, modules = imported_by("post-render", stdin=stream)
+    assert done.returncode == 0, done.stderr
+    assert "checksum/config" in done.stdout
+    assert sorted(modules.intersection(CHECKSUM_AND_CHART_MODULES)) == ["hashlib"]
+
+
 @pytest.mark.tools
 def test_self_signed_mode_loads_cryptography_when_it_makes_keys(imported_by: Run, chart_stream: str) -> None:
     """The control: the same check sees the package a mode really needs."""

@@ -11,12 +11,9 @@ certificates come from cert-manager (or Gardener), with the CA injected in-clust
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
-from btp_gitops.generator.charts.deterministic import pinned_value_notes, render_chart_deterministically
 from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest, RenderedChart
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.core.objects import (
@@ -62,7 +59,6 @@ from btp_gitops.generator.transforms.operator_config import (
     apply_operator_settings,
 )
 from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage, annotate_argocd_sync_waves
-from btp_gitops.generator.transforms.volatile import still_pinned
 from btp_gitops.generator.transforms.workloads import set_container_image
 
 
@@ -95,6 +91,11 @@ def config_checksum(manifests: list[Manifest]) -> str | None:
             kind_of(manifest.body) == "ConfigMap"
             and manifest.body["metadata"].get("name") == OPERATOR_CONFIGMAP
         ):
+            # Imported here: post-render loads this module on every Helm install, and hashlib loads
+            # OpenSSL (~4 MiB of its peak memory), which only a stream holding this ConfigMap needs.
+            import hashlib  # noqa: PLC0415
+            import json  # noqa: PLC0415
+
             data = manifest.body.get("data") or {}
             return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     return None
@@ -190,6 +191,14 @@ def render_btp_operator(sources: SourceSet, engine: ChartRenderer, bundled_chart
         ]
         return [AppRender(APP, [], notes)] if notes else []
     config = select_module_config(sources, request, bundled_chart)
+    # Imported here: post-render, which loads this module too, renders no chart, and these load
+    # hashlib (OpenSSL: ~4 MiB of post-render's peak memory), uuid and platform (see config_checksum).
+    from btp_gitops.generator.charts.deterministic import (  # noqa: PLC0415
+        pinned_value_notes,
+        render_chart_deterministically,
+    )
+    from btp_gitops.generator.transforms.volatile import still_pinned  # noqa: PLC0415
+
     rendered, manifests, pinned = render_chart_deterministically(engine, chart_request(config))
     app = render_module_objects(config, rendered, manifests)
     pin_notes = pinned_value_notes(still_pinned(pinned, app.manifests))
