@@ -643,6 +643,36 @@ def recover_leftovers(parent: Path, name: str, fs: LocalFilesystem | None = None
             fs.remove_tree(path)
 
 
+def read_finished_tree(parent: Path, name: str) -> dict[str, bytes]:
+    """The files of `parent/name` as the write in progress or cut will leave them: a reader that
+    takes the lock shared (`diff --against DIR`) may find a journal a killed run left, with a tree
+    mixing old and new files; it reads the journal's plan and staged files on top, and changes
+    nothing (the next write replays the journal for real)."""
+    target = parent / name
+    files = read_tree(target)
+    journals = [p for p in _leftovers(parent, name, "journal") if p.is_dir() and not p.is_symlink()]
+    for journal in sorted(journals, key=lambda p: p.lstat().st_mtime_ns):
+        try:
+            with os.fdopen(
+                os.open(journal / PLAN_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb"
+            ) as plan_file:
+                plan = WritePlan.from_json(plan_file.read().decode("utf-8"))
+            for path in plan.remove:
+                files.pop(path, None)
+            for path in plan.write:
+                staged = os.fspath(journal / NEW_FILES / path)
+                data = _read_regular(staged) if os.path.lexists(staged) else files.get(path)
+                if data is None:
+                    raise ValueError(f"{path}: neither staged nor in the tree")
+                files[path] = data
+        except (OSError, ValueError) as error:
+            raise OutputNotWritable(
+                f"cannot read {target}: an interrupted render left {journal}, and it cannot be read "
+                f"({error}); render again to finish that write"
+            ) from error
+    return dict(sorted(files.items()))
+
+
 def write_subtree(
     root: Path,
     subtree: str,

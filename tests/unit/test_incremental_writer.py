@@ -25,8 +25,10 @@ from btp_gitops.generator.io.repo import (
     LocalFilesystem,
     TreeChanges,
     WritePlan,
+    read_finished_tree,
     read_tree,
     recover_leftovers,
+    scan_tree,
     write_subtree,
 )
 
@@ -353,3 +355,44 @@ def test_git_status_after_an_incremental_write_shows_only_the_changed_paths(repo
         "?? clusters/c1/deep",
         "?? clusters/c1/fresh/dir/y.yaml",
     ]
+
+
+def test_a_reader_sees_the_tree_a_cut_write_will_leave_and_changes_nothing(repo: Path) -> None:
+    plan = {"write": ["app/a.yaml", "app/c.yaml"], "remove": ["app/b.yaml"], "prune": []}
+    journal = _plant_journal(repo, plan, {"app/a.yaml": "a: 9\n"})  # app/c.yaml: moved in already
+    (repo / "clusters" / "c1" / "app" / "c.yaml").write_text("c: 9\n")
+    before = stats_of(repo)
+    seen = read_finished_tree(repo / "clusters", "c1")
+    assert stats_of(repo) == before and journal.is_dir()
+    recover_leftovers(repo / "clusters", "c1")
+    assert seen == read_tree(repo / "clusters" / "c1")
+    assert seen["app/a.yaml"] == b"a: 9\n" and "app/b.yaml" not in seen
+
+
+def test_a_reader_refuses_a_journal_it_cannot_read(repo: Path) -> None:
+    _plant_journal(repo, {"write": ["missing.yaml"], "remove": [], "prune": []}, {})
+    with pytest.raises(OutputNotWritable, match="render again to finish that write"):
+        read_finished_tree(repo / "clusters", "c1")
+
+
+def test_a_file_swapped_for_a_link_or_a_fifo_after_the_listing_is_not_read(tmp_path: Path) -> None:
+    """What scan_tree does when the entry it listed as a file is something else when opened."""
+    from btp_gitops.generator.io.repo import _read_regular  # noqa: PLC0415
+
+    (tmp_path / "secret").write_text("not yours\n")
+    (tmp_path / "link").symlink_to(tmp_path / "secret")
+    os.mkfifo(tmp_path / "fifo")  # opened without blocking, and refused
+    assert _read_regular(str(tmp_path / "link")) is None
+    assert _read_regular(str(tmp_path / "fifo")) is None
+    assert _read_regular(str(tmp_path / "secret")) == b"not yours\n"
+
+
+def test_the_scan_lists_directories_links_and_files_apart(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "f").write_bytes(b"x" * 200_000)  # more than one read
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "dirlink").symlink_to(tmp_path / "a")
+    scanned = scan_tree(tmp_path)
+    assert scanned.files == {"a/b/f": b"x" * 200_000}
+    assert scanned.directories == ("a", "a/b", "empty")
+    assert scanned.others == ("dirlink",)
