@@ -254,7 +254,9 @@ def run_git(repo: Path, *args: str) -> tuple[float, float]:
     before, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.org"}
     env |= {"GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.org"}
-    subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True, env=env)
+    # No automatic gc: it would pack the objects in the background while the repository is copied.
+    command = ["git", "-c", "gc.auto=0", "-C", str(repo), *args]
+    subprocess.run(command, capture_output=True, check=True, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), time.perf_counter() - wall
 
