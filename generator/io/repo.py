@@ -59,7 +59,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from btp_gitops.generator.core.errors import OutputLocked, OutputNotWritable, UnsafeOutput
+from btp_gitops.generator.core.errors import OutputLocked, OutputNotWritable, Problem, UnsafeOutput
+from btp_gitops.generator.core.ownership import MANIFEST_FILE, owned_files
 
 DEFAULT_LOCK_TIMEOUT = 60.0
 PLAN_FILE = "plan.json"  # a journal's plan: what to write, remove and prune
@@ -673,6 +674,26 @@ def read_finished_tree(parent: Path, name: str) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
+def refuse_removing_foreign(target: Path, files: Mapping[str, bytes], removed: tuple[str, ...]) -> None:
+    """In a tree with ownership manifests (a render's, core.ownership), remove only files they
+    list: a render refuses foreign files when it reads the tree, and one put there while it
+    rendered is refused here, before anything is written. Trees without (the CRDs, module
+    resources, a cluster directory written before the manifests) are the writer's whole."""
+    if MANIFEST_FILE not in files or not removed:
+        return
+    owned = owned_files(files, ())
+    foreign = [path for path in removed if path not in owned]
+    if foreign:
+        raise UnsafeOutput(
+            f"{target} holds {len(foreign)} file(s) btp-gitops did not write; a render never deletes "
+            "what is not its own: move them out of it and render again",
+            [
+                Problem(str(target / path), f"not written by btp-gitops (not in {MANIFEST_FILE})")
+                for path in foreign
+            ],
+        )
+
+
 def write_subtree(
     root: Path,
     subtree: str,
@@ -696,6 +717,7 @@ def write_subtree(
         scanned = scan_tree(target)
         refuse_links(target, scanned.others)
         changes = diff_trees(scanned.files, encoded)
+        refuse_removing_foreign(target, scanned.files, changes.removed)
         if target.is_dir():
             if not changes.empty:
                 _write_in_place(

@@ -396,3 +396,21 @@ def test_the_scan_lists_directories_links_and_files_apart(tmp_path: Path) -> Non
     assert scanned.files == {"a/b/f": b"x" * 200_000}
     assert scanned.directories == ("a", "a/b", "empty")
     assert scanned.others == ("dirlink",)
+
+
+def test_a_file_no_manifest_lists_is_never_removed(tmp_path: Path) -> None:
+    """A render checks for foreign files when it reads the tree; one that appears while it renders
+    is caught by the writer: with ownership manifests in the tree, it removes only what they list."""
+    from btp_gitops.generator.core.ownership import manifest_files  # noqa: PLC0415
+
+    owned = {"app/a.yaml": "a: 1\n", "app/kustomization.yaml": "resources: []\n"}
+    write_subtree(tmp_path, "clusters/c1", {**owned, **manifest_files(owned)})
+    cluster = tmp_path / "clusters" / "c1"
+    (cluster / "app" / "notes.md").write_text("a person's\n")  # during the render
+    before = stats_of(cluster)
+    kept = {"app/kustomization.yaml": "resources: []\n"}
+    with pytest.raises(UnsafeOutput, match="did not write") as caught:
+        write_subtree(tmp_path, "clusters/c1", {**kept, **manifest_files(kept)})
+    assert [problem.file for problem in caught.value.problems] == [str(cluster / "app" / "notes.md")]
+    assert stats_of(cluster) == before
+    assert hidden(tmp_path / "clusters") == []
