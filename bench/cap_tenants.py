@@ -1,6 +1,7 @@
 """Benchmark: render a CAP application with many tenants, against PyYAML's C dumper.
 
     .venv/bin/python -m bench.cap_tenants [--tenants 5000] [--incremental-tenants 20000] [--repeat 3]
+        [--baseline-src DIR] [--end-to-end-only]
 
 Sources: examples/cap-app (versions 1.0.0 and 1.1.0, its two domains) with its tenant files
 replaced by generated ones, one file per tenant as the subscription server writes them.
@@ -26,9 +27,12 @@ Goal (b): adding one tenant to --incremental-tenants (steady) costs at most 10 %
 render's CPU. Each round, in fresh children: a full render of N tenants without the render cache
 (the reference), a full render of N with an empty cache (which fills it), and a render of N + 1
 tenants (the same files and one more) with the cache the N render left; the medians of the
-first and the last are compared, CPU and wall. Then, once, the whole CLI (`btp-gitops render
---out`, writing the repository) of N + 1 with the warm cache against `--no-cache`, each over
-the repository the N render wrote, so users see the figure end to end.
+first and the last are compared, CPU and wall. Then the whole CLI (`btp-gitops render --out`,
+writing the repository) of N + 1 with the warm cache and with `--no-cache`, each over a copy of
+the repository the N render wrote (committed to Git), followed by `git status` on it, so users
+see the figure end to end; with `--baseline-src DIR` (another revision's source tree, e.g.
+`git archive main | tar -x -C DIR`) the same runs of that code, interleaved with ours.
+`--end-to-end-only` runs only those.
 Every figure is the median of --repeat runs (at least 3 for the goals), printed with the load
 average around it: the machine is shared, so only ratios from one run are comparable.
 Linearity: the render at a quarter, half and all of --tenants, in seconds per 1,000 tenants.
@@ -234,32 +238,92 @@ def incremental(work: Path, tenants: int, repeat: int) -> None:
         f"  ratio: {ratio:.0%} CPU, {one['seconds'] / whole['seconds']:.0%} wall "
         f"(goal (b) <= {GOAL_INCREMENTAL:.0%}: {verdict(ratio, GOAL_INCREMENTAL)})"
     )
-    end_to_end(work, source, extra, record)
 
 
-def run_cli(*args: str | Path) -> tuple[float, float]:
+def run_cli(*args: str | Path, env: dict[str, str] | None = None) -> tuple[float, float]:
     """CPU (the child's user + system) and wall of one `btp-gitops` run."""
     before, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    subprocess.run([str(CLI), *map(str, args)], capture_output=True, check=True, cwd=ROOT)
+    subprocess.run([str(CLI), *map(str, args)], capture_output=True, check=True, cwd=ROOT, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, time.perf_counter() - wall
 
 
-def end_to_end(work: Path, source: Path, extra: Path, record: dict[str, Any]) -> None:
-    """`btp-gitops render --out` of N + 1, writing the repository, warm cache against none."""
-    cache, warm_repo, cold_repo = work / "cli-cache", work / "repo-warm", work / "repo-cold"
-    run_cli("render", source, "--out", warm_repo, "--cluster", "bench", "--cache-dir", cache)
-    shutil.copytree(warm_repo, cold_repo, symlinks=True)
+def run_git(repo: Path, *args: str) -> tuple[float, float]:
+    """CPU and wall of one `git` command in `repo`."""
+    before, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.org"}
+    env |= {"GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.org"}
+    # No automatic gc: it would pack the objects in the background while the repository is copied.
+    command = ["git", "-c", "gc.auto=0", "-C", str(repo), *args]
+    subprocess.run(command, capture_output=True, check=True, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), time.perf_counter() - wall
+
+
+def end_to_end(
+    work: Path,
+    source: Path,
+    extra: Path,
+    record: dict[str, Any],
+    *,
+    baseline: Path | None = None,
+    repeat: int = 1,
+) -> None:
+    """`btp-gitops render --out` of N + 1 over the repository of N (a Git repository, committed),
+    warm cache and none, then `git status` on the result. With `baseline` (a source tree of another
+    revision, e.g. `git archive main | tar -x -C DIR`), the same runs of that code, interleaved."""
+    repo_n = work / "repo-n"
+    run_cli("render", source, "--out", repo_n, "--cluster", "bench", "--no-cache")
+    run_git(repo_n, "init", "-q", "-b", "main")
+    run_git(repo_n, "add", "-A")
+    run_git(repo_n, "commit", "-qm", "N tenants")
+    codes: dict[str, dict[str, str] | None] = {"this revision": None}
+    if baseline is not None:
+        codes[f"baseline ({baseline.name})"] = {**os.environ, "PYTHONPATH": str(baseline)}
+    # An entry's key holds a digest of the code: each code fills a cache of its own with N.
+    caches = {code: work / f"cli-cache-{index}" for index, code in enumerate(codes)}
+    for code, env in codes.items():
+        filled = work / "fill-repo"
+        run_cli("render", source, "--out", filled, "--cluster", "bench", "--cache-dir", caches[code], env=env)
+        shutil.rmtree(filled)
+    modes = {"--no-cache": ("--no-cache",), "--cache-dir, warmed by the render before": ("--cache-dir",)}
+    runs: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     extra.write_text(yaml.safe_dump(record, sort_keys=False))
     before = load()
-    warm = run_cli("render", source, "--out", warm_repo, "--cluster", "bench", "--cache-dir", cache)
-    cold = run_cli("render", source, "--out", cold_repo, "--cluster", "bench", "--no-cache")
+    for round_ in range(repeat):  # interleaved: a change of load hits all alike
+        for mode, flags in modes.items():
+            for code, env in codes.items():
+                repo, run_cache = work / "e2e-repo", work / "e2e-cache"
+                shutil.copytree(repo_n, repo, symlinks=True)
+                run_git(repo, "update-index", "-q", "--refresh")  # the copy's new inodes, not timed
+                options: tuple[str | Path, ...] = flags
+                if flags == ("--cache-dir",):
+                    shutil.copytree(caches[code], run_cache)
+                    options = (*flags, run_cache)
+                cpu, wall = run_cli("render", source, "--out", repo, "--cluster", "bench", *options, env=env)
+                git_cpu, git_wall = run_git(repo, "status", "--porcelain")
+                runs.setdefault((mode, code), []).append((cpu, wall, git_cpu, git_wall))
+                shutil.rmtree(repo)
+                shutil.rmtree(run_cache, ignore_errors=True)
+                print(f"    round {round_ + 1}, {code}, {mode}: {cpu:.2f} s CPU ({load()})", file=sys.stderr)
     extra.unlink()
-    print(f"  the CLI, `btp-gitops render --out` of one more tenant, writing the repo, once ({before}):")
-    print(f"  {'  --no-cache:':<58}{cold[0]:>7.2f}s{cold[1]:>8.2f}s")
-    print(f"  {'  --cache-dir, warmed by the render before:':<58}{warm[0]:>7.2f}s{warm[1]:>8.2f}s")
-    print(f"  end to end: {warm[0] / cold[0]:.0%} CPU, {warm[1] / cold[1]:.0%} wall")
+    print(
+        f"  the CLI, `btp-gitops render --out` of one more tenant over the committed repository, "
+        f"then `git status`; median of {repeat} ({before}; after: {load()}):"
+    )
+    print(f"  {'':<64}{'CPU':>8}{'wall':>9}{'git CPU':>9}{'git wall':>9}")
+    for (mode, code), measured in runs.items():
+        cpu, wall, git_cpu, git_wall = (statistics.median(m[i] for m in measured) for i in range(4))
+        label = f"  {mode}, {code}:"
+        print(f"  {label:<64}{cpu:>7.2f}s{wall:>8.2f}s{git_cpu:>8.2f}s{git_wall:>8.2f}s")
+    median = {key: statistics.median(m[0] for m in measured) for key, measured in runs.items()}
+    cold, warm = (median[(mode, "this revision")] for mode in modes)
+    print(f"  end to end, this revision: warm cache {warm:.2f} s = {warm / cold:.0%} of --no-cache's CPU")
+    if baseline is not None:
+        for mode in modes:
+            ours, theirs = median[(mode, "this revision")], median[(mode, f"baseline ({baseline.name})")]
+            print(f"  {mode}: this revision {ours / theirs:.0%} of the baseline's CPU")
 
 
 def linearity(work: Path, tenants: int) -> None:
@@ -278,14 +342,29 @@ def main() -> int:
     parser.add_argument("--tenants", type=int, default=5_000)
     parser.add_argument("--incremental-tenants", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="a source tree of another revision (git archive REV | tar -x -C DIR): the end-to-end "
+        "runs of its code are interleaved with this revision's",
+    )
+    parser.add_argument(
+        "--end-to-end-only", action="store_true", help="only the CLI runs over the N-tenant repository"
+    )
     args = parser.parse_args()
-    idle = idle_mib()
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
-        for name in SCENARIOS:
-            report(name, work, args.tenants, args.repeat, idle)
-        incremental(work, args.incremental_tenants, args.repeat)
-        linearity(work, args.tenants)
+        if not args.end_to_end_only:
+            idle = idle_mib()
+            for name in SCENARIOS:
+                report(name, work, args.tenants, args.repeat, idle)
+            incremental(work, args.incremental_tenants, args.repeat)
+        source = write_source(work / "end-to-end", args.incremental_tenants, steady)
+        record = steady(args.incremental_tenants)
+        extra = source / "tenants" / f"{record['metadata']['name']}.yaml"
+        end_to_end(work, source, extra, record, baseline=args.baseline_src, repeat=args.repeat)
+        if not args.end_to_end_only:
+            linearity(work, args.tenants)
     return 0
 
 

@@ -1,75 +1,82 @@
-"""Writing a rendered tree into the output repo, so that it can't be lost.
+"""Writing a rendered tree into the output repo: only what changed, and so that it can't be lost.
 
-The whole subtree (`clusters/<cluster>/`) is built in a staging directory beside it, then swapped
-in. On Linux the swap is one `renameat2(RENAME_EXCHANGE)`: at every instant, a `kill -9`
-included, the directory is the complete old tree or the complete new one. The old tree then sits
-under the staging name and is removed. Where the kernel or filesystem cannot exchange (EINVAL,
-ENOSYS, EOPNOTSUPP; no renameat2 outside Linux) the writer falls back to two renames, old aside
-to `.<name>.old-*`, new into place; a process killed between them leaves no directory for an
-instant, and the next run puts the old tree back before doing anything else.
+`write_subtree` makes `root/<subtree>` (`clusters/<cluster>/` for a render) hold exactly the files
+it is given. A directory that does not exist yet is built in a staging directory beside it and
+renamed into place: it appears complete or not at all. An existing directory is changed in place,
+file by file, and only where the bytes differ: a file whose bytes are the same is not touched
+(same inode, same mtime), so `git status` and `git add` after a render that changed one tenant
+look at that tenant's files only. The other way round, 80,000 rewritten files would make Git hash
+every one of them again.
 
-Leftovers of a killed run (`.<name>.staging-*`, `.<name>.old-*`) are removed by the next write,
-under the lock. The lock is `flock` on the parent directory (`clusters/` for a render): a second
-writer waits up to a timeout, then fails. Nothing is followed through a symbolic link: a link on
-the way to the subtree is refused, and a link inside it is never read. New directories get the
-user's umask, as `mkdir` would give them.
+The in-place write is a journal, rolled forward:
+
+1. Every new or changed file is written in full into a staging directory beside the target
+   (`.<name>.staging-*/new/<path>`), with a plan (`plan.json`): the paths to write, the paths to
+   remove, the directories that end up empty. Nothing in the target has been touched yet; a run
+   killed here leaves the old tree and a staging directory the next run removes.
+2. The staging directory is renamed to `.<name>.journal-*`: the commit point. From here on the
+   change is decided, and whoever finds the journal finishes it.
+3. The plan is applied: removed files are unlinked, emptied directories removed, and every new
+   file renamed from the journal over its old one (one atomic `rename` per file: a path holds its
+   complete old bytes or its complete new ones, never a part). The journal is removed last.
+
+A run killed in step 3 leaves a tree mixing old and new files, with the journal beside it; the
+next write (any render, under the lock, before it reads the tree) replays the plan, which is
+idempotent, and so reaches the new tree exactly; then it renders as usual. A failure the system reports in
+step 3 (a read-only directory, a full disk) is rolled back at once from the previous bytes the
+writer read (each restored file again written aside and renamed into place), and the error
+reported. Roll forward after a kill, because the staged files are complete and the
+render asked for them; roll back after an error, because the command fails and promises to leave
+the previous output as it was.
+
+Nothing here follows a symbolic link: the tree is read with `O_NOFOLLOW` and every change is made
+relative to a directory descriptor opened component by component with `O_NOFOLLOW`, so a link
+planted on the way to a file is refused rather than written through. Paths must be plain and
+relative (no `..`, no absolute path). Files are not fsync'ed (as before): the guarantee is against
+a killed process, not a power cut.
+
+Leftovers of older versions' runs (`.<name>.staging-*`; `.<name>.old-*`, from the whole-tree swap
+they did, restored when the tree is missing) are removed or restored by the next write, under
+the lock. The lock is `flock` on the parent directory (`clusters/` for a render): a second writer
+waits up to a timeout, then fails. New directories get the user's umask, as `mkdir` would give
+them.
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import errno
 import fcntl
-import functools
 import glob
+import json
 import os
 import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from btp_gitops.generator.core.errors import OutputLocked, OutputNotWritable, UnsafeOutput
+from btp_gitops.generator.core.errors import OutputLocked, OutputNotWritable, Problem, UnsafeOutput
+from btp_gitops.generator.core.ownership import MANIFEST_FILE, owned_files
 
 DEFAULT_LOCK_TIMEOUT = 60.0
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 1 << 1
-_NO_EXCHANGE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP})
-
-_Renameat2 = Callable[[int, bytes, int, bytes, int], int]
-
-
-@functools.cache
-def _renameat2() -> _Renameat2 | None:
-    """glibc's renameat2 (2.28+), or None where the C library has none (not Linux, old libc)."""
-    try:
-        function = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    function.restype = ctypes.c_int
-    call: _Renameat2 = function
-    return call
-
-
-def exchange_paths(first: Path, second: Path) -> bool:
-    """Swap two existing paths atomically; False where this system cannot (nothing was changed)."""
-    renameat2 = _renameat2()
-    if renameat2 is None:
-        return False
-    if renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in _NO_EXCHANGE:
-        return False
-    raise OSError(code, os.strerror(code), str(second))
+PLAN_FILE = "plan.json"  # a journal's plan: what to write, remove and prune
+NEW_FILES = "new"  # a journal's directory of the complete new files, by path
+RESTORED_FILES = "old"  # where a roll-back writes a previous file before renaming it back
+_PLAN_FORMAT = 1
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a FIFO put in place of a file after the scan must not block the read.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_READ_CHUNK = 1 << 16
 
 
 class LocalFilesystem:
-    """The filesystem operations the writer needs; tests pass a subclass that fails on purpose."""
+    """The filesystem operations the writer needs; tests pass a subclass that fails (or kills its
+    process) on purpose. The `*_at` operations work relative to a directory descriptor of the
+    target tree and never follow a symbolic link."""
 
     def make_dirs(self, path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
@@ -80,14 +87,30 @@ class LocalFilesystem:
     def rename(self, source: Path, target: Path) -> None:
         os.rename(source, target)
 
-    def exchange(self, source: Path, target: Path) -> bool:
-        return exchange_paths(source, target)
-
     def remove_tree(self, path: Path) -> None:
         if path.is_symlink():  # a link named like our leftovers: remove the link, never its target
             path.unlink(missing_ok=True)
         else:
             shutil.rmtree(path, ignore_errors=True)
+
+    def open_directory_at(self, parent: int, name: str) -> int:
+        return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+
+    def make_directory_at(self, parent: int, name: str) -> None:
+        os.mkdir(name, 0o777, dir_fd=parent)  # the umask applies, as for `mkdir`
+
+    def remove_directory_at(self, parent: int, name: str) -> None:
+        os.rmdir(name, dir_fd=parent)
+
+    def unlink_at(self, parent: int, name: str) -> None:
+        os.unlink(name, dir_fd=parent)
+
+    def move_in_at(self, source: Path, parent: int, name: str) -> None:
+        """Rename `source` (a staged file) to `name` in `parent`, replacing what is there."""
+        os.rename(source, name, dst_dir_fd=parent)
+
+    def move_out_at(self, parent: int, name: str, target: Path) -> None:
+        os.rename(name, target, src_dir_fd=parent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,28 +131,60 @@ class TreeChanges:
 class ScannedTree:
     files: dict[str, bytes]  # regular files, relative POSIX path -> bytes
     others: tuple[str, ...] = ()  # symbolic links and special files: never followed, never ours
+    directories: tuple[str, ...] = ()  # the real directories below the root, relative
+
+
+def _read_regular(path: str) -> bytes | None:
+    """The bytes of the regular file at `path`; None when it is something else (a link or a
+    special file put there since the directory was listed)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # a symbolic link now
+            return None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, _READ_CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def scan_tree(root: Path) -> ScannedTree:
-    """Every regular file under `root`, read without following any symbolic link."""
+    """Every regular file under `root`, read without following any symbolic link.
+
+    `os.scandir` and plain descriptors rather than `pathlib`: a cluster directory of 20,000
+    tenants holds 80,000 files, and a `Path` per file costs several times the reading."""
     if root.is_symlink() or not root.is_dir():
         return ScannedTree({})
     files: dict[str, bytes] = {}
     others: list[str] = []
-    for directory, dirnames, filenames in os.walk(root, followlinks=False):
-        base = Path(directory)
-        for name in [*dirnames, *filenames]:
-            path = base / name
-            relative = PurePosixPath(path.relative_to(root)).as_posix()
-            try:
-                mode = path.lstat().st_mode
-                if stat.S_ISREG(mode):
-                    files[relative] = path.read_bytes()
-                elif not stat.S_ISDIR(mode):
+    directories: list[str] = []
+    pending = [("", os.fspath(root))]
+    while pending:
+        prefix, directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+            for entry in entries:
+                relative = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    directories.append(relative)
+                    pending.append((f"{relative}/", entry.path))
+                    continue
+                data = _read_regular(entry.path) if entry.is_file(follow_symlinks=False) else None
+                if data is None:
                     others.append(relative)
-            except OSError as error:
-                raise OutputNotWritable(f"cannot read {path}: {error.strerror or error}") from error
-    return ScannedTree(dict(sorted(files.items())), tuple(sorted(others)))
+                else:
+                    files[relative] = data
+        except OSError as error:
+            where = error.filename or directory
+            raise OutputNotWritable(f"cannot read {where}: {error.strerror or error}") from error
+    return ScannedTree(dict(sorted(files.items())), tuple(sorted(others)), tuple(sorted(directories)))
 
 
 def refuse_links(root: Path, entries: tuple[str, ...]) -> None:
@@ -147,11 +202,16 @@ def read_tree(root: Path) -> dict[str, bytes]:
     return tree.files
 
 
-def diff_trees(old: dict[str, bytes], new: dict[str, bytes]) -> TreeChanges:
+def diff_trees(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> TreeChanges:
     added = tuple(sorted(set(new) - set(old)))
     removed = tuple(sorted(set(old) - set(new)))
     changed = tuple(sorted(p for p in set(new) & set(old) if new[p] != old[p]))
     return TreeChanges(added, changed, removed, {p: old[p] for p in (*changed, *removed)})
+
+
+def _plain(relative: str) -> bool:
+    parts = relative.split("/")
+    return bool(relative) and not relative.startswith("/") and all(p not in ("", ".", "..") for p in parts)
 
 
 def check_no_links(root: Path, subtree: str) -> None:
@@ -257,24 +317,6 @@ def _leftovers(parent: Path, name: str, kind: str) -> list[Path]:
     return sorted(parent.glob(f".{glob.escape(name)}.{kind}-*"))
 
 
-def recover_leftovers(parent: Path, name: str, fs: LocalFilesystem | None = None) -> None:
-    """Undo what a killed write left: put the old tree back if the fallback swap was cut between its
-    two renames, then remove staging and old directories. Call it holding the lock."""
-    fs = fs or LocalFilesystem()
-    target = parent / name
-    old = [p for p in _leftovers(parent, name, "old") if p.is_dir() and not p.is_symlink()]
-    if old and not os.path.lexists(target):
-        newest = max(old, key=lambda p: p.lstat().st_mtime_ns)
-        try:
-            fs.rename(newest, target)
-        except OSError as error:
-            raise OutputNotWritable(
-                f"cannot restore {target} from {newest}: {error.strerror or error}"
-            ) from error
-    for path in [*_leftovers(parent, name, "staging"), *_leftovers(parent, name, "old")]:
-        fs.remove_tree(path)
-
-
 def _umask() -> int:
     """The process's umask: read from /proc where it is shown (no window with another mask)."""
     try:
@@ -288,56 +330,408 @@ def _umask() -> int:
     return mask
 
 
-def _swap_in(staging: Path, target: Path, fs: LocalFilesystem) -> None:
-    """Put `staging` at `target`; afterwards `staging` holds the old tree (or nothing)."""
-    if not os.path.lexists(target):
-        fs.rename(staging, target)
-        return
-    if fs.exchange(staging, target):
-        return
-    # No atomic exchange here: two renames, and the next run restores the old tree if cut between.
-    trash = target.parent / f".{target.name}.old-{staging.name.rsplit('-', 1)[-1]}"
-    fs.rename(target, trash)
+# --- the in-place write: plan, journal, apply, roll back ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    """What an in-place write changes, as a journal records it (paths relative to the target)."""
+
+    write: tuple[str, ...] = ()  # added and changed files, staged in the journal
+    remove: tuple[str, ...] = ()  # files no longer written
+    prune: tuple[str, ...] = ()  # directories no file is left in, deepest first
+
+    def to_json(self) -> str:
+        body = {"format": _PLAN_FORMAT, "write": self.write, "remove": self.remove, "prune": self.prune}
+        return json.dumps(body, indent=0, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> WritePlan:
+        """The plan of a journal; ValueError when it is no plan this writer wrote."""
+        body = json.loads(text)
+        if not isinstance(body, dict) or body.get("format") != _PLAN_FORMAT:
+            raise ValueError("not a plan of this format")
+        lists = []
+        for key in ("write", "remove", "prune"):
+            entries = body.get(key)
+            if not isinstance(entries, list) or not all(isinstance(e, str) and _plain(e) for e in entries):
+                raise ValueError(f"{key}: not a list of plain relative paths")
+            lists.append(tuple(entries))
+        return cls(*lists)
+
+
+def plan_changes(changes: TreeChanges, directories: tuple[str, ...], new: Mapping[str, bytes]) -> WritePlan:
+    """The plan making a tree of `directories` and `changes.previous`'s files hold `new`."""
+    needed = {parent for path in new for parent in _parents(path)}
+    prune = sorted((d for d in directories if d not in needed), key=lambda d: (-d.count("/"), d))
+    return WritePlan((*changes.added, *changes.changed), changes.removed, tuple(prune))
+
+
+def _parents(path: str) -> Iterator[str]:
+    directory = path.rpartition("/")[0]
+    while directory:
+        yield directory
+        directory = directory.rpartition("/")[0]
+
+
+class _Tree:
+    """Directory descriptors of one target tree, each opened from its parent's with O_NOFOLLOW:
+    a symbolic link (or a file) where a directory should be fails the open, nothing is followed."""
+
+    def __init__(self, parent: Path, name: str, fs: LocalFilesystem) -> None:
+        self.fs = fs
+        self.root = parent / name
+        self.created: list[str] = []  # directories this write made, in order
+        try:
+            parent_fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                self._fds = {"": self._open(parent_fd, name, self.root)}
+            finally:
+                os.close(parent_fd)
+        except OSError as error:
+            raise OutputNotWritable(f"cannot write {self.root}: {error.strerror or error}") from error
+
+    def _open(self, parent: int, name: str, path: Path) -> int:
+        try:
+            return self.fs.open_directory_at(parent, name)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise UnsafeOutput(
+                    f"refusing to write into {path}: not a real directory (btp-gitops never writes "
+                    "through a symbolic link)"
+                ) from error
+            raise
+
+    def directory(self, relative: str, *, create: bool) -> int | None:
+        """The descriptor of `relative` ("" for the root); None when it is missing, or no real
+        directory, and not to be created."""
+        if relative in self._fds:
+            return self._fds[relative]
+        above, _, name = relative.rpartition("/")
+        parent = self.directory(above, create=create)
+        if parent is None:
+            return None
+        try:
+            fd = self._open(parent, name, self.root / relative)
+        except UnsafeOutput:
+            if create:
+                raise
+            return None  # a file (or a link) there: nothing below it to remove, nothing followed
+        except FileNotFoundError:
+            if not create:
+                return None
+            self.fs.make_directory_at(parent, name)
+            self.created.append(relative)
+            fd = self._open(parent, name, self.root / relative)
+        self._fds[relative] = fd
+        return fd
+
+    def forget(self, relative: str) -> None:
+        for known in [k for k in self._fds if k == relative or k.startswith(f"{relative}/")]:
+            os.close(self._fds.pop(known))
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+
+Step = tuple[str, str]  # ("written" | "removed" | "pruned", path): what `_apply` did, for a roll-back
+
+
+def _apply(tree: _Tree, journal: Path, plan: WritePlan, done: list[Step]) -> None:
+    """Carry out `plan` on `tree`. Idempotent: a step already done (a file moved in, a file or
+    directory gone) is passed over, so a journal cut anywhere can be applied again."""
+    fs = tree.fs
+    for path in plan.remove:
+        directory, _, name = path.rpartition("/")
+        parent = tree.directory(directory, create=False)
+        if parent is None:
+            continue
+        try:
+            fs.unlink_at(parent, name)  # a link is removed itself, never its target
+        except FileNotFoundError:
+            continue
+        except IsADirectoryError:  # a directory put there since: not ours, left
+            continue
+        done.append(("removed", path))
+    for directory in plan.prune:
+        above, _, name = directory.rpartition("/")
+        parent = tree.directory(above, create=False)
+        if parent is None:
+            continue
+        tree.forget(directory)
+        try:
+            fs.remove_directory_at(parent, name)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                continue  # holds a file someone put there since (or is no directory): left
+            raise
+        done.append(("pruned", directory))
+    staged = journal / NEW_FILES
+    for path in plan.write:
+        source = staged / path
+        if not os.path.lexists(source):
+            continue  # moved in before the run was cut
+        directory, _, name = path.rpartition("/")
+        parent = tree.directory(directory, create=True)
+        assert parent is not None  # created when missing
+        fs.move_in_at(source, parent, name)
+        done.append(("written", path))
+
+
+def _roll_back(tree: _Tree, journal: Path, done: list[Step], previous: Mapping[str, bytes]) -> None:
+    """Undo `done` in reverse order: each new file goes back into the journal (so a roll-back cut
+    half-way still rolls forward to the new tree), each previous file is written aside in the
+    journal and renamed into place, pruned directories are made again, created ones removed."""
+    fs = tree.fs
+    created = list(tree.created)  # by the write; directories made again below stay
+    for kind, path in reversed(done):
+        directory, _, name = path.rpartition("/")
+        if kind == "pruned":
+            tree.directory(path, create=True)
+            continue
+        parent = tree.directory(directory, create=True)
+        assert parent is not None
+        if kind == "written":
+            fs.move_out_at(parent, name, journal / NEW_FILES / path)
+        if path in previous:
+            aside = journal / RESTORED_FILES / path
+            fs.make_dirs(aside.parent)
+            fs.write_bytes(aside, previous[path])
+            fs.move_in_at(aside, parent, name)
+    for directory in reversed(created):
+        above, _, name = directory.rpartition("/")
+        parent = tree.directory(above, create=False)
+        tree.forget(directory)
+        if parent is not None:
+            with contextlib.suppress(OSError):  # not empty (a file someone put there): left
+                fs.remove_directory_at(parent, name)
+
+
+def _stage(parent: Path, name: str, fs: LocalFilesystem) -> Path:
     try:
-        fs.rename(staging, target)
-    except OSError:
-        fs.rename(trash, target)
+        return Path(tempfile.mkdtemp(prefix=f".{name}.staging-", dir=parent))
+    except OSError as error:
+        raise OutputNotWritable(
+            f"cannot write output directory {parent}: {error.strerror or error}"
+        ) from error
+
+
+def _journal_of(staging: Path, name: str) -> Path:
+    return staging.with_name(f".{name}.journal-{staging.name.rsplit('-', 1)[-1]}")
+
+
+def _discard(journal: Path, name: str, fs: LocalFilesystem) -> None:
+    """Remove a finished journal: renamed back to a staging name first, so that a run killed
+    while removing it leaves a staging directory (removed), never a journal without its plan."""
+    finished = journal.with_name(f".{name}.staging-{journal.name.rsplit('-', 1)[-1]}")
+    try:
+        fs.rename(journal, finished)
+    except OSError as error:
+        raise OutputNotWritable(f"cannot remove {journal}: {error.strerror or error}") from error
+    fs.remove_tree(finished)
+
+
+def _write_journal(
+    parent: Path, name: str, plan: WritePlan, new: Mapping[str, bytes], fs: LocalFilesystem
+) -> Path:
+    """Stage the new files and the plan, then commit: the journal's rename is the decision."""
+    staging = _stage(parent, name, fs)
+    try:
+        for path in plan.write:
+            staged = staging / NEW_FILES / path
+            fs.make_dirs(staged.parent)
+            fs.write_bytes(staged, new[path])
+        fs.write_bytes(staging / PLAN_FILE, plan.to_json().encode())
+        journal = _journal_of(staging, name)
+        fs.rename(staging, journal)
+    except OSError as error:
+        fs.remove_tree(staging)
+        raise OutputNotWritable(f"cannot write {parent / name}: {error.strerror or error}") from error
+    except BaseException:
+        fs.remove_tree(staging)
         raise
-    fs.rename(trash, staging)
+    return journal
+
+
+def _write_in_place(
+    *,
+    parent: Path,
+    name: str,
+    scanned: ScannedTree,
+    changes: TreeChanges,
+    new: Mapping[str, bytes],
+    fs: LocalFilesystem,
+) -> None:
+    plan = plan_changes(changes, scanned.directories, new)
+    tree = _Tree(parent, name, fs)  # refuses a link before anything is staged
+    try:
+        journal = _write_journal(parent, name, plan, new, fs)
+    except BaseException:
+        tree.close()
+        raise
+    done: list[Step] = []
+    try:
+        _apply(tree, journal, plan, done)
+    except (OSError, UnsafeOutput) as error:
+        try:
+            _roll_back(tree, journal, done, scanned.files)
+        except OSError as undo:
+            raise OutputNotWritable(
+                f"cannot write {parent / name}: {getattr(error, 'strerror', None) or error}; putting "
+                f"the previous files back failed too ({undo.strerror or undo}): the next render "
+                f"finishes the write recorded in {journal}"
+            ) from error
+        _discard(journal, name, fs)
+        if isinstance(error, UnsafeOutput):
+            raise
+        raise OutputNotWritable(f"cannot write {parent / name}: {error.strerror or error}") from error
+    finally:
+        tree.close()
+    _discard(journal, name, fs)
+
+
+def _replay(parent: Path, name: str, journal: Path, fs: LocalFilesystem) -> None:
+    """Finish the write a killed run committed to `journal` (roll forward)."""
+    try:
+        fd = os.open(journal / PLAN_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            plan = WritePlan.from_json(handle.read().decode("utf-8"))
+    except (OSError, ValueError) as error:
+        raise OutputNotWritable(
+            f"cannot finish the write an interrupted run recorded in {journal}: its {PLAN_FILE} is "
+            "missing or not one btp-gitops wrote; check the cluster directory and remove the journal"
+        ) from error
+    tree = _Tree(parent, name, fs)
+    try:
+        _apply(tree, journal, plan, [])
+    except OSError as error:
+        raise OutputNotWritable(
+            f"cannot finish the write an interrupted run recorded in {journal}: {error.strerror or error}"
+        ) from error
+    finally:
+        tree.close()
+
+
+def recover_leftovers(parent: Path, name: str, fs: LocalFilesystem | None = None) -> None:
+    """Finish or undo what a killed write left, then remove its leftovers; call it holding the lock.
+
+    A journal (`.<name>.journal-*`) is a committed in-place write: it is applied again, which
+    completes it. A staging directory is a write cut before its commit: removed, the tree was not
+    touched. `.<name>.old-*` is what an older version's whole-tree swap left when cut between its
+    two renames: put back when the tree is missing, else removed."""
+    fs = fs or LocalFilesystem()
+    target = parent / name
+    old = [p for p in _leftovers(parent, name, "old") if p.is_dir() and not p.is_symlink()]
+    if old and not os.path.lexists(target):
+        newest = max(old, key=lambda p: p.lstat().st_mtime_ns)
+        try:
+            fs.rename(newest, target)
+        except OSError as error:
+            raise OutputNotWritable(
+                f"cannot restore {target} from {newest}: {error.strerror or error}"
+            ) from error
+    journals = [p for p in _leftovers(parent, name, "journal") if p.is_dir() and not p.is_symlink()]
+    if target.is_dir() and not target.is_symlink():  # without the tree, a journal has nothing to finish
+        for journal in sorted(journals, key=lambda p: p.lstat().st_mtime_ns):
+            _replay(parent, name, journal, fs)
+            _discard(journal, name, fs)
+    for kind in ("staging", "old", "journal"):
+        for path in _leftovers(parent, name, kind):
+            fs.remove_tree(path)
+
+
+def read_finished_tree(parent: Path, name: str) -> dict[str, bytes]:
+    """The files of `parent/name` as the write in progress or cut will leave them: a reader that
+    takes the lock shared (`diff --against DIR`) may find a journal a killed run left, with a tree
+    mixing old and new files; it reads the journal's plan and staged files on top, and changes
+    nothing (the next write replays the journal for real)."""
+    target = parent / name
+    files = read_tree(target)
+    journals = [p for p in _leftovers(parent, name, "journal") if p.is_dir() and not p.is_symlink()]
+    for journal in sorted(journals, key=lambda p: p.lstat().st_mtime_ns):
+        try:
+            with os.fdopen(
+                os.open(journal / PLAN_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb"
+            ) as plan_file:
+                plan = WritePlan.from_json(plan_file.read().decode("utf-8"))
+            for path in plan.remove:
+                files.pop(path, None)
+            for path in plan.write:
+                staged = os.fspath(journal / NEW_FILES / path)
+                data = _read_regular(staged) if os.path.lexists(staged) else files.get(path)
+                if data is None:
+                    raise ValueError(f"{path}: neither staged nor in the tree")
+                files[path] = data
+        except (OSError, ValueError) as error:
+            raise OutputNotWritable(
+                f"cannot read {target}: an interrupted render left {journal}, and it cannot be read "
+                f"({error}); render again to finish that write"
+            ) from error
+    return dict(sorted(files.items()))
+
+
+def refuse_removing_foreign(target: Path, files: Mapping[str, bytes], removed: tuple[str, ...]) -> None:
+    """In a tree with ownership manifests (a render's, core.ownership), remove only files they
+    list: a render refuses foreign files when it reads the tree, and one put there while it
+    rendered is refused here, before anything is written. Trees without (the CRDs, module
+    resources, a cluster directory written before the manifests) are the writer's whole."""
+    if MANIFEST_FILE not in files or not removed:
+        return
+    owned = owned_files(files, ())
+    foreign = [path for path in removed if path not in owned]
+    if foreign:
+        raise UnsafeOutput(
+            f"{target} holds {len(foreign)} file(s) btp-gitops did not write; a render never deletes "
+            "what is not its own: move them out of it and render again",
+            [
+                Problem(str(target / path), f"not written by btp-gitops (not in {MANIFEST_FILE})")
+                for path in foreign
+            ],
+        )
 
 
 def write_subtree(
     root: Path,
     subtree: str,
-    files: dict[str, str],
+    files: Mapping[str, str],
     fs: LocalFilesystem | None = None,
     *,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> TreeChanges:
-    """Make `root/subtree` contain exactly `files` (relative path -> text), atomically."""
+    """Make `root/subtree` contain exactly `files` (relative path -> text), changing only the
+    files whose bytes differ (see the module docstring for how a kill or an error is survived)."""
     fs = fs or LocalFilesystem()
     target = root / subtree
+    unsafe = sorted(path for path in files if not _plain(path))
+    if unsafe:
+        raise UnsafeOutput(f"refusing to write {unsafe[0]!r}: not a plain relative path under {target}")
     encoded = {path: text.encode("utf-8") for path, text in files.items()}
     with prepared_parent(root, subtree, fs) as parent, directory_lock(parent, lock_timeout):
         recover_leftovers(parent, target.name, fs)
         if os.path.lexists(target) and not target.is_dir():
             raise OutputNotWritable(f"cannot write {target}: it exists and is not a directory")
-        changes = diff_trees(read_tree(target), encoded)
-        if changes.empty and target.is_dir():
+        scanned = scan_tree(target)
+        refuse_links(target, scanned.others)
+        changes = diff_trees(scanned.files, encoded)
+        refuse_removing_foreign(target, scanned.files, changes.removed)
+        if target.is_dir():
+            if not changes.empty:
+                _write_in_place(
+                    parent=parent, name=target.name, scanned=scanned, changes=changes, new=encoded, fs=fs
+                )
             return changes
-        try:
-            staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=parent))
-        except OSError as error:
-            raise OutputNotWritable(
-                f"cannot write output directory {parent}: {error.strerror or error}"
-            ) from error
-        try:  # from here on the staging directory exists: every way out removes it
+        staging = _stage(parent, target.name, fs)
+        try:  # a new tree: built beside, renamed into place whole
             os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes 0700; a directory gets the umask
             for relative, data in sorted(encoded.items()):
                 path = staging / relative
                 fs.make_dirs(path.parent)
                 fs.write_bytes(path, data)
-            _swap_in(staging, target, fs)
+            fs.rename(staging, target)
         except OSError as error:
             raise OutputNotWritable(f"cannot write {target}: {error.strerror or error}") from error
         finally:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import UsageError
@@ -28,7 +28,12 @@ from btp_gitops.generator.diff.compare import ClusterDiff, compare_trees
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
 from btp_gitops.generator.io.git import read_tree_at
 from btp_gitops.generator.io.render_cache import RenderCache
-from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT, check_no_links, directory_lock, read_tree
+from btp_gitops.generator.io.repo import (
+    DEFAULT_LOCK_TIMEOUT,
+    check_no_links,
+    directory_lock,
+    read_finished_tree,
+)
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
 from btp_gitops.generator.transforms.guards import assert_no_private_key_in_text
 from btp_gitops.generator.wiring.layout import detect_layout
@@ -89,9 +94,9 @@ def tree_to_compare(request: DiffRequest) -> ComparedTree:
             if clusters_dir.is_dir()
             else None
         )
-        if clusters_dir.is_dir():  # a render writing there now: read its old tree or its new one
+        if clusters_dir.is_dir():  # a render writing there now: read what it leaves
             with directory_lock(clusters_dir, DEFAULT_LOCK_TIMEOUT, shared=True):
-                files = read_tree(directory / subtree) if found else {}
+                files = read_finished_tree(clusters_dir, PurePosixPath(subtree).name) if found else {}
         else:
             files = {}
     else:

@@ -181,30 +181,24 @@ class FailingFilesystem(LocalFilesystem):
         super().write_bytes(path, data)
 
 
-class FailingExchange(LocalFilesystem):
-    """Fails the atomic exchange of the new tree with the old one."""
+class FailingMoveIn(LocalFilesystem):
+    """Fails the second rename of a new file into the tree, after the first one was done: the
+    writer must put the previous tree back."""
 
-    def exchange(self, source: Path, target: Path) -> bool:
-        raise OSError(5, "Input/output error")
+    def __init__(self) -> None:
+        self.moves = 0
 
-
-class FailingFallbackSwap(LocalFilesystem):
-    """A filesystem without RENAME_EXCHANGE whose rename of the new tree into place fails, after
-    the old one was moved aside: the writer must move the old one back."""
-
-    def exchange(self, source: Path, target: Path) -> bool:
-        return False
-
-    def rename(self, source: Path, target: Path) -> None:
-        if ".staging-" in source.name:
+    def move_in_at(self, source: Path, parent: int, name: str) -> None:
+        self.moves += 1
+        if self.moves == 2:
             raise OSError(5, "Input/output error")
-        super().rename(source, target)
+        super().move_in_at(source, parent, name)
 
 
 @pytest.mark.parametrize(
     "fs",
-    [FailingFilesystem(fail_at=10), FailingExchange(), FailingFallbackSwap()],
-    ids=["write", "exchange", "fallback-swap"],
+    [FailingFilesystem(fail_at=2), FailingMoveIn()],
+    ids=["write", "move-in"],
 )
 def test_a_write_that_fails_midway_leaves_the_old_tree(
     tmp_path: Path, make_source: MakeSource, rendered_repo: Path, fs: LocalFilesystem

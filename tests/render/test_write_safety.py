@@ -4,9 +4,10 @@ Every case runs the installed CLI. Canary files sit next to `--out`, in its pare
 cluster's directory and behind the links an attacker would plant; after each case every file,
 link and directory outside `clusters/<cluster>/` is compared with its state before (type, mode,
 SHA-256 or link target). The kill test SIGKILLs renders at seeded random instants and checks that
-the cluster directory is byte for byte the old tree or the new one; the lock test runs two real
-processes into one repository.
-Real components: the embedded Helm engine, the Linux renameat2 call, flock, real processes.
+every file of the cluster directory holds its old bytes or its new ones, that the directory is the
+old tree unless the write's journal was committed, and that the next render ends with the new
+tree; the lock test runs two real processes into one repository.
+Real components: the embedded Helm engine, flock, real processes, real Git.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import pytest
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.ownership import is_manifest
-from btp_gitops.generator.io.repo import exchange_paths
 from tests.conftest import CLI, EXAMPLES, ROOT, RunCli
 
 CLUSTER = "c1"
@@ -370,7 +370,7 @@ def test_leftovers_of_a_killed_run_are_cleaned_and_a_planted_link_is_not_followe
     assert cluster_tree(world / "repo") == before
 
 
-def test_a_fallback_swap_cut_between_its_renames_is_restored_with_the_kyma_record(
+def test_an_older_versions_swap_cut_between_its_renames_is_restored_with_the_kyma_record(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
     kyma = EXAMPLES / "kyma-modules"
@@ -378,7 +378,8 @@ def test_a_fallback_swap_cut_between_its_renames_is_restored_with_the_kyma_recor
     assert run_cli("render", kyma, "--out", out, "--cluster", CLUSTER, cwd=ROOT).returncode == ExitCode.OK
     before = cluster_tree(out)
     assert ".kyma-modules.json" in before
-    # Where RENAME_EXCHANGE is missing, the old tree is renamed aside first; a kill then leaves this.
+    # An older btp-gitops swapped whole trees; where RENAME_EXCHANGE was missing it renamed the
+    # old tree aside first, and a kill then left this. The next render still puts it back.
     (out / "clusters" / CLUSTER).rename(out / "clusters" / f".{CLUSTER}.old-k1ll3d")
     result = run_cli("render", kyma, "--out", out, "--cluster", CLUSTER, "--output", "json", cwd=ROOT)
     assert result.returncode == ExitCode.OK, result.stderr
@@ -402,17 +403,6 @@ def test_new_directories_get_the_umask(tmp_path: Path, umask: int) -> None:
     for directory in (cluster.parent, cluster, cluster / "btp-operator"):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o777 & ~umask, directory
     assert stat.S_IMODE((cluster / MANIFEST).stat().st_mode) == 0o666 & ~umask
-
-
-def test_the_swap_is_one_atomic_exchange_here(tmp_path: Path) -> None:
-    """The kill test below proves old-or-new only where the kernel exchanges: say so if it doesn't."""
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    (tmp_path / "a" / "mark").write_text("a")
-    if not exchange_paths(tmp_path / "a", tmp_path / "b"):
-        pytest.skip("no RENAME_EXCHANGE on this filesystem: the writer uses its two-rename fallback")
-    assert (tmp_path / "b" / "mark").read_text() == "a"
-    assert not (tmp_path / "a" / "mark").exists()
 
 
 # --- kill and concurrency ---------------------------------------------------------------------
@@ -495,8 +485,14 @@ def test_sigkill_at_random_instants_leaves_the_old_tree_or_the_new_one(tmp_path:
         process.send_signal(signal.SIGKILL)
         process.wait()
         now = cluster_tree(out)
-        assert now in (old, new), f"iteration {iteration}: the cluster directory is neither tree"
-        outcome = ("new" if now == new else "old") + (" + leftovers" if leftovers(out) else "")
+        journaled = any(".journal-" in name for name in leftovers(out))
+        # Whole files only: each path holds its old bytes or its new ones; a mix only with the
+        # committed journal beside it, which the next render replays.
+        assert all(now[p] in (old.get(p), new.get(p)) for p in now), f"iteration {iteration}: a part file"
+        assert now in (old, new) or journaled, f"iteration {iteration}: a mix without a journal"
+        outcome = ("new" if now == new else "old" if now == old else "mixed") + (
+            " + journal" if journaled else " + staging" if leftovers(out) else ""
+        )
         seen[outcome] = seen.get(outcome, 0) + 1
         render_ok(new_source, out)
         assert cluster_tree(out) == new
@@ -628,3 +624,51 @@ def test_diff_reads_a_directory_only_between_two_renders(world: Path) -> None:
     stdout, stderr = diff.communicate(timeout=120)
     assert diff.returncode == ExitCode.OK, stdout + stderr
     assert time.monotonic() - started >= 1.0
+
+
+def test_an_incremental_render_touches_only_what_changed_and_git_sees_only_that(tmp_path: Path) -> None:
+    """N tenants rendered and committed, then N + 1: every file whose bytes stay keeps its inode
+    and mtime, so Git's index still matches it, and `git status` names the new tenant's files and
+    the manifests listing them, nothing else."""
+    names = [f"t{i:03d}" for i in range(60)]
+    out = tmp_path / "repo"
+    render_ok(tenants_source(tmp_path / "before", names), out)
+    cluster = out / "clusters" / CLUSTER
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
+    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+    def git(*args: str) -> list[str]:
+        done = subprocess.run(
+            ["git", "-C", str(out), *args], capture_output=True, text=True, check=True, env=env
+        )
+        return sorted(done.stdout.splitlines())
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "60 tenants")
+    old = cluster_tree(out)
+    stats = {path: ((cluster / path).lstat().st_ino, (cluster / path).lstat().st_mtime_ns) for path in old}
+    after_source = tenants_source(tmp_path / "after", [*names, "extra"])
+    render_ok(after_source, out)
+    render_ok(after_source, tmp_path / "fresh")
+    new = cluster_tree(out)
+    assert new == cluster_tree(tmp_path / "fresh")  # exactly what a render from nothing writes
+    assert leftovers(out) == []
+
+    changed = sorted(path for path in old if new[path] != old[path])
+    assert changed and all(is_manifest(path) for path in changed)  # the new tenant is listed
+    touched = sorted(
+        path
+        for path in old
+        if ((cluster / path).lstat().st_ino, (cluster / path).lstat().st_mtime_ns) != stats[path]
+    )
+    assert touched == changed
+    assert git("diff-files", "--name-only") == [
+        f"clusters/{CLUSTER}/{p}" for p in changed
+    ]  # index unrefreshed
+    extra = app_directory("cap-tenant.bookshop.extra", "bookshop.bookshop")
+    added = sorted(set(new) - set(old))
+    assert added and all(path.startswith(f"{extra.rpartition('/')[0]}/") for path in added)
+    assert git("status", "--porcelain", "--untracked-files=all") == sorted(
+        [*(f" M clusters/{CLUSTER}/{p}" for p in changed), *(f"?? clusters/{CLUSTER}/{p}" for p in added)]
+    )

@@ -8,7 +8,6 @@ renameat2 and flock; a filesystem that fails on purpose only where a disk would.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
@@ -28,7 +27,6 @@ from btp_gitops.generator.io.repo import (
     check_no_links,
     diff_trees,
     directory_lock,
-    exchange_paths,
     prepared_parent,
     read_tree,
     recover_leftovers,
@@ -45,13 +43,6 @@ def files_of(root: Path) -> dict[str, str]:
 
 def hidden(parent: Path) -> list[str]:
     return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
-
-
-class NoExchange(LocalFilesystem):
-    """A filesystem without RENAME_EXCHANGE: the writer falls back to two renames."""
-
-    def exchange(self, source: Path, target: Path) -> bool:
-        return False
 
 
 @pytest.fixture
@@ -100,23 +91,17 @@ def test_an_unchanged_tree_is_not_rewritten(repo: Path) -> None:
     assert cluster.stat().st_ino == inode
 
 
-@pytest.mark.parametrize("fs", [LocalFilesystem(), NoExchange()], ids=["exchange", "two-renames"])
-def test_a_write_that_only_removes_files_removes_them_and_leaves_nothing_beside(
-    repo: Path, fs: LocalFilesystem
-) -> None:
+def test_a_write_that_only_removes_files_removes_them_and_leaves_nothing_beside(repo: Path) -> None:
     new = {k: v for k, v in OLD.items() if k != "app/b.yaml"}
-    changes = write_subtree(repo, "clusters/c1", new, fs)
+    changes = write_subtree(repo, "clusters/c1", new)
     assert changes == TreeChanges(removed=("app/b.yaml",), previous={"app/b.yaml": b"b: 1\n"})
     assert files_of(repo / "clusters" / "c1") == new
     assert hidden(repo / "clusters") == []  # neither the staging nor the old tree stays
 
 
-@pytest.mark.parametrize("fs", [LocalFilesystem(), NoExchange()], ids=["exchange", "two-renames"])
-def test_a_changed_tree_replaces_the_old_one_and_leaves_nothing_beside(
-    repo: Path, fs: LocalFilesystem
-) -> None:
+def test_a_changed_tree_replaces_the_old_one_and_leaves_nothing_beside(repo: Path) -> None:
     new = {**OLD, "app/a.yaml": "a: 2\n", "app/c.yaml": "c: 1\n"}
-    changes = write_subtree(repo, "clusters/c1", new, fs)
+    changes = write_subtree(repo, "clusters/c1", new)
     assert (changes.added, changes.changed, changes.removed) == (("app/c.yaml",), ("app/a.yaml",), ())
     assert files_of(repo / "clusters" / "c1") == new
     assert hidden(repo / "clusters") == []
@@ -133,33 +118,30 @@ def test_a_failing_mkdtemp_is_an_output_error(repo: Path, monkeypatch: pytest.Mo
     assert files_of(repo / "clusters" / "c1") == OLD
 
 
-def test_a_failing_chmod_of_the_staging_directory_leaves_no_staging(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_failing_chmod_of_a_new_trees_staging_directory_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    (tmp_path / "clusters").mkdir()
+
     def refused(path: Path, mode: int) -> None:
         raise OSError(errno.EPERM, "Operation not permitted")
 
     monkeypatch.setattr(os, "chmod", refused)
     with pytest.raises(OutputNotWritable, match="Operation not permitted"):
-        write_subtree(repo, "clusters/c1", {"x.yaml": "x: 1\n"})
-    assert files_of(repo / "clusters" / "c1") == OLD
-    assert hidden(repo / "clusters") == []
+        write_subtree(tmp_path, "clusters/c1", {"x.yaml": "x: 1\n"})
+    assert hidden(tmp_path / "clusters") == []
+    assert list((tmp_path / "clusters").iterdir()) == []
 
 
-class FailingMove(NoExchange):
-    """Two renames, the second (new tree into place) failing: the old tree must come back."""
-
-    def rename(self, source: Path, target: Path) -> None:
-        if ".staging-" in source.name:
+def test_a_failing_rename_of_a_new_tree_leaves_nothing(tmp_path: Path) -> None:
+    class NoRename(LocalFilesystem):
+        def rename(self, source: Path, target: Path) -> None:
             raise OSError(errno.EIO, "Input/output error")
-        super().rename(source, target)
 
-
-def test_a_failed_second_rename_puts_the_old_tree_back(repo: Path) -> None:
+    (tmp_path / "clusters").mkdir()
     with pytest.raises(OutputNotWritable, match="Input/output error"):
-        write_subtree(repo, "clusters/c1", {"x.yaml": "x: 1\n"}, FailingMove())
-    assert files_of(repo / "clusters" / "c1") == OLD
-    assert hidden(repo / "clusters") == []
+        write_subtree(tmp_path, "clusters/c1", {"x.yaml": "x: 1\n"}, NoRename())
+    assert list((tmp_path / "clusters").iterdir()) == []
 
 
 def test_a_file_where_the_cluster_directory_should_be_is_refused(tmp_path: Path) -> None:
@@ -362,33 +344,6 @@ def test_a_missing_directory_cannot_be_locked(tmp_path: Path) -> None:
         pass
 
 
-def test_exchange_swaps_two_directories_and_reports_a_missing_one(tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "a" / "f").write_text("a")
-    (tmp_path / "b").mkdir()
-    assert exchange_paths(tmp_path / "a", tmp_path / "b")
-    assert (tmp_path / "b" / "f").read_text() == "a"
-    with pytest.raises(FileNotFoundError):
-        exchange_paths(tmp_path / "a", tmp_path / "missing")
-
-
-def test_exchange_reports_a_system_that_cannot_exchange(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(repo_module, "_renameat2", lambda: None)  # not Linux, or a libc without it
-    assert repo_module.exchange_paths(Path("a"), Path("b")) is False
-
-    def refusing(*_: object) -> int:
-        return -1
-
-    monkeypatch.setattr(repo_module, "_renameat2", lambda: refusing)
-    for code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # a filesystem without the flag
-        monkeypatch.setattr(ctypes, "get_errno", lambda code=code: code)
-        assert repo_module.exchange_paths(Path("a"), Path("b")) is False
-    monkeypatch.setattr(ctypes, "get_errno", lambda: errno.EXDEV)
-    with pytest.raises(OSError) as caught:
-        repo_module.exchange_paths(Path("a"), Path("b"))
-    assert (caught.value.errno, caught.value.filename) == (errno.EXDEV, "b")
-
-
 def test_the_umask_is_read_without_changing_it() -> None:
     mask = os.umask(0o037)
     try:
@@ -396,17 +351,6 @@ def test_the_umask_is_read_without_changing_it() -> None:
         assert os.umask(0o037) == 0o037
     finally:
         os.umask(mask)
-
-
-def test_the_exchange_works_on_relative_paths_and_is_what_the_writer_uses(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    Path("a").mkdir()
-    Path("b").mkdir()
-    (Path("a") / "f").write_text("a")
-    assert LocalFilesystem().exchange(Path("a"), Path("b")) is True
-    assert (Path("b") / "f").read_text() == "a"
 
 
 def test_a_link_to_a_directory_is_listed_and_not_descended(tmp_path: Path) -> None:
@@ -423,10 +367,10 @@ def test_a_file_that_cannot_be_read_is_an_output_error(
 ) -> None:
     (tmp_path / "f").write_text("f")
 
-    def unreadable(self: Path) -> bytes:
-        raise PermissionError(errno.EACCES, "Permission denied")
+    def unreadable(path: str) -> bytes:
+        raise PermissionError(errno.EACCES, "Permission denied", path)
 
-    monkeypatch.setattr(Path, "read_bytes", unreadable)
+    monkeypatch.setattr(repo_module, "_read_regular", unreadable)
     with pytest.raises(OutputNotWritable) as caught:
         scan_tree(tmp_path)
     assert str(caught.value) == f"cannot read {tmp_path / 'f'}: Permission denied"
