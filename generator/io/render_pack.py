@@ -26,8 +26,8 @@ sha256 of its body. A render that changed a few records writes the delta again, 
 when the delta would hold more than an eighth of the records, the base is written anew (and a
 delta naming an older base is ignored). Each file is a header line (format, name, kind, stamp,
 lengths, the sha256 of the body), an index (JSON: the records, each app's file names and the
-spans of their texts) and a blob (the texts, UTF-8): reading a pack decodes the index and the
-file texts, not the objects.
+spans of their texts) and a blob (the texts, UTF-8, and each app's objects as compressed JSON):
+reading a pack decodes the index and the file texts, not the objects.
 
 A pack is named by the scope (code digest, schemas, target) and the source arguments, so two
 source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
@@ -47,6 +47,7 @@ import json
 import os
 import secrets
 import stat
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,7 +91,8 @@ class PackDamaged(BtpGitopsError):
 @dataclass(slots=True)
 class PackedApp:
     """A tenant's app as a pack holds it (see the module docstring). `objects` is the JSON text
-    of its objects ([[body, origin], ...]), a span of `blob`, decoded by `manifests_payload`."""
+    of its objects ([[body, origin], ...]) compressed (zlib), a span of `blob`, decoded by
+    `objects_payload`."""
 
     app: str
     group: str | None
@@ -107,8 +109,8 @@ class PackedApp:
 
     def objects_payload(self) -> list[tuple[dict[str, Any], str]]:
         try:
-            payload = json.loads(self.objects_bytes())
-        except (ValueError, RecursionError):
+            payload = json.loads(zlib.decompress(self.objects_bytes()))
+        except (ValueError, RecursionError, zlib.error):
             payload = None
         if not isinstance(payload, list) or not all(
             isinstance(o, list) and len(o) == 2 and isinstance(o[0], dict) and isinstance(o[1], str)
@@ -295,20 +297,20 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
     if type(keys) is not list or type(files) is not list:
         return None
     found_keys: list[Key] = []
-    for key in keys:
-        if type(key) is not list or len(key) != 4:
-            return None
-        group_, kind, namespace, object_name = key
-        if type(group_) is not str or type(kind) is not str or type(namespace) is not str:
-            return None
-        if type(object_name) is not str:
-            return None
-        found_keys.append((group_, kind, namespace, object_name))
     texts: dict[str, str] = {}
     size = len(blob)
     try:
+        for key in keys:
+            if type(key) is not list:
+                return None
+            group_, kind, namespace, object_name = key
+            if type(group_) is not str or type(kind) is not str or type(namespace) is not str:
+                return None
+            if type(object_name) is not str:
+                return None
+            found_keys.append((group_, kind, namespace, object_name))
         for entry in files:
-            if type(entry) is not list or len(entry) != 3:
+            if type(entry) is not list:
                 return None
             file_name, start, end = entry
             if type(file_name) is not str or type(start) is not int or type(end) is not int:
@@ -316,7 +318,7 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
             if not 0 <= start <= end <= size:
                 return None
             texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
-    except UnicodeDecodeError:
+    except ValueError:  # not four or three parts, or not UTF-8 (UnicodeDecodeError)
         return None
     if stages is not None and (type(stages) is not list or not all(type(s) is str for s in stages)):
         return None
@@ -341,7 +343,8 @@ def objects_json(objects: Iterable[tuple[dict[str, Any], str]]) -> bytes | None:
         return None
     if json.loads(text) != payload:
         return None
-    return text.encode("utf-8", "surrogatepass")
+    # Compressed: a fifth of the size, and a pack is read (and hashed) whole on every render.
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
 
 
 def exact_in_json(value: Any) -> bool:
@@ -414,6 +417,8 @@ def _encode(
 
 
 def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:
+    if old is new:  # a record the render took from the pack as it was
+        return False
     return (
         old is None
         or not Pack.unchanged(old, new.identity)

@@ -41,8 +41,10 @@ def _walk(directory: Path, roots: SourceRoots) -> list[str]:
             elif entry.name.endswith(YAML_SUFFIXES) and entry.is_file():
                 found.append(entry.path)
     # In the order of Path's comparison (part by part), without a Path per comparison: every
-    # path here starts with the same `directory`, so comparing the split strings is the same.
-    found.sort(key=lambda path: path.split(os.sep))
+    # path here starts with the same `directory`, so comparing the parts is the same. Comparing
+    # the strings with each separator made NUL (lower than any character a name can hold) is
+    # comparing the lists of parts, in C.
+    found.sort(key=lambda path: path.replace(os.sep, "\0"))
     return found
 
 

@@ -108,7 +108,11 @@ def _string_map(mapping: Any, key: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
+# Dictionaries before the enums' own lookups (20,000 records a render); the same members, and
+# the enum's error for a value that is none of them.
 _STATES = {state.value: state for state in TenantState}
+_STRATEGIES = {strategy.value: strategy for strategy in UpgradeStrategy}
+_OPERATIONS = {operation.value: operation for operation in TenantOperation}
 _NO_STATUS = TenantStatus()
 
 
@@ -119,13 +123,13 @@ def _status(body: Any) -> TenantStatus:
     completed = status.get("lastCompletedOperation")
     state = status.get("state")
     return TenantStatus(
-        # A dictionary before the enum's own lookup (20,000 records a render); the same members.
         state=(_STATES.get(state) or TenantState(state)) if state else None,
         current_instance=_text(status, "currentCAPApplicationVersionInstance"),
         previous_instances=tuple(str(v) for v in status.get("previousCAPApplicationVersions") or []),
         last_completed=(
             CompletedOperation(
-                TenantOperation(completed["operation"]), str(completed["capApplicationVersionInstance"])
+                _OPERATIONS.get(completed["operation"]) or TenantOperation(completed["operation"]),
+                str(completed["capApplicationVersionInstance"]),
             )
             if isinstance(completed, dict)
             else None
@@ -144,6 +148,7 @@ def tenant_from_source(source: SourceDocument, tenant_type: TenantType) -> Tenan
     metadata = body.get("metadata")
     name = _text(metadata, "name")
     annotations = _string_map(metadata, "annotations")
+    strategy = spec.get("versionUpgradeStrategy") or UpgradeStrategy.ALWAYS
     return Tenant(
         name=name,
         namespace=_text(metadata, "namespace"),
@@ -152,7 +157,7 @@ def tenant_from_source(source: SourceDocument, tenant_type: TenantType) -> Tenan
         tenant_id=_text(spec, "tenantId"),
         tenant_type=tenant_type,
         version=_text(spec, "version"),
-        upgrade_strategy=UpgradeStrategy(spec.get("versionUpgradeStrategy") or UpgradeStrategy.ALWAYS),
+        upgrade_strategy=_STRATEGIES.get(strategy) or UpgradeStrategy(strategy),
         marked_for_deprovisioning=annotations.get(DEPROVISION_ANNOTATION) == "true",
         subscription_context_secret=(
             annotations.get(SUBSCRIPTION_CONTEXT_ANNOTATION) or subscription_context_secret_name(name)
