@@ -108,11 +108,11 @@ def run_render(args: argparse.Namespace) -> int:
         json.dump(result.report(), sys.stdout, indent=2, sort_keys=True)
         print()
         return module_problems_exit(result.module_problems)
-    objects = sum(len(app.manifests) for app in result.apps)
+    objects = sum(app.object_count for app in result.apps)
     changes = result.changes
     print(
         f"rendered cluster {result.cluster} into {request.out}/clusters/{result.cluster}: "
-        f"{objects} objects in {len([a for a in result.apps if a.manifests])} app(s); "
+        f"{objects} objects in {len([a for a in result.apps if a.object_count])} app(s); "
         f"{len(changes.added)} added, {len(changes.changed)} changed, {len(changes.removed)} removed"
     )
     for app in result.apps:

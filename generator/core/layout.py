@@ -19,6 +19,7 @@ file. Objects are sorted by Helm's install order, namespace and name.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -162,8 +163,10 @@ def staged_app_files(placed: list[tuple[Manifest, str]]) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def shard_of(app: str) -> str:
-    """The shard directory of a grouped app: a function of its name only."""
+    """The shard directory of a grouped app: a function of its name only (asked for more than
+    once per app in a render: kept)."""
     return hashlib.sha256(app.encode()).hexdigest()[:SHARD_DIGITS]
 
 

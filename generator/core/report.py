@@ -49,12 +49,18 @@ class AppRender:
     notes: list[Note] = field(default_factory=list)
     group: str | None = None
 
+    @property
+    def object_count(self) -> int:
+        """How many objects the app writes (an app reused from the render pack knows it without
+        decoding its objects)."""
+        return len(self.manifests)
+
 
 def report_dict(cluster: str, apps: list[AppRender], extra_notes: list[Note]) -> dict[str, Any]:
     return {
         "cluster": cluster,
         "apps": [
-            {"app": app.app, "objects": len(app.manifests), "notes": [n.as_dict() for n in app.notes]}
+            {"app": app.app, "objects": app.object_count, "notes": [n.as_dict() for n in app.notes]}
             for app in sorted(apps, key=lambda a: a.app)
         ],
         "notes": [n.as_dict() for n in extra_notes],

@@ -63,7 +63,9 @@ class SourceSet:
 
     def __post_init__(self) -> None:
         for document in self.documents:
-            self.by_kind.setdefault((document.api_version, document.kind), []).append(document)
+            body = document.body  # api_version and kind, without two property calls per document
+            kind = (str(body.get("apiVersion", "")), str(body.get("kind", "")))
+            self.by_kind.setdefault(kind, []).append(document)
 
     def of_kind(self, api_version: str, kind: str) -> list[SourceDocument]:
         return list(self.by_kind.get((api_version, kind), ()))

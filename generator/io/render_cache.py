@@ -170,8 +170,9 @@ class RenderCache:
         self.max_bytes = max_bytes
         self._root: int | None = None
         self._shards: dict[str, int] = {}
-        self.hits = 0
-        self.written = 0
+        self.hits = 0  # records taken from an entry or the render pack (io.render_pack)
+        self.written = 0  # entries
+        self.packs_written = 0
 
     # --- keys ------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ __all__ = ["YAML_SUFFIXES", "display_path", "documents_in_text", "load_sources",
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
-def _walk(directory: Path, roots: SourceRoots) -> list[Path]:
+def _walk(directory: Path, roots: SourceRoots) -> list[str]:
     """The YAML files under `directory`, not descending into hidden or linked directories; a
     symbolic link (to a file or a directory) whose target leaves the roots is refused.
     (`os.scandir` entries: a file costs no `stat` unless it is a link.)"""
@@ -41,9 +41,11 @@ def _walk(directory: Path, roots: SourceRoots) -> list[Path]:
             elif entry.name.endswith(YAML_SUFFIXES) and entry.is_file():
                 found.append(entry.path)
     # In the order of Path's comparison (part by part), without a Path per comparison: every
-    # path here starts with the same `directory`, so comparing the split strings is the same.
-    found.sort(key=lambda path: path.split(os.sep))
-    return [Path(path) for path in found]
+    # path here starts with the same `directory`, so comparing the parts is the same. Comparing
+    # the strings with each separator made NUL (lower than any character a name can hold) is
+    # comparing the lists of parts, in C.
+    found.sort(key=lambda path: path.replace(os.sep, "\0"))
+    return found
 
 
 def source_files(paths: Iterable[Path], roots: SourceRoots | None = None) -> Iterator[Path]:
@@ -52,13 +54,22 @@ def source_files(paths: Iterable[Path], roots: SourceRoots | None = None) -> Ite
     Hidden files and directories (".git", ".btp-gitops") are skipped. Symbolic links met in a
     directory must stay inside `roots` (default: the given paths themselves).
     """
+    for name in source_file_names(paths, roots):
+        yield Path(name)
+
+
+def source_file_names(paths: Iterable[Path], roots: SourceRoots | None = None) -> list[str]:
+    """`source_files` as strings (a render with the render cache takes 20,000 of them without a
+    Path each)."""
     paths = list(paths)
     allowed = roots if roots is not None else SourceRoots.of(paths)
+    found: list[str] = []
     for path in paths:
         if path.is_dir():
-            yield from _walk(path, allowed)
+            found += _walk(path, allowed)
         else:
-            yield path
+            found.append(os.fspath(path))
+    return found
 
 
 def _documents_of(path: Path, problems: list[Problem]) -> Iterator[SourceDocument]:

@@ -11,25 +11,105 @@ neither parsed nor checked against its schema again, and the tenant's app when i
 with the same application inputs (cap.application_inputs). Every other file is read as without
 a cache. After the render has passed every check, each record whose entry was missing or stale
 gets one. The output is the same bytes with and without the cache (tests compare them).
+
+Before all that, the render pack (io.render_pack) of the same scope and sources: a tenant record
+file whose identity (or, when that changed or is racy, whose bytes) is the one the pack recorded
+is taken from it without parsing or an entry, and its app, when the application inputs are
+today's, as a `ReusedApp`: its files, object keys and Flux stages as the render that wrote the
+pack laid them out and checked them; its objects are decoded only when something asks for them.
+After a render that passed every check, the pack is written again when anything in it changed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import gc
-from collections.abc import Iterable
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from btp_gitops.generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from btp_gitops.generator.core.objects import Manifest, object_key
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
-from btp_gitops.generator.core.report import AppRender
+from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap import CAP_TENANT, TenantRenders
 from btp_gitops.generator.io.input_files import UnreadableInput, decoded_text, read_input_bytes
 from btp_gitops.generator.io.render_cache import Entry, RenderCache, app_payload, rendered_app
-from btp_gitops.generator.io.sources import display_path, documents_in_text, source_files
+from btp_gitops.generator.io.render_pack import (
+    Identity,
+    Pack,
+    PackedApp,
+    PackedRecord,
+    exact_in_json,
+    identity_of,
+    objects_json,
+    pack_name,
+    read_pack,
+    save_pack,
+)
+from btp_gitops.generator.io.sources import display_path, documents_in_text, source_file_names
 
 RecordKey = tuple[str, int]
+
+
+class ReusedApp(AppRender):
+    """A tenant's app taken from the render pack: what the layout, the wiring and the output
+    checks need is at hand (`packed`); its objects are decoded from the pack when first asked
+    for (a report, a diff), never on the way to the written files."""
+
+    __slots__ = ("_objects", "packed")
+
+    def __init__(self, packed: PackedApp, notes: list[Note]) -> None:
+        self.app = packed.app
+        self.notes = notes
+        self.group = packed.group
+        self.packed = packed
+        self._objects: list[Manifest] | None = None
+
+    @property
+    def manifests(self) -> list[Manifest]:
+        if self._objects is None:
+            self._objects = [Manifest(body, origin) for body, origin in self.packed.objects_payload()]
+        return self._objects
+
+    @manifests.setter
+    def manifests(self, value: list[Manifest]) -> None:
+        self._objects = value
+
+    @property
+    def object_count(self) -> int:
+        return len(self.packed.keys)
+
+    def regrouped(self, group: str | None) -> ReusedApp:
+        """The same app in another group's directory (its files are named inside the app's)."""
+        copy = ReusedApp(dataclasses.replace(self.packed, group=group), self.notes)
+        copy._objects = self._objects
+        return copy
+
+
+def reused_app(packed: PackedApp) -> ReusedApp | None:
+    """The app a pack holds; None when a note's level is unknown."""
+    try:
+        notes = [Note(Level(n["level"]), n["reason"], n["subject"], n["message"]) for n in packed.notes]
+    except ValueError:
+        return None
+    return ReusedApp(packed, notes)
+
+
+def packed_app(app: AppRender, files: Mapping[str, str], stages: list[str] | None) -> PackedApp | None:
+    """A tenant app rendered now, as the pack keeps it; None when JSON cannot hold its objects."""
+    if isinstance(app, ReusedApp):
+        return app.packed
+    objects = objects_json((m.body, m.origin) for m in app.manifests)
+    if objects is None:
+        return None
+    keys = [(k.group, k.kind, k.namespace, k.name) for k in (object_key(m.body) for m in app.manifests)]
+    notes = [note.as_dict() for note in app.notes]
+    return PackedApp(app.app, app.group, notes, keys, dict(files), stages, objects, (0, len(objects)))
 
 
 @dataclass(slots=True)
@@ -39,6 +119,16 @@ class Record:
     key: str
     document: SourceDocument
     entry: Entry | None
+    identity: Identity | None = None  # the file's, when it was read (None: not a regular file)
+
+
+@dataclass(slots=True)
+class PackHit:
+    """A tenant record file the pack holds: unchanged, or read again and the same bytes."""
+
+    record: PackedRecord
+    document: SourceDocument
+    identity: Identity
 
 
 @dataclass(slots=True)
@@ -46,10 +136,21 @@ class CachedSources:
     documents: list[SourceDocument]  # every document of the sources, in file order
     fresh: list[SourceDocument]  # the ones parsed now: the render validates these
     records: dict[RecordKey, Record] = field(default_factory=dict)
+    packed: dict[RecordKey, PackHit] = field(default_factory=dict)
+    pack: Pack | None = None
+    pack_name: str = ""
+    stamp: int = 0  # when reading the sources started (time.time_ns())
 
     def renders(self, inputs: dict[tuple[str, str], str]) -> TenantRenders:
-        """The tenant apps the entries hold for today's application inputs."""
+        """The tenant apps the pack and the entries hold for today's application inputs."""
         known: dict[RecordKey, AppRender] = {}
+        for where, hit in self.packed.items():
+            packed, digest = hit.record.app, _inputs_of(hit.document, inputs)
+            if packed is None or not digest or hit.record.inputs != digest:
+                continue
+            reused = reused_app(packed)
+            if reused is not None:
+                known[where] = reused
         for where, record in self.records.items():
             entry, digest = record.entry, _inputs_of(record.document, inputs)
             if entry is None or entry.app is None or not digest or entry.inputs != digest:
@@ -78,6 +179,60 @@ class CachedSources:
                 continue
             yield record.key, Entry(record.document.document, record.document.body, digest, payload)
 
+    def pack_records(
+        self,
+        renders: TenantRenders,
+        inputs: dict[tuple[str, str], str],
+        files: Mapping[str, Mapping[str, str]],
+        stages: Mapping[str, list[str]] | None,
+    ) -> list[PackedRecord]:
+        """Every tenant record of this render for the next pack: `files` are the apps' files
+        (by app, named inside its directory), `stages` their Flux stages (Flux target). A record
+        read now whose document JSON cannot hold exactly is left out."""
+        found: list[PackedRecord] = []
+        rows = []
+        for where, hit in self.packed.items():
+            app = renders.rendered[where] if where in renders.rendered else renders.known.get(where)
+            kept = app.packed if isinstance(app, ReusedApp) else app
+            if Pack.unchanged(hit.record, hit.identity) and kept is hit.record.app:
+                found.append(hit.record)  # as it was: the next render finds the same
+            else:
+                rows.append((where, hit.document, hit.record.key, hit.identity))
+        rows += [
+            (w, r.document, r.key, r.identity)
+            for w, r in self.records.items()
+            if r.identity is not None and exact_in_json(r.document.body)
+        ]
+        for where, document, key, identity in rows:
+            digest = _inputs_of(document, inputs)
+            app = renders.rendered.get(where) if where in renders.rendered else renders.known.get(where)
+            packed = None
+            if app is not None and digest:
+                app_stages = None if stages is None else stages.get(app.app, [])
+                packed = packed_app(app, files.get(app.app, {}), app_stages)
+            digest = digest if packed is not None else ""
+            found.append(
+                PackedRecord(
+                    document.file, document.document, identity, key, document.body, digest, packed, self.stamp
+                )
+            )
+        return found
+
+    def write_pack(
+        self,
+        cache: RenderCache,
+        renders: TenantRenders,
+        inputs: dict[tuple[str, str], str],
+        files: Mapping[str, Mapping[str, str]],
+        stages: Mapping[str, list[str]] | None,
+    ) -> bool:
+        """After a render that passed every check: what changed in the pack (io.render_pack.save_pack)."""
+        records = self.pack_records(renders, inputs, files, stages)
+        if not save_pack(cache.directory, self.pack_name, self.stamp, records, self.pack):
+            return False
+        cache.packs_written += 1
+        return True
+
 
 def _inputs_of(document: SourceDocument, inputs: dict[tuple[str, str], str]) -> str:
     metadata, spec = document.body.get("metadata") or {}, document.body.get("spec") or {}
@@ -89,9 +244,9 @@ def _is_record(document: SourceDocument) -> bool:
 
 
 def load_cached_sources(
-    paths: Iterable[Path], cache: RenderCache, scope: str, progress: Progress = NO_PROGRESS
+    paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress = NO_PROGRESS
 ) -> CachedSources:
-    """`io.sources.load_sources`, with the tenant records the cache holds taken from it."""
+    """`io.sources.load_sources`, with the tenant records the pack and the cache hold taken from them."""
     # Decoding entries makes many small objects and no cycles: the cycle collector, run again
     # and again over a growing heap, would cost a third of this, and as much again in the
     # render after it. Collected not at all while loading, then frozen (left out of every later
@@ -111,37 +266,70 @@ def thawed() -> None:
     gc.unfreeze()
 
 
-def _load(paths: Iterable[Path], cache: RenderCache, scope: str, progress: Progress) -> CachedSources:
+def _load(paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress) -> CachedSources:
     problems: list[Problem] = []
-    files = list(source_files(list(paths)))
-    loaded = CachedSources([], [])
-    directories: dict[Path, tuple[str, Path]] = {}  # a parent -> as shown, resolved
+    name = pack_name(scope, paths)
+    pack = read_pack(cache.directory, name)
+    packed = pack.records if pack is not None else {}
+    loaded = CachedSources([], [], pack=pack, pack_name=name, stamp=time.time_ns())
+    files = source_file_names(paths)
+    directories: dict[str, tuple[str, Path]] = {}  # a parent -> as shown, resolved
     for path in counted(files, progress, "reading sources", len(files)):
-        parent = path.parent
+        parent, _, file_name = path.rpartition(os.sep)
         if parent not in directories:
-            directories[parent] = (display_path(parent), parent.resolve())
+            directories[parent] = (display_path(Path(parent or ".")), Path(parent or ".").resolve())
         shown_parent, directory = directories[parent]
         # display_path of the file, without asking for the working directory once per file
-        shown = path.name if shown_parent == "." else f"{shown_parent.rstrip('/')}/{path.name}"
+        shown = file_name if shown_parent == "." else f"{shown_parent.rstrip('/')}/{file_name}"
+        known = packed.get(shown)
+        identity: Identity | None = None
+        if known is not None and pack is not None:
+            try:
+                identity = identity_of(os.stat(path))
+            except OSError:
+                identity = None  # read below, which says why it cannot be
+            if identity is not None and pack.unchanged(known, identity):
+                _take(loaded, cache, known, identity, directory)
+                continue
+        if identity is None:
+            with contextlib.suppress(OSError):
+                identity = identity_of(os.stat(path))  # before reading: a change after it shows next time
         try:
-            data = read_input_bytes(path)
+            data = read_input_bytes(Path(path))
             text = decoded_text(data)
         except UnreadableInput as error:
             problems.append(Problem(file=shown, message=error.reason))
             continue
         key = cache.key(scope, shown, data)
+        if known is not None and identity is not None and known.key == key:
+            _take(loaded, cache, known, identity, directory)  # touched, or racy: the same bytes
+            continue
         entry = cache.read(key)
         if entry is not None:
             document = SourceDocument(shown, entry.document, entry.body, directory)
             if _is_record(document):
                 loaded.documents.append(document)
-                loaded.records[(shown, entry.document)] = Record(key, document, entry)
+                loaded.records[(shown, entry.document)] = Record(key, document, entry, identity)
                 continue
         before = len(problems)
-        found = list(documents_in_text(path, shown, text, problems, directory))
+        found = list(documents_in_text(Path(path), shown, text, problems, directory))
         loaded.documents += found
         loaded.fresh += found
         if len(found) == 1 and len(problems) == before and _is_record(found[0]):
-            loaded.records[(shown, found[0].document)] = Record(key, found[0], None)
+            loaded.records[(shown, found[0].document)] = Record(key, found[0], None, identity)
     raise_if_problems(SourceSyntaxError, "cannot read source documents", problems)
     return loaded
+
+
+def _take(
+    loaded: CachedSources, cache: RenderCache, known: PackedRecord, identity: Identity, directory: Path
+) -> None:
+    body = known.body
+    document = SourceDocument(known.shown, known.document, body, directory)
+    if (body.get("apiVersion"), body.get("kind")) == CAP_TENANT:
+        loaded.documents.append(document)
+        loaded.packed[(known.shown, known.document)] = PackHit(known, document, identity)
+        cache.hits += 1
+    else:  # a pack says it holds tenant records only: one that does not is not used
+        loaded.documents.append(document)
+        loaded.fresh.append(document)

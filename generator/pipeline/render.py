@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -73,9 +74,9 @@ from btp_gitops.generator.io.repo import (
     write_subtree,
 )
 from btp_gitops.generator.io.sources import load_sources
-from btp_gitops.generator.pipeline.cached_sources import CachedSources, load_cached_sources, thawed
+from btp_gitops.generator.pipeline.cached_sources import CachedSources, ReusedApp, load_cached_sources, thawed
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
-from btp_gitops.generator.pipeline.wiring import cluster_wiring
+from btp_gitops.generator.pipeline.wiring import app_stages, cluster_wiring
 from btp_gitops.generator.transforms.guards import assert_no_credentials
 from btp_gitops.generator.transforms.metadata import drop_empty_metadata_maps
 from btp_gitops.generator.transforms.ordering import flux_stages
@@ -174,7 +175,9 @@ def reject_unsafe_paths(apps: list[AppRender], files: dict[str, str]) -> None:
     """The last check before anything is written or printed: every app directory is a DNS-1123
     subdomain, every object's name one Kubernetes accepts (its file is named after it) and every
     path a plain relative one. The sources' names were checked where they were read; this holds
-    whatever a domain or a chart made of them."""
+    whatever a domain or a chart made of them. An app reused from the render pack passed when it
+    was rendered (`files` then leaves out its files: the caller knows them)."""
+    apps = [app for app in apps if not isinstance(app, ReusedApp)]
     problems = [
         Problem(
             file=app.manifests[0].origin if app.manifests else app.app,
@@ -223,14 +226,20 @@ def reject_unsafe_paths(apps: list[AppRender], files: dict[str, str]) -> None:
     raise_if_problems(InvalidSpec, "the rendered tree would have unsafe paths", problems)
 
 
+def _object_keys(app: AppRender) -> list[tuple[str, str, str, str]]:
+    if isinstance(app, ReusedApp):
+        return app.packed.keys  # as the render that packed it found them
+    return [tuple(object_key(manifest.body)) for manifest in app.manifests]  # type: ignore[misc]
+
+
 def reject_duplicate_objects(apps: list[AppRender]) -> None:
     """Two apps, or one app twice, must never write the same cluster object."""
     seen: dict[tuple[str, str, str, str], str] = {}
     problems = []
     for app in apps:
-        for manifest in app.manifests:
-            key = tuple(object_key(manifest.body))
+        for index, key in enumerate(_object_keys(app)):
             if key in seen:
+                manifest = app.manifests[index]
                 problems.append(
                     Problem(
                         file=manifest.origin,
@@ -238,7 +247,7 @@ def reject_duplicate_objects(apps: list[AppRender]) -> None:
                         message=f"rendered twice (apps {seen[key]} and {app.app})",
                     )
                 )
-            seen[key] = app.app  # type: ignore[index]
+            seen[key] = app.app
     if problems:
         raise InvalidSpec("the sources render the same object more than once", problems)
 
@@ -253,18 +262,32 @@ def lay_out_app(manifests: list[Manifest], target: str) -> dict[str, str]:
     return staged_app_files([(manifest, stage.directory) for manifest, stage in placed])
 
 
-def lay_out_cluster(
+def lay_out_apps(
     apps: list[AppRender], target: str = ARGOCD, progress: Progress = NO_PROGRESS
-) -> dict[str, str]:
-    files: dict[str, str] = {}
+) -> list[dict[str, str]]:
+    """Each app's files, named inside its directory (an app reused from the render pack: as the
+    render that packed it laid them out)."""
+    laid_out: list[dict[str, str]] = []
     for app in counted(apps, progress, "writing apps", len(apps)):
-        if not app.manifests:
-            continue
-        drop_empty_metadata_maps(app.manifests)
-        directory = app_directory(app.app, app.group)
-        for name, text in lay_out_app(app.manifests, target).items():
-            files[f"{directory}/{name}"] = text
-    return dict(sorted(files.items()))
+        if isinstance(app, ReusedApp):
+            laid_out.append(app.packed.files)
+        elif not app.manifests:
+            laid_out.append({})
+        else:
+            drop_empty_metadata_maps(app.manifests)
+            laid_out.append(lay_out_app(app.manifests, target))
+    return laid_out
+
+
+def cluster_files(apps: list[AppRender], laid_out: list[dict[str, str]]) -> dict[str, str]:
+    """The files of the cluster directory: each app's in its directory, in path order."""
+    files: dict[str, str] = {}
+    for app, named in zip(apps, laid_out, strict=True):
+        if named:
+            directory = app_directory(app.app, app.group)
+            for name, text in named.items():
+                files[f"{directory}/{name}"] = text
+    return {path: files[path] for path in sorted(files)}
 
 
 def kyma_context(
@@ -324,11 +347,18 @@ def render_cluster(
     )
     if cache is None:
         return render()
+    # A render with the cache makes few reference cycles, and most of what it makes lives until
+    # it returns: the cycle collector, run again and again over 20,000 tenants' objects, would
+    # cost a tenth of a warm render (see cached_sources.load_cached_sources for the loading).
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         return render()
     finally:
         cache.close()
         thawed()
+        if enabled:
+            gc.enable()
 
 
 def _render_cluster(
@@ -365,15 +395,24 @@ def _render_cluster(
     apps = render_domains(source_set, engine, kyma_plan, roots, tenants)
     reject_duplicate_objects(apps)
     layout_notes = [] if shard_tenants else keep_flat(apps)
-    laid_out = carry_over(
-        lay_out_cluster(apps, target.target, progress), kyma_plan.untouched_apps, previous or {}
-    )
-    files = {**laid_out, **cluster_wiring(cluster, apps, target)}
+    per_app = lay_out_apps(apps, target.target, progress)
+    laid_out = carry_over(cluster_files(apps, per_app), kyma_plan.untouched_apps, previous or {})
+    wiring = cluster_wiring(cluster, apps, target)
+    files = {**laid_out, **wiring}
+    # The files of apps reused from the render pack passed these checks when they were packed:
+    # the others' are checked (with the files carried over for Kyma modules, and the wiring).
+    rendered = [(a, named) for a, named in zip(apps, per_app, strict=True) if not isinstance(a, ReusedApp)]
+    fresh_apps = [app for app, _ in rendered]
+    checked = files
+    if len(rendered) < len(apps):
+        fresh_files = cluster_files(fresh_apps, [named for _, named in rendered])
+        checked = {**carry_over(fresh_files, kyma_plan.untouched_apps, previous or {}), **wiring}
     # A credential is the graver finding: reported even where a name would also be refused.
-    assert_no_credentials([m for app in apps for m in app.manifests], files)
-    reject_unsafe_paths(apps, {**files, **kyma_plan.record_files})
+    assert_no_credentials([m for app in fresh_apps for m in app.manifests], checked)
+    reject_unsafe_paths(apps, {**checked, **kyma_plan.record_files})
     if cache is not None and cached is not None and tenants is not None:
         cache.write_all(cached.entries(tenants, inputs))
+        cached.write_pack(cache, tenants, inputs, *_pack_layout(apps, per_app, target.target))
     return RenderResult(
         cluster=cluster,
         apps=apps,
@@ -385,13 +424,34 @@ def _render_cluster(
     )
 
 
+def _pack_layout(
+    apps: list[AppRender], per_app: list[dict[str, str]], target: str
+) -> tuple[dict[str, dict[str, str]], dict[str, list[str]] | None]:
+    """Each app's files by app name, and its Flux stages (Flux target), for the render pack: an
+    app name that two apps share is left out (its record's app is then not packed)."""
+    files: dict[str, dict[str, str]] = {}
+    shared: set[str] = set()
+    for app, named in zip(apps, per_app, strict=True):
+        if app.app in files:
+            shared.add(app.app)
+        files[app.app] = named
+    for name in shared:
+        del files[name]
+    stages = None
+    if target == FLUX:
+        stages = {app.app: app_stages(app) for app in apps if app.app in files}
+    return files, stages
+
+
 def keep_flat(apps: list[AppRender]) -> list[Note]:
     """Lay the apps of groups out flat, as a repository rendered before the sharding holds them,
     and say how to move them (see ownership.shards_tenants)."""
-    grouped = [app for app in apps if app.group is not None and app.manifests]
+    grouped = [app for app in apps if app.group is not None and app.object_count]
     # Copies, not the apps themselves: the render cache keeps the rendered apps with their group.
     for index, app in enumerate(apps):
-        if app.group is not None:
+        if isinstance(app, ReusedApp):
+            apps[index] = app.regrouped(None)
+        elif app.group is not None:
             apps[index] = dataclasses.replace(app, group=None)
     if not grouped:
         return []
@@ -508,7 +568,7 @@ def moved_into_groups(previous: Mapping[str, str], apps: list[AppRender]) -> lis
     """The apps the previous tree holds directly in the cluster directory that this render puts
     into a group's shard directory (a repository rendered before the tenants were sharded)."""
     flat = {place.app for path in previous if not (place := app_path(path)).grouped}
-    return sorted(app.app for app in apps if app.group is not None and app.manifests and app.app in flat)
+    return sorted(app.app for app in apps if app.group is not None and app.object_count and app.app in flat)
 
 
 def layout_move_note(moved: list[str], target: TargetOptions) -> list[Note]:

@@ -22,7 +22,7 @@ import btp_gitops
 from btp_gitops.generator.core.errors import InvalidSpec, SchemaViolation
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.domains.cap import TenantRenders
-from btp_gitops.generator.io import render_cache
+from btp_gitops.generator.io import render_cache, render_pack
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.render_cache import Entry, RenderCache
 from btp_gitops.generator.io.schemas import load_schema_registry
@@ -82,8 +82,12 @@ def outcome(result: RenderResult) -> tuple[dict[str, str], Any]:
 
 
 def assert_same_as_uncached(
-    source: Path, directory: Path, target: TargetOptions = DEFAULT_TARGET
+    source: Path, directory: Path, target: TargetOptions = DEFAULT_TARGET, *, pack: bool = True
 ) -> RenderCache:
+    """Render with the cache and without; `pack=False`: without the render pack (io.render_pack,
+    tested in test_render_pack), so that the entries are what the render finds."""
+    if not pack:
+        shutil.rmtree(directory / render_pack.DIRECTORY, ignore_errors=True)
     cache = RenderCache(directory)
     cached = render(source, cache, target)
     assert outcome(cached) == outcome(render(source, None, target))
@@ -122,15 +126,18 @@ def test_cold_warm_and_one_tenant_changed_give_the_same_bytes(
     assert (removed.hits, removed.written) == (records(source), 0)
 
 
-def test_a_changed_application_renders_every_tenant_again(source: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pack", [True, False], ids=["pack", "entries"])
+def test_a_changed_application_renders_every_tenant_again(source: Path, tmp_path: Path, pack: bool) -> None:
     directory = tmp_path / "cache"
     assert_same_as_uncached(source, directory)
     version = source / "version-1.1.0.yaml"
     version.write_text(version.read_text().replace("version: 1.1.0", "version: 1.2.0", 1))
-    changed = assert_same_as_uncached(source, directory)
-    # Every record was still taken from its entry (not parsed), and every app rendered again.
-    assert (changed.hits, changed.written) == (records(source), records(source))
-    again = assert_same_as_uncached(source, directory)
+    changed = assert_same_as_uncached(source, directory, pack=pack)
+    # Every record was still taken from the pack or its entry (not parsed), and every app
+    # rendered again: the pack keeps the new apps (the entries, without a pack, theirs).
+    assert (changed.hits, changed.written) == (records(source), 0 if pack else records(source))
+    assert changed.packs_written == 1
+    again = assert_same_as_uncached(source, directory, pack=pack)
     assert (again.hits, again.written) == (records(source), 0)
 
 
@@ -183,11 +190,11 @@ def test_a_damaged_entry_is_ignored_and_rendered_again(source: Path, tmp_path: P
     assert_same_as_uncached(source, directory)
     entry = _first_entry(directory)
     damage(entry, directory)
-    after = assert_same_as_uncached(source, directory)
+    after = assert_same_as_uncached(source, directory, pack=False)
     assert after.hits == records(source) - 1
     if damage not in (_symlink, _directory):  # a link or a directory is not written over
         assert after.written == 1
-        assert assert_same_as_uncached(source, directory).hits == records(source)
+        assert assert_same_as_uncached(source, directory, pack=False).hits == records(source)
 
 
 def test_a_linked_shard_directory_is_not_followed(source: Path, tmp_path: Path) -> None:
@@ -197,7 +204,7 @@ def test_a_linked_shard_directory_is_not_followed(source: Path, tmp_path: Path) 
     elsewhere = tmp_path / "elsewhere"
     shard.rename(elsewhere)
     shard.symlink_to(elsewhere)
-    after = assert_same_as_uncached(source, directory)
+    after = assert_same_as_uncached(source, directory, pack=False)
     assert after.hits == records(source) - len(list(elsewhere.glob("*.json")))
 
 

@@ -152,7 +152,7 @@ def _name_problems(groups: list[ApplicationTenants]) -> Iterator[Problem]:
 
 def _subdomain_problems(catalog: CapCatalog, groups: list[ApplicationTenants]) -> Iterator[Problem]:
     """A host is one VirtualService: a subdomain of a domain serves one tenant or one exposure."""
-    served: dict[tuple[str, str], str] = {}  # (domain host, subdomain) -> what serves it
+    served: dict[tuple[str, str], str | Tenant] = {}  # (domain host, subdomain) -> what serves it
     for app in catalog.applications:
         current = current_version(catalog.versions_of(app))
         for domain in catalog.domains_of(app):
@@ -163,12 +163,15 @@ def _subdomain_problems(catalog: CapCatalog, groups: list[ApplicationTenants]) -
     for group in groups:
         for domain in catalog.domains_of(group.app):
             for tenant in group.tenants:
-                owner = served.setdefault((domain.host, tenant.sub_domain), tenant.ref)
-                if owner != tenant.ref:
+                # The tenant itself until another claims the host (its ref, a new string per
+                # call, only then: this runs once per tenant and domain).
+                owner = served.setdefault((domain.host, tenant.sub_domain), tenant)
+                if owner is not tenant and (owner if isinstance(owner, str) else owner.ref) != tenant.ref:
+                    shown = owner if isinstance(owner, str) else owner.ref
                     yield problem_at(
                         record_of(tenant, group.app),
                         "spec.subDomain",
-                        f"{tenant.sub_domain}.{domain.host} is also served by {owner}",
+                        f"{tenant.sub_domain}.{domain.host} is also served by {shown}",
                     )
 
 
@@ -199,7 +202,12 @@ def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatal
         if settings.version_affinity:
             problems += logout_endpoint_problems(catalog.versions_of(app))
         problems += _tenant_id_problems(app, tenants)
-        problems += [p for t in tenants for p in _annotation_problems(t, app)]
+        problems += [
+            p
+            for t in tenants
+            if t.annotations.get(DEPROVISION_ANNOTATION) not in (None, "true", "false")
+            for p in _annotation_problems(t, app)
+        ]
         groups.append(ApplicationTenants(app, tuple(tenants), settings))
     problems += _name_problems(groups)
     problems += _subdomain_problems(catalog, groups)

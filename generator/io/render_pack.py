@@ -1,0 +1,497 @@
+"""The render pack: every tenant record of one render and its finished app, in one file.
+
+The entries of io.render_cache spare a render parsing, validating and rendering an unchanged
+record, but a render still opens and decodes one entry per record, lays each app out, and runs
+the output guards over every object. A pack holds, for each tenant record file of a render that
+passed every check:
+
+- the file's path as shown, its document number, an identity of the file (size, mtime, inode,
+  ctime, as Git's index keeps them) and the render cache key of its bytes (a sha256 of the scope,
+  the path and the bytes);
+- the document as validated;
+- the digest of the application inputs its app was rendered with, and that app as written: its
+  files (name in the app directory -> text), the keys of its objects (for the duplicate check),
+  its notes, its Flux stages, and its objects as JSON text, decoded only when asked for.
+
+A render takes a file whose identity is the recorded one without reading it, unless the file is
+*racy* (as Git says): its mtime not older than the pack's stamp (when the render that wrote it
+started) less `RACY_NS`; a file changed within a timestamp's granularity of that render could
+keep size and mtime. A racy or otherwise changed file is read and its key compared: the same
+bytes are a hit too. The app's files and keys passed the path, name and credential checks of
+the render that wrote the pack, with the same code (the scope names the code digest).
+
+A pack is two files, as Git splits a large index: `<name>.pack` (the base) and `<name>.delta`,
+the records that differ from the base's (added, changed, removed), naming the base by the
+sha256 of its body. A render that changed a few records writes the delta again, in O(changed);
+when the delta would hold more than an eighth of the records, the base is written anew (and a
+delta naming an older base is ignored). Each file is a header line (format, name, kind, stamp,
+lengths, the sha256 of the body), an index (JSON: the records, each app's file names and the
+spans of their texts) and a blob (the texts, UTF-8, and each app's objects as compressed JSON):
+reading a pack decodes the index and the file texts, not the objects.
+
+A pack is named by the scope (code digest, schemas, target) and the source arguments, so two
+source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
+written least recently are removed). It is untrusted input like an entry: a file that is not a
+regular file, a link, larger than `MAX_PACK_BYTES`, truncated, corrupt, of another shape or
+another name's is ignored (the render proceeds without it); only a pack forged with a correct
+checksum but objects that do not decode fails the render that asks for those objects, with an
+error naming the pack. Written to a temporary file renamed into place, so concurrent renders
+each read whole files (the last one written wins).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import stat
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from btp_gitops.generator.core.errors import BtpGitopsError
+
+FORMAT = 1
+MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
+KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
+DELTA_SHARE = 8  # a delta holds at most 1/DELTA_SHARE of the records (or DELTA_MIN), else a new base
+DELTA_MIN = 64
+RACY_NS = 2_000_000_000  # a file modified this close to a pack's stamp is read (FAT: 2 s granularity)
+DIRECTORY = "packs"
+_SUFFIX = ".pack"
+_DELTA = ".delta"
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+
+Identity = tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
+Key = tuple[str, str, str, str]  # an object's group, kind, namespace, name
+
+
+def identity_of(status: os.stat_result) -> Identity:
+    return (status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns)
+
+
+def pack_name(scope: str, sources: Sequence[Path]) -> str:
+    """One pack per scope and source arguments (as given, with the working directory: files are
+    shown relative to it)."""
+    digest = hashlib.sha256(f"{scope}\0{os.getcwd()}".encode("utf-8", "surrogateescape"))
+    for source in sources:
+        digest.update(b"\0" + os.fsencode(source))
+    return digest.hexdigest()
+
+
+class PackDamaged(BtpGitopsError):
+    """A pack whose checksums hold but whose objects do not decode: written by something else."""
+
+
+@dataclass(slots=True)
+class PackedApp:
+    """A tenant's app as a pack holds it (see the module docstring). `objects` is the JSON text
+    of its objects ([[body, origin], ...]) compressed (zlib), a span of `blob`, decoded by
+    `objects_payload`."""
+
+    app: str
+    group: str | None
+    notes: list[dict[str, str]]
+    keys: list[Key]
+    files: dict[str, str]
+    stages: list[str] | None  # the app's Flux stage directories (Flux target), else None
+    blob: bytes | memoryview
+    objects: tuple[int, int]
+
+    def objects_bytes(self) -> bytes:
+        start, end = self.objects
+        return bytes(self.blob[start:end])
+
+    def objects_payload(self) -> list[tuple[dict[str, Any], str]]:
+        try:
+            payload = json.loads(zlib.decompress(self.objects_bytes()))
+        except (ValueError, RecursionError, zlib.error):
+            payload = None
+        if not isinstance(payload, list) or not all(
+            isinstance(o, list) and len(o) == 2 and isinstance(o[0], dict) and isinstance(o[1], str)
+            for o in payload
+        ):
+            raise PackDamaged(
+                f"the render pack holds objects of app {self.app} that cannot be read: it was not "
+                "written by btp-gitops; remove the cache directory's packs/ or render with --no-cache"
+            )
+        return [(body, origin) for body, origin in payload]
+
+
+@dataclass(slots=True)
+class PackedRecord:
+    shown: str
+    document: int
+    identity: Identity
+    key: str
+    body: dict[str, Any]
+    inputs: str  # the application inputs digest `app` was rendered with; "" when none
+    app: PackedApp | None
+    stamp: int = 0  # the stamp of the file (base or delta) it was read from
+
+
+@dataclass(slots=True)
+class Pack:
+    stamp: int  # time.time_ns() when the render that wrote the base started reading its sources
+    records: dict[str, PackedRecord]  # by the file as shown, the delta applied
+    base: dict[str, PackedRecord] = field(default_factory=dict)  # the base's alone
+    base_sha256: str = ""
+
+    @staticmethod
+    def unchanged(record: PackedRecord, identity: Identity) -> bool:
+        """The file is the one recorded, without reading it: the same identity, and not racy."""
+        return record.identity == identity and identity[1] < record.stamp - RACY_NS
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def _directory_fd(directory: Path, create: bool) -> int | None:
+    try:
+        if create:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        root = os.open(directory, _DIR_FLAGS)
+    except OSError:
+        return None
+    try:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(DIRECTORY, 0o700, dir_fd=root)
+        return os.open(DIRECTORY, _DIR_FLAGS, dir_fd=root)
+    except OSError:
+        return None  # absent, a link or not a directory
+    finally:
+        os.close(root)
+
+
+def _read(packs: int, filename: str) -> bytes | None:
+    try:
+        fd = os.open(filename, _FLAGS, dir_fd=packs)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_PACK_BYTES:
+            return None
+        data = os.read(fd, status.st_size + 1)  # one more byte: a file that grew is not whole
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) == status.st_size else None
+
+
+@dataclass(slots=True)
+class _File:
+    header: dict[str, Any]
+    records: list[PackedRecord]
+    removed: list[str]
+
+
+def read_pack(directory: Path, name: str) -> Pack | None:
+    """The pack `name` in the cache directory when it is whole and its own; None otherwise."""
+    packs = _directory_fd(directory, create=False)
+    if packs is None:
+        return None
+    try:
+        base_data = _read(packs, name + _SUFFIX)
+        base = _decode(name, "base", base_data) if base_data is not None else None
+        if base is None:
+            return None
+        delta_data = _read(packs, name + _DELTA)
+    finally:
+        os.close(packs)
+    records = {record.shown: record for record in base.records}
+    pack = Pack(base.header["stamp"], records, dict(records), base.header["sha256"])
+    if len(records) != len(base.records):
+        return None
+    delta = _decode(name, "delta", delta_data) if delta_data is not None else None
+    if delta is not None and delta.header.get("base") == pack.base_sha256:
+        records = dict(records)
+        for shown in delta.removed:
+            records.pop(shown, None)
+        records.update((record.shown, record) for record in delta.records)
+        pack.records = records
+    return pack
+
+
+def _decode(name: str, kind: str, data: bytes) -> _File | None:
+    newline = data.find(b"\n", 0, 4096)
+    if newline < 0:
+        return None
+    body = memoryview(data)[newline + 1 :]  # no copy of 100 MB: the blob is sliced where used
+    try:
+        header = json.loads(data[:newline])
+        if (
+            not isinstance(header, dict)
+            or header.get("format") != FORMAT
+            or header.get("name") != name
+            or header.get("kind") != kind
+            or type(header.get("stamp")) is not int
+            or type(header.get("index")) is not int
+            or header.get("length") != len(body)
+            or header.get("sha256") != hashlib.sha256(body).hexdigest()
+        ):
+            return None
+        index = json.loads(bytes(body[: header["index"]]))
+    except (ValueError, RecursionError):
+        return None
+    blob = body[header["index"] :]
+    if not isinstance(index, dict):
+        return None
+    items, removed = index.get("records"), index.get("removed")
+    if type(items) is not list or type(removed) is not list or not all(type(s) is str for s in removed):
+        return None
+    records = []
+    for item in items:
+        record = _record(item, blob, header["stamp"])
+        if record is None:
+            return None
+        records.append(record)
+    return _File(header, records, removed)
+
+
+def _record(item: Any, blob: memoryview, stamp: int) -> PackedRecord | None:
+    """One record of an index, its types checked (inline: 20,000 of them are read per render)."""
+    if type(item) is not list or len(item) != 7:
+        return None
+    shown, document, identity, key, body, inputs, app = item
+    if (
+        type(shown) is not str
+        or type(document) is not int
+        or type(identity) is not list
+        or len(identity) != 4
+        or type(key) is not str
+        or type(body) is not dict
+        or type(inputs) is not str
+    ):
+        return None
+    size, mtime, inode, ctime = identity
+    if type(size) is not int or type(mtime) is not int or type(inode) is not int or type(ctime) is not int:
+        return None
+    packed = None
+    if app is not None:
+        packed = _app(app, blob)
+        if packed is None:
+            return None
+    return PackedRecord(shown, document, (size, mtime, inode, ctime), key, body, inputs, packed, stamp)
+
+
+def _app(item: Any, blob: memoryview) -> PackedApp | None:
+    if type(item) is not list or len(item) != 7:
+        return None
+    name, group, notes, keys, files, stages, objects = item
+    if type(name) is not str or (group is not None and type(group) is not str) or type(notes) is not list:
+        return None
+    for note in notes:
+        if type(note) is not dict or len(note) != 4:
+            return None
+        for field_name in ("level", "reason", "subject", "message"):
+            if type(note.get(field_name)) is not str:
+                return None
+    if type(keys) is not list or type(files) is not list:
+        return None
+    found_keys: list[Key] = []
+    texts: dict[str, str] = {}
+    size = len(blob)
+    try:
+        for key in keys:
+            if type(key) is not list:
+                return None
+            group_, kind, namespace, object_name = key
+            if type(group_) is not str or type(kind) is not str or type(namespace) is not str:
+                return None
+            if type(object_name) is not str:
+                return None
+            found_keys.append((group_, kind, namespace, object_name))
+        for entry in files:
+            if type(entry) is not list:
+                return None
+            file_name, start, end = entry
+            if type(file_name) is not str or type(start) is not int or type(end) is not int:
+                return None
+            if not 0 <= start <= end <= size:
+                return None
+            texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
+    except ValueError:  # not four or three parts, or not UTF-8 (UnicodeDecodeError)
+        return None
+    if stages is not None and (type(stages) is not list or not all(type(s) is str for s in stages)):
+        return None
+    if type(objects) is not list or len(objects) != 2:
+        return None
+    start, end = objects
+    if type(start) is not int or type(end) is not int or not 0 <= start <= end <= size:
+        return None
+    return PackedApp(name, group, notes, found_keys, texts, stages, blob, (start, end))
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def objects_json(objects: Iterable[tuple[dict[str, Any], str]]) -> bytes | None:
+    """The objects of an app for a pack; None when JSON cannot hold them exactly (a map with an
+    integer key would read back unequal)."""
+    payload = [[body, origin] for body, origin in objects]
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if json.loads(text) != payload:
+        return None
+    # Compressed: a fifth of the size, and a pack is read (and hashed) whole on every render.
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+
+
+def exact_in_json(value: Any) -> bool:
+    """Whether `value` reads back from JSON equal (a record's document, before it is packed)."""
+    try:
+        return bool(json.loads(json.dumps(value, allow_nan=False)) == value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def _encode(
+    name: str, kind: str, stamp: int, records: Iterable[PackedRecord], *, removed: list[str], base: str
+) -> tuple[bytes, str] | None:
+    """A pack file's bytes and the sha256 of its body; None when it cannot be written."""
+    blob = bytearray()
+    index = []
+    for record in records:
+        app = None
+        if record.app is not None:
+            files = []
+            for file_name, text in record.app.files.items():
+                data = text.encode("utf-8", "surrogatepass")
+                files.append([file_name, len(blob), len(blob) + len(data)])
+                blob += data
+            objects = record.app.objects_bytes()
+            span = [len(blob), len(blob) + len(objects)]
+            blob += objects
+            packed = record.app
+            app = [
+                packed.app,
+                packed.group,
+                packed.notes,
+                [list(k) for k in packed.keys],
+                files,
+                packed.stages,
+                span,
+            ]
+        index.append(
+            [
+                record.shown,
+                record.document,
+                list(record.identity),
+                record.key,
+                record.body,
+                record.inputs,
+                app,
+            ]
+        )
+    try:
+        text = json.dumps(
+            {"records": index, "removed": removed}, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+    except (TypeError, ValueError, RecursionError):
+        return None
+    encoded = text.encode("utf-8", "surrogatepass")
+    body = encoded + bytes(blob)
+    sha256 = hashlib.sha256(body).hexdigest()
+    header = {
+        "format": FORMAT,
+        "name": name,
+        "kind": kind,
+        "base": base,
+        "stamp": stamp,
+        "index": len(encoded),
+        "length": len(body),
+        "sha256": sha256,
+    }
+    data = json.dumps(header).encode() + b"\n" + body
+    return (data, sha256) if len(data) <= MAX_PACK_BYTES else None
+
+
+def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:
+    if old is new:  # a record the render took from the pack as it was
+        return False
+    return (
+        old is None
+        or not Pack.unchanged(old, new.identity)
+        or old.key != new.key
+        or old.inputs != new.inputs
+        or old.app is not new.app
+    )
+
+
+def save_pack(directory: Path, name: str, stamp: int, records: list[PackedRecord], pack: Pack | None) -> bool:
+    """Write what changed since `pack` (the one this render read): nothing when nothing did, a
+    delta against its base when few records differ from the base, else a new base. A directory
+    that cannot be written is no error (False)."""
+    if (
+        pack is not None
+        and len(records) == len(pack.records)
+        and not any(_differs(pack.records.get(record.shown), record) for record in records)
+    ):
+        return False
+    if pack is not None:
+        current = {record.shown for record in records}
+        changed = [record for record in records if _differs(pack.base.get(record.shown), record)]
+        removed = sorted(shown for shown in pack.base if shown not in current)
+        if len(changed) + len(removed) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
+            encoded = _encode(name, "delta", stamp, changed, removed=removed, base=pack.base_sha256)
+            return encoded is not None and _store(directory, name + _DELTA, encoded[0])
+    encoded = _encode(name, "base", stamp, records, removed=[], base="")
+    if encoded is None or not _store(directory, name + _SUFFIX, encoded[0]):
+        return False
+    packs = _directory_fd(directory, create=False)
+    if packs is not None:
+        try:
+            with contextlib.suppress(OSError):
+                os.unlink(name + _DELTA, dir_fd=packs)  # names the base before: ignored anyway
+            _keep_latest(packs)
+        finally:
+            os.close(packs)
+    return True
+
+
+def _store(directory: Path, filename: str, data: bytes) -> bool:
+    packs = _directory_fd(directory, create=True)
+    if packs is None:
+        return False
+    temporary = f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=packs)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.rename(temporary, filename, src_dir_fd=packs, dst_dir_fd=packs)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=packs)
+        return False
+    finally:
+        os.close(packs)
+    return True
+
+
+def _keep_latest(packs: int) -> None:
+    """The `KEEP_PACKS` bases written last, and their deltas."""
+    found: list[tuple[int, str]] = []
+    with os.scandir(packs) as listing:
+        for entry in listing:
+            if entry.name.endswith(_SUFFIX) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+    found.sort(reverse=True)
+    for _, old in found[KEEP_PACKS:]:
+        for filename in (old, old.removesuffix(_SUFFIX) + _DELTA):
+            with contextlib.suppress(OSError):
+                os.unlink(filename, dir_fd=packs)

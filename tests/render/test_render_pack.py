@@ -1,0 +1,383 @@
+"""The render pack (io.render_pack, pipeline.cached_sources): unchanged tenant records and their
+finished apps taken from one file, with the same bytes as a render without any cache.
+
+Every render here is the real pipeline in process (or the CLI); the pack is a real file in a real
+cache directory. The source files' times are set an hour back where a test needs them not to be
+racy (a file modified within RACY_NS of the render that wrote the pack is read again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from btp_gitops.generator.io import render_pack
+from btp_gitops.generator.io.render_cache import RenderCache
+from btp_gitops.generator.io.render_pack import Pack, PackedRecord
+from btp_gitops.generator.pipeline.cached_sources import ReusedApp
+from btp_gitops.generator.pipeline.render import RenderResult, render_cluster
+from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, FLUX, TargetOptions
+from tests.conftest import CLI, EXAMPLES
+from tests.render.test_render_cache import ENGINE, SCHEMAS, outcome, records, tenant, write
+
+FLUX_TARGET = TargetOptions(target=FLUX)
+HOUR_AGO = time.time_ns() - 3600 * 10**9
+
+
+def age(source: Path) -> None:
+    """Every source file last modified an hour ago: not racy for a pack written now."""
+    for path in source.rglob("*.yaml"):
+        os.utime(path, ns=(HOUR_AGO, HOUR_AGO))
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    target = tmp_path / "source"
+    shutil.copytree(EXAMPLES / "cap-app", target)
+    for index in range(6):
+        write(target, tenant(index, ("bookshop-1-1-0", "bookshop-1-0-0", None)[index % 3]))
+    age(target)
+    return target
+
+
+def render(
+    source: Path, cache: RenderCache | None, target: TargetOptions = DEFAULT_TARGET, *, flat: bool = False
+) -> RenderResult:
+    return render_cluster(
+        (source,), "demo", ENGINE, SCHEMAS, target=target, cache=cache, shard_tenants=not flat
+    )
+
+
+def same_as_uncached(
+    source: Path, directory: Path, target: TargetOptions = DEFAULT_TARGET, *, flat: bool = False
+) -> tuple[RenderCache, RenderResult]:
+    cache = RenderCache(directory)
+    cached = render(source, cache, target, flat=flat)
+    uncached = render(source, None, target, flat=flat)
+    assert outcome(cached) == outcome(uncached)
+    assert [app.app for app in cached.apps] == [app.app for app in uncached.apps]
+    return cache, cached
+
+
+def packs(directory: Path) -> list[Path]:
+    return sorted((directory / render_pack.DIRECTORY).glob("*.pack"))
+
+
+def reused(result: RenderResult) -> list[ReusedApp]:
+    return [app for app in result.apps if isinstance(app, ReusedApp)]
+
+
+@pytest.mark.parametrize("target", [DEFAULT_TARGET, FLUX_TARGET], ids=["argocd", "flux"])
+@pytest.mark.parametrize("flat", [False, True], ids=["sharded", "flat"])
+def test_unchanged_records_and_their_apps_come_from_the_pack(
+    source: Path, tmp_path: Path, target: TargetOptions, flat: bool
+) -> None:
+    directory = tmp_path / "cache"
+    cold, first = same_as_uncached(source, directory, target, flat=flat)
+    assert (cold.hits, cold.packs_written, reused(first)) == (0, 1, [])
+    (pack,) = packs(directory)
+    written = pack.stat().st_mtime_ns
+
+    warm, second = same_as_uncached(source, directory, target, flat=flat)
+    tenants = records(source)
+    assert (warm.hits, warm.written, warm.packs_written) == (tenants, 0, 0)  # nothing changed: not written
+    assert pack.stat().st_mtime_ns == written
+    apps = reused(second)
+    # Every app of a record (a provider without a record has an app rendered each time).
+    assert {app.app for app in apps} == {
+        app.app for app in first.apps if app.manifests and "/tenants/" in app.manifests[0].origin
+    }
+    # The objects, decoded when asked for, are the ones a render without the cache makes.
+    uncached = {app.app: app for app in render(source, None, target, flat=flat).apps}
+    for app in apps:
+        assert app.object_count == len(uncached[app.app].manifests)
+        assert [(m.body, m.origin) for m in app.manifests] == [
+            (m.body, m.origin) for m in uncached[app.app].manifests
+        ]
+        assert app.group == uncached[app.app].group
+
+
+def test_a_new_tenant_is_rendered_and_the_others_reused(source: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    write(source, tenant(50))
+    added, result = same_as_uncached(source, directory)
+    assert (added.hits, added.written, added.packs_written) == (records(source) - 1, 1, 1)
+    assert "cap-tenant.bookshop.customer-050" not in {app.app for app in reused(result)}
+    age(source)
+    again, result = same_as_uncached(source, directory)
+    assert (again.hits, again.written, again.packs_written) == (records(source), 0, 1)  # no longer racy
+    assert "cap-tenant.bookshop.customer-050" in {app.app for app in reused(result)}
+
+
+def test_a_removed_tenant_leaves_the_pack(source: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    (source / "tenants" / "customer-004.yaml").unlink()
+    removed, result = same_as_uncached(source, directory)
+    assert (removed.hits, removed.written, removed.packs_written) == (records(source), 0, 1)
+    assert "cap-tenant.bookshop.customer-004" not in {app.app for app in result.apps}
+    (pack,) = packs(directory)
+    read = render_pack.read_pack(directory, pack.stem)
+    assert read is not None
+    assert not [shown for shown in read.records if "customer-004" in shown]  # the delta says so
+    assert [shown for shown in read.base if "customer-004" in shown]
+
+
+def _same_size_change(path: Path) -> None:
+    """Another tenant id of the same length, the file's mtime put back as it was."""
+    status = path.stat()
+    text = path.read_text()
+    changed = text.replace("00000004-", "00000009-", 1)
+    assert changed != text and len(changed) == len(text)
+    path.write_text(changed)
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (status.st_size, status.st_mtime_ns)
+
+
+def test_a_record_changed_in_place_with_its_size_and_mtime_is_read_again(
+    source: Path, tmp_path: Path
+) -> None:
+    """Not racy: size and mtime say nothing changed, the ctime (and, on some file systems, the
+    inode) does."""
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    _same_size_change(source / "tenants" / "customer-004.yaml")
+    changed, result = same_as_uncached(source, directory)
+    assert (changed.hits, changed.written) == (records(source) - 1, 1)
+    assert "00000009-5d2b" in "".join(result.files.values())
+
+
+def test_a_record_racing_the_pack_is_read_again(source: Path, tmp_path: Path) -> None:
+    """Written just before the render that wrote the pack (racy), then changed with the same size
+    and mtime: the render reads it (and finds other bytes) instead of trusting its identity."""
+    directory = tmp_path / "cache"
+    path = write(source, tenant(4, "bookshop-1-0-0"))  # modified now: racy for the pack below
+    same_as_uncached(source, directory)
+    _same_size_change(path)
+    changed, result = same_as_uncached(source, directory)
+    assert (changed.hits, changed.written) == (records(source) - 1, 1)
+    assert "00000009-5d2b" in "".join(result.files.values())
+
+
+def test_racy_means_modified_within_racy_ns_of_the_stamp() -> None:
+    """The rule itself, with the ctime and inode the same (as a file system with a coarse clock
+    and an editor writing in place could leave them)."""
+    stamp = HOUR_AGO + 3600 * 10**9
+    record = PackedRecord("t.yaml", 1, (10, stamp - 1, 7, stamp - 1), "k", {}, "", None, stamp)
+    assert not Pack.unchanged(record, record.identity)  # racy: read and compared
+    old = (10, stamp - render_pack.RACY_NS - 1, 7, stamp - render_pack.RACY_NS - 1)
+    assert Pack.unchanged(PackedRecord("t.yaml", 1, old, "k", {}, "", None, stamp), old)
+    assert not Pack.unchanged(PackedRecord("t.yaml", 1, old, "k", {}, "", None, stamp), (11, *old[1:]))
+
+
+def test_a_touched_record_with_the_same_bytes_is_taken_from_the_pack(source: Path, tmp_path: Path) -> None:
+    """As after a fresh checkout: every identity differs, the bytes (the key) are the same."""
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    for path in (source / "tenants").glob("*.yaml"):
+        path.write_bytes(path.read_bytes())
+    age(source)
+    touched, result = same_as_uncached(source, directory)
+    assert (touched.hits, touched.written, touched.packs_written) == (records(source), 0, 1)
+    assert len(reused(result)) == records(source)
+
+
+def test_an_application_input_changed_renders_the_apps_again(source: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    domains = source / "domains.yaml"
+    text = domains.read_text()
+    assert "domain: bookshop.apps.example.com" in text
+    domains.write_text(text.replace("domain: bookshop.apps.example.com", "domain: bookshop.apps.example.net"))
+    changed, result = same_as_uncached(source, directory)
+    assert (changed.hits, changed.packs_written, reused(result)) == (records(source), 1, [])
+    age(source)
+    again, result = same_as_uncached(source, directory)
+    assert again.packs_written == 1 and reused(result)
+
+
+def _repacked(pack: Path, change: Any) -> None:
+    """A pack whose index `change` rewrote, with a correct header: damage only a forger makes."""
+    header, body = pack.read_bytes().split(b"\n", 1)
+    fields = json.loads(header)
+    index = json.loads(body[: fields["index"]])
+    index["records"] = change(index["records"])
+    encoded = json.dumps(index).encode()
+    data = encoded + body[fields["index"] :]
+    fields.update(index=len(encoded), length=len(data), sha256=hashlib.sha256(data).hexdigest())
+    pack.write_bytes(json.dumps(fields).encode() + b"\n" + data)
+
+
+def _truncate(pack: Path, _: Path) -> None:
+    pack.write_bytes(pack.read_bytes()[:-100])
+
+
+def _flip(pack: Path, _: Path) -> None:
+    data = bytearray(pack.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    pack.write_bytes(bytes(data))
+
+
+def _garbage(pack: Path, _: Path) -> None:
+    pack.write_bytes(b"\x00\xff not a pack")
+
+
+def _symlink(pack: Path, directory: Path) -> None:
+    outside = directory.parent / "outside.pack"
+    outside.write_bytes(pack.read_bytes())  # the right bytes, reached through a link
+    pack.unlink()
+    pack.symlink_to(outside)
+
+
+def _directory(pack: Path, _: Path) -> None:
+    pack.unlink()
+    pack.mkdir()
+
+
+def _foreign(pack: Path, directory: Path) -> None:
+    """Another pack (the Flux target's), whole, but not this name's."""
+    RenderCache(directory).close()
+    render(pack.parents[2] / "source", RenderCache(directory), FLUX_TARGET)
+    other = next(p for p in packs(directory) if p != pack)
+    pack.write_bytes(other.read_bytes())
+
+
+def _shape(pack: Path, _: Path) -> None:
+    def change(records: list[Any]) -> list[Any]:
+        records[0][4] = ["not", "a", "body"]
+        return records
+
+    _repacked(pack, change)
+
+
+SWAPPED: list[str] = []
+
+
+def _other_file(pack: Path, _: Path) -> None:
+    """Two records under each other's file names: checksums fine, but each file's key is another."""
+
+    def change(records: list[Any]) -> list[Any]:
+        records[0][0], records[1][0] = records[1][0], records[0][0]
+        SWAPPED[:] = [Path(records[0][0]).stem, Path(records[1][0]).stem]
+        return records
+
+    _repacked(pack, change)
+
+
+@pytest.mark.parametrize(
+    "damage", [_truncate, _flip, _garbage, _symlink, _directory, _foreign, _shape, _other_file]
+)
+def test_a_damaged_pack_is_ignored(source: Path, tmp_path: Path, damage: Any) -> None:
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    (pack,) = packs(directory)
+    damage(pack, directory)
+    after, result = same_as_uncached(source, directory)
+    if damage is _other_file:
+        # Both files are read (their identities are not the ones recorded for their names):
+        # their bytes' keys differ from those records', so they come from their entries.
+        assert after.hits == records(source)
+        assert len(SWAPPED) == 2
+        assert set(SWAPPED).isdisjoint(a.app.rsplit(".", 1)[1] for a in reused(result))
+    else:
+        assert (after.hits, reused(result)) == (records(source), [])  # every record from its entry
+    if damage is not _directory:  # a directory in its place is not written over
+        assert after.packs_written == 1
+
+
+def test_a_pack_too_large_is_not_read(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    monkeypatch.setattr(render_pack, "MAX_PACK_BYTES", packs(directory)[0].stat().st_size - 1)
+    after, result = same_as_uncached(source, directory)
+    assert reused(result) == [] and after.packs_written == 0  # nor written
+
+
+def test_only_the_latest_packs_are_kept(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "cache"
+    monkeypatch.setattr(render_pack, "KEEP_PACKS", 2)
+    same_as_uncached(source, directory)
+    first = packs(directory)
+    os.utime(first[0], ns=(HOUR_AGO, HOUR_AGO))
+    other = tmp_path / "other"
+    shutil.copytree(source, other)
+    same_as_uncached(other, directory)
+    same_as_uncached(source, directory, FLUX_TARGET)
+    left = packs(directory)
+    assert len(left) == 2 and first[0] not in left
+
+
+def test_concurrent_renders_write_whole_packs(source: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "cache"
+    command = [str(CLI), "render", str(source), "--stdout", "--cache-dir", str(directory)]
+    expected = subprocess.run([*command[:-2], "--no-cache"], capture_output=True, check=True).stdout
+    for _ in range(2):  # cold, then each reading what another may be writing
+        runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+        outputs = [run.communicate(timeout=300) for run in runs]
+        assert all(run.returncode == 0 for run in runs), [err for _, err in outputs]
+        assert all(out == expected for out, _ in outputs)
+    (pack,) = packs(directory)
+    assert not list(pack.parent.glob(".tmp-*"))
+    assert render_pack.read_pack(directory, pack.stem) is not None
+
+
+def test_a_rendered_tree_through_the_cli_is_the_same_with_the_pack(source: Path, tmp_path: Path) -> None:
+    """`render --out` with a warm pack, a tenant added: the same repository as with --no-cache,
+    and the same JSON report (objects counted without decoding the reused apps)."""
+    directory = tmp_path / "cache"
+    warm_repo, cold_repo = tmp_path / "warm", tmp_path / "cold"
+    render_args = ["render", str(source), "--cluster", "demo", "--output", "json"]
+    subprocess.run(
+        [str(CLI), *render_args, "--out", str(warm_repo), "--cache-dir", str(directory)], check=True
+    )
+    shutil.copytree(warm_repo, cold_repo)
+    write(source, tenant(60))
+    reports = [
+        subprocess.run(
+            [str(CLI), *render_args, "--out", str(repo), *flag], capture_output=True, check=True
+        ).stdout
+        for repo, flag in ((warm_repo, ["--cache-dir", str(directory)]), (cold_repo, ["--no-cache"]))
+    ]
+    assert reports[0] == reports[1]
+    assert yaml.safe_load(reports[0])["changes"]["added"]
+    files = [
+        {p.relative_to(r): p.read_bytes() for p in r.rglob("*") if p.is_file()}
+        for r in (warm_repo, cold_repo)
+    ]
+    assert files[0] == files[1]
+
+
+def test_objects_a_forged_pack_cannot_decode_fail_with_an_error_naming_the_pack(
+    source: Path, tmp_path: Path
+) -> None:
+    """The objects are not decoded on reading: a pack forged with correct checksums around
+    objects that are not JSON renders (files, keys and checks come from elsewhere in it), and
+    fails with a clear error only when something asks for those objects."""
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    (pack,) = packs(directory)
+    header, body = pack.read_bytes().split(b"\n", 1)
+    fields = json.loads(header)
+    index = json.loads(body[: fields["index"]])
+    start, end = index["records"][0][6][6]
+    blob = bytearray(body[fields["index"] :])
+    blob[start:end] = b"x" * (end - start)
+    data = body[: fields["index"]] + bytes(blob)
+    fields.update(sha256=hashlib.sha256(data).hexdigest())
+    pack.write_bytes(json.dumps(fields).encode() + b"\n" + data)
+    result = render(source, RenderCache(directory))
+    (damaged,) = [app for app in reused(result) if app.app == index["records"][0][6][0]]
+    with pytest.raises(render_pack.PackDamaged, match="render pack holds objects of app"):
+        _ = damaged.manifests
