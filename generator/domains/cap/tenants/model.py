@@ -114,6 +114,8 @@ _STATES = {state.value: state for state in TenantState}
 _STRATEGIES = {strategy.value: strategy for strategy in UpgradeStrategy}
 _OPERATIONS = {operation.value: operation for operation in TenantOperation}
 _NO_STATUS = TenantStatus()
+_SHARED_MAX = 1024
+_SHARED_STATUSES: dict[tuple[str | None, str | None, str, str], TenantStatus] = {}
 
 
 def _status(body: Any) -> TenantStatus:
@@ -122,6 +124,30 @@ def _status(body: Any) -> TenantStatus:
         return _NO_STATUS
     completed = status.get("lastCompletedOperation")
     state = status.get("state")
+    current = status.get("currentCAPApplicationVersionInstance")
+    previous = status.get("previousCAPApplicationVersions")
+    # Most records of an application say the same (Ready on the current version): a status
+    # whose fields are plain strings (or absent) is made once per distinct value and shared
+    # (it is frozen); any other shape is made afresh, with the same conversions and errors.
+    if (
+        (type(state) is str or state is None)
+        and (type(current) is str or current is None)
+        and previous is None
+        and isinstance(completed, dict)
+        and type(operation := completed.get("operation")) is str
+        and type(instance := completed.get("capApplicationVersionInstance")) is str
+    ):
+        shared = (state, current, operation, instance)
+        found = _SHARED_STATUSES.get(shared)
+        if found is None:
+            if len(_SHARED_STATUSES) >= _SHARED_MAX:  # a long-lived process (the controller)
+                _SHARED_STATUSES.clear()
+            found = _SHARED_STATUSES[shared] = _new_status(status, state, completed)
+        return found
+    return _new_status(status, state, completed)
+
+
+def _new_status(status: dict[str, Any], state: Any, completed: Any) -> TenantStatus:
     return TenantStatus(
         state=(_STATES.get(state) or TenantState(state)) if state else None,
         current_instance=_text(status, "currentCAPApplicationVersionInstance"),
@@ -142,30 +168,36 @@ def subscription_context_secret_name(tenant_name: str) -> str:
     return f"{tenant_name}-subscription-context"
 
 
+def _str(value: Any) -> str:
+    """`_text` of a value already got."""
+    return value if type(value) is str else "" if value is None else str(value)
+
+
 def tenant_from_source(source: SourceDocument, tenant_type: TenantType) -> Tenant:
     body = source.body
     spec = body.get("spec") or {}
     metadata = body.get("metadata")
-    name = _text(metadata, "name")
+    if not isinstance(metadata, dict):
+        metadata = {}
+    fields = spec if isinstance(spec, dict) else {}
+    name = _str(metadata.get("name"))
     annotations = _string_map(metadata, "annotations")
     strategy = spec.get("versionUpgradeStrategy") or UpgradeStrategy.ALWAYS
     return Tenant(
-        name=name,
-        namespace=_text(metadata, "namespace"),
-        application=_text(spec, "capApplicationInstance"),
-        sub_domain=_text(spec, "subDomain"),
-        tenant_id=_text(spec, "tenantId"),
-        tenant_type=tenant_type,
-        version=_text(spec, "version"),
-        upgrade_strategy=_STRATEGIES.get(strategy) or UpgradeStrategy(strategy),
-        marked_for_deprovisioning=annotations.get(DEPROVISION_ANNOTATION) == "true",
-        subscription_context_secret=(
-            annotations.get(SUBSCRIPTION_CONTEXT_ANNOTATION) or subscription_context_secret_name(name)
-        ),
-        labels=_string_map(metadata, "labels"),
-        annotations=annotations,
-        status=_status(body),
-        source=source,
+        name,
+        _str(metadata.get("namespace")),
+        _str(fields.get("capApplicationInstance")),
+        _str(fields.get("subDomain")),
+        _str(fields.get("tenantId")),
+        tenant_type,
+        _str(fields.get("version")),
+        _STRATEGIES.get(strategy) or UpgradeStrategy(strategy),
+        annotations.get(DEPROVISION_ANNOTATION) == "true",
+        annotations.get(SUBSCRIPTION_CONTEXT_ANNOTATION) or subscription_context_secret_name(name),
+        _string_map(metadata, "labels") if "labels" in metadata else {},
+        annotations,
+        _status(body),
+        source,
     )
 
 
