@@ -24,6 +24,12 @@ to the cache directory, no link followed. A write goes to a temporary file renam
 so concurrent renders sharing a directory each see whole entries. The directory is bounded: when
 a render wrote entries and the directory holds more than `max_bytes`, the entries used least
 recently (a hit refreshes an entry's time at most once a day) are removed down to 90 % of it.
+What it holds is counted by scanning it (20,000 entries: a tenth of a warm render), so the
+directory keeps a ledger, `usage`: the bytes found by the last scan plus those written since,
+and the renders since. A render that wrote entries adds their bytes and scans only when the
+ledger says the directory is over `max_bytes`, or after `RESCAN_AFTER` renders (renders running
+at once may each add to the same count and one addition be lost; the scan sets it right), or
+when the ledger is missing, a link, or not what a ledger says.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ from btp_gitops.generator.io import bundled
 FORMAT = 1
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
 MAX_ENTRY_BYTES = 8 << 20  # an entry larger than this is not read (a tenant's app is a few KiB)
+RESCAN_AFTER = 64  # renders adding to the ledger before the directory is scanned again
+_USAGE = "usage"
 _TOUCH_AFTER = 24 * 3600.0  # a hit refreshes the entry's time when it is older than this
 _SUFFIX = ".json"
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -172,6 +180,8 @@ class RenderCache:
         self._shards: dict[str, int] = {}
         self.hits = 0  # records taken from an entry or the render pack (io.render_pack)
         self.written = 0  # entries
+        self.written_bytes = 0
+        self.scans = 0  # of the whole directory, to bound it
         self.packs_written = 0
 
     # --- keys ------------------------------------------------------------------------------
@@ -269,6 +279,7 @@ class RenderCache:
                 os.close(fd)
             os.rename(temporary, key[2:] + _SUFFIX, src_dir_fd=shard, dst_dir_fd=shard)
             self.written += 1
+            self.written_bytes += len(data)
         except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=shard)
@@ -279,11 +290,62 @@ class RenderCache:
         if self.written:
             self.evict()
 
+    def _usage(self, root: int) -> tuple[int, int] | None:
+        """The ledger (bytes, renders since the last scan) when it is one."""
+        try:
+            fd = os.open(_USAGE, _FLAGS, dir_fd=root)
+        except OSError:
+            return None
+        try:
+            status = os.fstat(fd)
+            data = os.read(fd, 256) if stat.S_ISREG(status.st_mode) else b""
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        try:
+            ledger = json.loads(data)
+        except ValueError:
+            return None
+        if not isinstance(ledger, dict) or ledger.get("format") != FORMAT:
+            return None
+        total, renders = ledger.get("bytes"), ledger.get("renders")
+        if type(total) is not int or type(renders) is not int or total < 0 or renders < 0:
+            return None
+        return total, renders
+
+    def _write_usage(self, root: int, total: int, renders: int) -> None:
+        temporary = f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
+        data = json.dumps({"format": FORMAT, "bytes": total, "renders": renders}).encode()
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=root)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.rename(temporary, _USAGE, src_dir_fd=root, dst_dir_fd=root)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=root)
+
     def evict(self) -> None:
-        """Remove the entries used least recently while the directory holds more than max_bytes."""
+        """Remove the entries used least recently while the directory holds more than max_bytes:
+        scanned for when the ledger says so (see the module docstring)."""
         root = self._root_fd(create=False)
         if root is None:
             return
+        ledger = self._usage(root)
+        if ledger is not None:
+            total, renders = ledger[0] + self.written_bytes, ledger[1] + 1
+            if total <= self.max_bytes and renders < RESCAN_AFTER:
+                self._write_usage(root, total, renders)
+                return
+        self.scans += 1
+        self._write_usage(root, self._scan(root), 0)
+
+    def _scan(self, root: int) -> int:
+        """Every entry's size and time; the least recently used removed when over max_bytes.
+        What is left (bytes)."""
         found: list[tuple[float, int, str, str]] = []
         with os.scandir(root) as shards:
             names = [s.name for s in shards if len(s.name) == 2 and s.is_dir(follow_symlinks=False)]
@@ -298,7 +360,7 @@ class RenderCache:
                         found.append((info.st_mtime, info.st_size, shard_name, entry.name))
         total = sum(size for _, size, _, _ in found)
         if total <= self.max_bytes:
-            return
+            return total
         found.sort()
         for _, size, shard_name, name in found:
             if total <= self.max_bytes * 0.9:
@@ -311,6 +373,7 @@ class RenderCache:
                 total -= size
             except OSError:
                 pass
+        return total
 
 
 def _encode(key: str, entry: Entry) -> bytes | None:

@@ -8,6 +8,7 @@ taken from it and what was written.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -264,6 +265,95 @@ def test_the_directory_is_bounded(source: Path, tmp_path: Path) -> None:
     assert oldest[0] not in left  # the one used least recently went first
     assert len(oldest) < 3000
     assert any(p.stat().st_mtime > past + 3000 for p in left)  # the entry written now stays
+
+
+def usage(directory: Path) -> dict[str, Any]:
+    ledger: dict[str, Any] = json.loads((directory / "usage").read_text())
+    return ledger
+
+
+def test_a_render_that_wrote_entries_counts_them_in_the_ledger_without_a_scan(
+    source: Path, tmp_path: Path
+) -> None:
+    directory = tmp_path / "cache"
+    first = assert_same_as_uncached(source, directory)
+    assert first.scans == 1  # no ledger yet: the directory is scanned
+    size = sum(p.stat().st_size for p in entries(directory))
+    assert usage(directory) == {"format": render_cache.FORMAT, "bytes": size, "renders": 0}
+    write(source, tenant(300))
+    second = assert_same_as_uncached(source, directory)
+    assert (second.written, second.scans) == (1, 0)
+    grown = sum(p.stat().st_size for p in entries(directory))
+    assert grown > size
+    assert usage(directory) == {"format": render_cache.FORMAT, "bytes": grown, "renders": 1}
+    assert assert_same_as_uncached(source, directory).written == 0  # nothing written: no count
+    assert usage(directory)["renders"] == 1
+
+
+def test_the_ledger_over_the_bound_or_after_enough_renders_scans_the_directory(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "cache"
+    assert_same_as_uncached(source, directory)
+    size = sum(p.stat().st_size for p in entries(directory))
+    # A ledger saying less than there is (a lost count, or a forged one) is set right by the
+    # scan after RESCAN_AFTER renders: the bound holds again then.
+    (directory / "usage").write_text(
+        json.dumps({"format": render_cache.FORMAT, "bytes": 0, "renders": render_cache.RESCAN_AFTER - 2})
+    )
+    write(source, tenant(300))
+    cache = RenderCache(directory, max_bytes=size // 2)
+    assert outcome(render(source, cache)) == outcome(render(source, None))
+    assert (cache.written, cache.scans) == (1, 0)  # the ledger says 0 bytes and 63 renders
+    assert len(entries(directory)) == records(source)
+    write(source, tenant(301))
+    cache = RenderCache(directory, max_bytes=size // 2)
+    assert outcome(render(source, cache)) == outcome(render(source, None))
+    assert (cache.written, cache.scans) == (1, 1)  # the 64th render: scanned, and evicted
+    left = sum(p.stat().st_size for p in entries(directory))
+    assert left <= size // 2 * 0.9 + 1
+    assert usage(directory) == {"format": render_cache.FORMAT, "bytes": left, "renders": 0}
+    # Over the bound by the ledger's count: scanned at once.
+    write(source, tenant(302))
+    monkeypatch.setattr(render_cache, "RESCAN_AFTER", 1000)
+    cache = RenderCache(directory, max_bytes=left + 10)
+    assert outcome(render(source, cache)) == outcome(render(source, None))
+    assert (cache.written, cache.scans) == (1, 1)
+
+
+def _not_json(ledger: Path) -> None:
+    ledger.write_text("{not a ledger")
+
+
+def _other_shape(ledger: Path) -> None:
+    ledger.write_text(json.dumps({"format": render_cache.FORMAT, "bytes": -5, "renders": 0}))
+
+
+def _other_format(ledger: Path) -> None:
+    ledger.write_text(json.dumps({"format": "1", "bytes": 0, "renders": 0}))
+
+
+def _linked(ledger: Path) -> None:
+    outside = ledger.parent.parent / "outside-usage"
+    outside.write_text(json.dumps({"format": render_cache.FORMAT, "bytes": 0, "renders": 0}))
+    ledger.unlink()
+    ledger.symlink_to(outside)
+
+
+def _removed(ledger: Path) -> None:
+    ledger.unlink()
+
+
+@pytest.mark.parametrize("damage", [_not_json, _other_shape, _other_format, _linked, _removed])
+def test_a_ledger_that_is_not_one_means_a_scan(source: Path, tmp_path: Path, damage: Any) -> None:
+    directory = tmp_path / "cache"
+    assert_same_as_uncached(source, directory)
+    damage(directory / "usage")
+    write(source, tenant(300))
+    cache = assert_same_as_uncached(source, directory)
+    assert (cache.written, cache.scans) == (1, 1)
+    assert not (directory / "usage").is_symlink()
+    assert usage(directory)["bytes"] == sum(p.stat().st_size for p in entries(directory))
 
 
 def test_entries_of_other_code_or_another_target_are_not_used(
