@@ -672,3 +672,48 @@ def test_an_incremental_render_touches_only_what_changed_and_git_sees_only_that(
     assert git("status", "--porcelain", "--untracked-files=all") == sorted(
         [*(f" M clusters/{CLUSTER}/{p}" for p in changed), *(f"?? clusters/{CLUSTER}/{p}" for p in added)]
     )
+
+
+def test_a_render_reads_the_tree_once_and_still_sees_an_edit_made_while_it_rendered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """render --out hands the tree it read before rendering to the writer, which lists it again
+    and rereads only what changed since: a person's edit during the render (same size, mtime put
+    back) is seen and overwritten, every other file is opened once."""
+    from btp_gitops.generator.io import repo as repo_module  # noqa: PLC0415
+    from btp_gitops.generator.io.helm import EmbeddedHelm  # noqa: PLC0415
+    from btp_gitops.generator.io.schemas import load_schema_registry  # noqa: PLC0415
+    from btp_gitops.generator.pipeline import render as render_module  # noqa: PLC0415
+
+    source = tenants_source(tmp_path / "source", [f"t{i}" for i in range(5)])
+    out = tmp_path / "repo"
+    render_ok(source, out)
+    render_ok(source, tmp_path / "fresh")
+    cluster = out / "clusters" / CLUSTER
+    monkeypatch.setattr(repo_module, "RACY_MARGIN_NS", 50_000_000)
+    time.sleep(0.1)  # the files are older than the (shortened) racy margin
+    edited = next(
+        path for path in sorted(cluster_tree(out)) if "/cap-tenant." in path and "/captenant-" in path
+    )
+    reads: list[str] = []
+    real_read, real_render = repo_module._read_regular_with_identity, render_module.render_cluster
+
+    def counted(path: str) -> tuple[bytes, repo_module.Identity] | None:
+        reads.append(Path(path).relative_to(cluster).as_posix())
+        return real_read(path)
+
+    def edit_while_rendering(*args: object, **kwargs: object) -> object:
+        target = cluster / edited
+        before = target.stat()
+        data = target.read_bytes()
+        target.write_bytes(data.replace(b"t", b"T", 1))  # the same size
+        os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+        return real_render(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(repo_module, "_read_regular_with_identity", counted)
+    monkeypatch.setattr(render_module, "render_cluster", edit_while_rendering)
+    request = render_module.RenderRequest(sources=(source,), out=out, cluster=CLUSTER)
+    result = render_module.render_into_repo(request, EmbeddedHelm(), load_schema_registry())
+    assert sorted(reads) == sorted([*cluster_tree(tmp_path / "fresh"), edited])
+    assert result.changes is not None and result.changes.changed == (edited,)
+    assert cluster_tree(out) == cluster_tree(tmp_path / "fresh")

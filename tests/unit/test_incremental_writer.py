@@ -16,15 +16,18 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from btp_gitops.generator.core.errors import OutputNotWritable, UnsafeOutput
+from btp_gitops.generator.io import repo as repo_module
 from btp_gitops.generator.io.repo import (
     LocalFilesystem,
     TreeChanges,
     WritePlan,
+    diff_trees,
     read_finished_tree,
     read_tree,
     recover_leftovers,
@@ -414,3 +417,167 @@ def test_a_file_no_manifest_lists_is_never_removed(tmp_path: Path) -> None:
     assert [problem.file for problem in caught.value.problems] == [str(cluster / "app" / "notes.md")]
     assert stats_of(cluster) == before
     assert hidden(tmp_path / "clusters") == []
+
+
+# --- a scan handed to the writer: read once, yet every change since is seen ---------------------
+
+SHORT_MARGIN_NS = 50_000_000  # 50 ms instead of 2 s: files written 0.1 s before a scan are settled
+
+
+@pytest.fixture
+def settled(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`repo` with OLD written longer ago than the (shortened) racy margin."""
+    monkeypatch.setattr(repo_module, "RACY_MARGIN_NS", SHORT_MARGIN_NS)
+    time.sleep(2 * SHORT_MARGIN_NS / 1e9)
+    return repo
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths (relative to the cluster directory) the scans read from then on."""
+    seen: list[str] = []
+    real = repo_module._read_regular_with_identity
+
+    def counted(path: str) -> tuple[bytes, repo_module.Identity] | None:
+        seen.append(path.split("/clusters/c1/", 1)[1])
+        return real(path)
+
+    monkeypatch.setattr(repo_module, "_read_regular_with_identity", counted)
+    return seen
+
+
+def test_a_scan_handed_to_the_writer_is_not_read_again(settled: Path, reads: list[str]) -> None:
+    cluster = settled / "clusters" / "c1"
+    scanned = scan_tree(cluster)
+    assert sorted(reads) == sorted(OLD)
+    reads.clear()
+    changes = write_subtree(settled, "clusters/c1", NEW, scanned=scanned)
+    assert reads == []  # listed and lstat'ed, not one file opened again
+    assert changes == write_subtree_changes(OLD, NEW)
+    assert files_of(cluster) == NEW
+
+
+def write_subtree_changes(old: dict[str, str], new: dict[str, str]) -> TreeChanges:
+    return diff_trees({k: v.encode() for k, v in old.items()}, {k: v.encode() for k, v in new.items()})
+
+
+def test_a_file_changed_after_the_scan_with_its_size_and_mtime_kept_is_read_again(
+    settled: Path, reads: list[str]
+) -> None:
+    """ctime moves on with every write, and nothing sets it back: the identity no longer matches."""
+    cluster = settled / "clusters" / "c1"
+    scanned = scan_tree(cluster)
+    reads.clear()
+    target = cluster / "many" / "f03.yaml"
+    before = target.stat()
+    target.write_text("n: X\n")  # as long as "n: 3\n"
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (target.stat().st_size, target.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    changes = write_subtree(settled, "clusters/c1", OLD, scanned=scanned)
+    assert reads == ["many/f03.yaml"]
+    assert changes.changed == ("many/f03.yaml",)
+    assert changes.previous == {"many/f03.yaml": b"n: X\n"}
+    assert files_of(cluster) == OLD  # the tree holds exactly what the writer was given
+
+
+def test_a_file_replaced_by_a_rename_is_read_again(settled: Path, reads: list[str]) -> None:
+    cluster = settled / "clusters" / "c1"
+    scanned = scan_tree(cluster)
+    reads.clear()
+    target = cluster / "app" / "b.yaml"
+    before = target.stat()
+    (cluster / "app" / "other").write_text("b: 9\n")
+    os.utime(cluster / "app" / "other", ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.rename(cluster / "app" / "other", target)  # another inode, same size and mtime
+    changes = write_subtree(settled, "clusters/c1", OLD, scanned=scanned)
+    assert reads == ["app/b.yaml"]
+    assert changes.changed == ("app/b.yaml",)
+    assert files_of(cluster) == OLD
+
+
+def test_a_racy_file_is_read_again_though_its_identity_matches(repo: Path, reads: list[str]) -> None:
+    """Written within the margin before the scan: a change right after the read may keep every
+    timestamp (they move by the clock tick), so the identity cannot vouch for it."""
+    cluster = repo / "clusters" / "c1"
+    scanned = scan_tree(cluster)  # OLD was written just now: all of it racy with the 2 s margin
+    reads.clear()
+    write_subtree(repo, "clusters/c1", OLD, scanned=scanned)
+    assert sorted(reads) == sorted(OLD)
+
+
+def test_only_the_racy_files_are_read_again(settled: Path, reads: list[str]) -> None:
+    cluster = settled / "clusters" / "c1"
+    (cluster / "app" / "a.yaml").write_text("a: 3\n")  # just before the scan
+    scanned = scan_tree(cluster)
+    reads.clear()
+    expected = {**OLD, "app/a.yaml": "a: 3\n"}
+    changes = write_subtree(settled, "clusters/c1", expected, scanned=scanned)
+    assert reads == ["app/a.yaml"]
+    assert changes.empty
+
+
+def test_a_link_planted_after_a_handed_scan_is_refused(settled: Path, tmp_path: Path) -> None:
+    cluster = settled / "clusters" / "c1"
+    scanned = scan_tree(cluster)
+    (tmp_path / "secret").write_text("b: 1\n")
+    (cluster / "app" / "b.yaml").unlink()
+    (cluster / "app" / "b.yaml").symlink_to(tmp_path / "secret")
+    before = stats_of(cluster)
+    with pytest.raises(UnsafeOutput, match="not a regular file"):
+        write_subtree(settled, "clusters/c1", NEW, scanned=scanned)
+    assert stats_of(cluster) == before
+    assert (tmp_path / "secret").read_text() == "b: 1\n"
+
+
+def test_a_directory_swapped_for_a_link_after_a_handed_scan_is_not_descended(
+    settled: Path, tmp_path: Path
+) -> None:
+    cluster = settled / "clusters" / "c1"
+    scanned = scan_tree(cluster)
+    outside = tmp_path / "outside"
+    shutil.copytree(cluster / "many", outside)
+    shutil.rmtree(cluster / "many")
+    (cluster / "many").symlink_to(outside)
+    with pytest.raises(UnsafeOutput, match="not a regular file"):
+        write_subtree(settled, "clusters/c1", OLD, scanned=scanned)
+    assert sorted(p.name for p in outside.iterdir()) == sorted(
+        p.rsplit("/", 1)[1] for p in OLD if p.startswith("many/")
+    )
+
+
+def test_a_foreign_file_added_after_a_handed_scan_is_never_removed(settled: Path) -> None:
+    from btp_gitops.generator.core.ownership import manifest_files  # noqa: PLC0415
+
+    owned = {"app/a.yaml": "a: 1\n", "app/kustomization.yaml": "resources: []\n"}
+    write_subtree(settled, "clusters/c1", {**owned, **manifest_files(owned)})
+    cluster = settled / "clusters" / "c1"
+    scanned = scan_tree(cluster)
+    (cluster / "app" / "notes.md").write_text("a person's\n")  # while the render runs
+    before = stats_of(cluster)
+    kept = {"app/kustomization.yaml": "resources: []\n"}
+    with pytest.raises(UnsafeOutput, match="did not write"):
+        write_subtree(settled, "clusters/c1", {**kept, **manifest_files(kept)}, scanned=scanned)
+    assert stats_of(cluster) == before
+
+
+def test_a_file_removed_after_a_handed_scan_is_written_again(settled: Path) -> None:
+    cluster = settled / "clusters" / "c1"
+    scanned = scan_tree(cluster)
+    (cluster / "app" / "a.yaml").unlink()
+    changes = write_subtree(settled, "clusters/c1", OLD, scanned=scanned)
+    assert changes.added == ("app/a.yaml",)
+    assert files_of(cluster) == OLD
+
+
+def test_a_rescan_gives_what_a_full_scan_gives(settled: Path, tmp_path: Path) -> None:
+    cluster = settled / "clusters" / "c1"
+    earlier = scan_tree(cluster)
+    (cluster / "app" / "a.yaml").write_text("a: changed\n")
+    (cluster / "app" / "new.yaml").write_text("new\n")
+    (cluster / "many" / "f00.yaml").unlink()
+    (cluster / "many" / "link").symlink_to(tmp_path)
+    (cluster / "empty").mkdir()
+    again, fresh = scan_tree(cluster, earlier), scan_tree(cluster)
+    assert (again.files, again.others, again.directories) == (fresh.files, fresh.others, fresh.directories)
+    assert again.identities == fresh.identities
+    assert again.started_ns == earlier.started_ns  # what it kept was read then

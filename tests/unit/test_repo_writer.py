@@ -367,10 +367,10 @@ def test_a_file_that_cannot_be_read_is_an_output_error(
 ) -> None:
     (tmp_path / "f").write_text("f")
 
-    def unreadable(path: str) -> bytes:
+    def unreadable(path: str) -> tuple[bytes, repo_module.Identity]:
         raise PermissionError(errno.EACCES, "Permission denied", path)
 
-    monkeypatch.setattr(repo_module, "_read_regular", unreadable)
+    monkeypatch.setattr(repo_module, "_read_regular_with_identity", unreadable)
     with pytest.raises(OutputNotWritable) as caught:
         scan_tree(tmp_path)
     assert str(caught.value) == f"cannot read {tmp_path / 'f'}: Permission denied"
