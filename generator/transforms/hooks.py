@@ -7,7 +7,8 @@ tool would run them as ordinary resources on every sync, deleting what it just a
 
 from __future__ import annotations
 
-from btp_gitops.generator.core.objects import Manifest, get_path
+from btp_gitops.generator.core.objects import Manifest, describe, get_path
+from btp_gitops.generator.core.report import Level, Note
 
 HOOK_ANNOTATION = "helm.sh/hook"
 UNINSTALL_ONLY_HOOKS = frozenset({"pre-delete", "post-delete"})
@@ -57,3 +58,22 @@ def drop_hook_phases(
         else:
             excluded.append(manifest)
     return kept, excluded
+
+
+def drop_uninstall_hooks(manifests: list[Manifest]) -> tuple[list[Manifest], list[Note]]:
+    """`drop_hook_phases` with the uninstall-only phases, and a note for each hook left out.
+
+    Every domain that renders a chart into Git reports the excluded hooks the same way, so a
+    reviewer finds them under one note code whichever domain rendered the chart.
+    """
+    kept, excluded = drop_hook_phases(manifests, UNINSTALL_ONLY_HOOKS)
+    notes = [
+        Note(
+            Level.INFO,
+            "ExcludedHook",
+            f"{manifest.origin} ({describe(manifest.body)})",
+            "uninstall-only Helm hook left out of the GitOps output",
+        )
+        for manifest in excluded
+    ]
+    return kept, notes

@@ -3,7 +3,8 @@
 Covered: `hook_phases` parses the comma-separated `helm.sh/hook` annotation (spaces and empty
 items ignored, non-string values treated as no hook); `split_hooks` with the uninstall-only phases
 moves pre-delete and post-delete hooks out, keeps pre-install, post-install, pre-upgrade and test
-hooks and non-hook objects, and keeps the input order in both lists.
+hooks and non-hook objects, and keeps the input order in both lists; `drop_uninstall_hooks` trims
+the uninstall phases off mixed hooks, leaves out pure uninstall hooks and notes each one it left out.
 
 Nothing is faked: YAML literals in, the real functions, exact names out.
 """
@@ -12,7 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, hook_phases, split_hooks
+from btp_gitops.generator.core.report import Level
+from btp_gitops.generator.transforms.hooks import (
+    UNINSTALL_ONLY_HOOKS,
+    drop_uninstall_hooks,
+    hook_phases,
+    split_hooks,
+)
 from tests.unit.helpers import manifests
 
 
@@ -77,3 +84,32 @@ def test_split_hooks_with_a_single_phase() -> None:
     kept, excluded = split_hooks(stream, frozenset({"pre-delete"}))
     assert [m.body["metadata"]["name"] for m in kept] == ["post-delete"]
     assert [m.body["metadata"]["name"] for m in excluded] == ["pre-delete"]
+
+
+def test_drop_uninstall_hooks_notes_every_hook_it_leaves_out() -> None:
+    stream = manifests(
+        "---\n".join(
+            [
+                hooked("plain", None),
+                hooked("cleanup", "pre-delete"),
+                hooked("migrate", "pre-install,post-delete"),
+                hooked("farewell", "post-delete"),
+            ]
+        ),
+        origin="charts/app/templates/hooks.yaml",
+    )
+    kept, notes = drop_uninstall_hooks(stream)
+    assert [m.body["metadata"]["name"] for m in kept] == ["plain", "migrate"]
+    assert kept[1].body["metadata"]["annotations"]["helm.sh/hook"] == "pre-install"
+    assert [(n.level, n.reason) for n in notes] == [(Level.INFO, "ExcludedHook")] * 2
+    assert [n.subject for n in notes] == [
+        "charts/app/templates/hooks.yaml (Job cleanup)",
+        "charts/app/templates/hooks.yaml (Job farewell)",
+    ]
+
+
+def test_drop_uninstall_hooks_without_hooks_notes_nothing() -> None:
+    stream = manifests(hooked("plain", None) + "---\n" + hooked("setup", "post-install"))
+    kept, notes = drop_uninstall_hooks(stream)
+    assert [m.body["metadata"]["name"] for m in kept] == ["plain", "setup"]
+    assert notes == []

@@ -20,7 +20,6 @@ from btp_gitops.generator.core.objects import (
     KubeObject,
     Manifest,
     annotations_of,
-    describe,
     kind_of,
     pod_template,
 )
@@ -47,7 +46,7 @@ from btp_gitops.generator.transforms.certificates import (
 )
 from btp_gitops.generator.transforms.credentials import reference_operator_credentials
 from btp_gitops.generator.transforms.gardener_certificates import issue_webhook_certificates_with_gardener
-from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
+from btp_gitops.generator.transforms.hooks import drop_uninstall_hooks
 from btp_gitops.generator.transforms.metadata import (
     add_finalizer,
     add_labels,
@@ -141,16 +140,7 @@ def render_module_objects(
     config: ModuleConfig, rendered: RenderedChart, manifests: list[Manifest]
 ) -> AppRender:
     """Everything the module needs in Git: the chart's objects, transformed as BTP Manager did."""
-    manifests, excluded = drop_hook_phases(manifests, UNINSTALL_ONLY_HOOKS)
-    notes = [
-        Note(
-            Level.INFO,
-            "ExcludedHook",
-            f"{m.origin} ({describe(m.body)})",
-            "uninstall-only Helm hook left out of the GitOps output",
-        )
-        for m in excluded
-    ]
+    manifests, notes = drop_uninstall_hooks(manifests)
     manifests = apply_operator_settings(manifests, config.settings)
     if config.manager_image:
         manifests = set_container_image(manifests, MANAGER_CONTAINER, config.manager_image)

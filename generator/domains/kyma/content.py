@@ -21,8 +21,8 @@ from btp_gitops.generator.charts.renderer import ChartRenderer, ChartRequest
 from btp_gitops.generator.core.errors import InvalidSpec, PathNotAllowed, Problem, SourceSyntaxError
 from btp_gitops.generator.core.kinds import ScopeIndex
 from btp_gitops.generator.core.layout import KUSTOMIZATION
-from btp_gitops.generator.core.objects import Manifest, describe, get_path, name_of
-from btp_gitops.generator.core.report import AppRender, Level, Note
+from btp_gitops.generator.core.objects import Manifest, get_path, name_of
+from btp_gitops.generator.core.report import AppRender, Note
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document
 from btp_gitops.generator.domains.kyma.model import (
@@ -33,7 +33,7 @@ from btp_gitops.generator.domains.kyma.model import (
     Template,
 )
 from btp_gitops.generator.domains.kyma.status import ResourceRef
-from btp_gitops.generator.transforms.hooks import UNINSTALL_ONLY_HOOKS, drop_hook_phases
+from btp_gitops.generator.transforms.hooks import drop_uninstall_hooks
 from btp_gitops.generator.transforms.metadata import add_labels, set_default_namespace
 from btp_gitops.generator.transforms.ordering import (
     ARGOCD_SYNC_WAVE,
@@ -107,17 +107,8 @@ def _chart_manifests(
         source=template.source,
     )
     _, manifests, pinned = render_chart_deterministically(engine, request)
-    manifests, excluded = drop_hook_phases(manifests, UNINSTALL_ONLY_HOOKS)
-    notes = pinned_value_notes(still_pinned(pinned, manifests))
-    notes += [
-        Note(
-            Level.INFO,
-            "ExcludedHook",
-            f"{m.origin} ({describe(m.body)})",
-            "uninstall-only Helm hook left out of the GitOps output",
-        )
-        for m in excluded
-    ]
+    manifests, excluded_notes = drop_uninstall_hooks(manifests)
+    notes = pinned_value_notes(still_pinned(pinned, manifests)) + excluded_notes
     return manifests, notes
 
 
