@@ -34,6 +34,7 @@ from btp_gitops.generator.io.repo import (
     scan_tree,
     write_subtree,
 )
+from tests.unit.tree_helpers import files_of, hidden, written_repo
 
 OLD = {
     "kustomization.yaml": "resources: []\n",
@@ -52,10 +53,6 @@ NEW = {
 }
 
 
-def files_of(root: Path) -> dict[str, str]:
-    return {k: v.decode() for k, v in read_tree(root).items()}
-
-
 def stats_of(root: Path) -> dict[str, tuple[int, int]]:
     return {
         path.relative_to(root).as_posix(): (path.lstat().st_ino, path.lstat().st_mtime_ns)
@@ -64,15 +61,9 @@ def stats_of(root: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-def hidden(parent: Path) -> list[str]:
-    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    write_subtree(root, "clusters/c1", OLD)
-    return root
+    return written_repo(tmp_path, OLD)
 
 
 def test_only_the_changed_files_are_written_and_the_rest_keeps_inode_and_mtime(repo: Path) -> None:

@@ -33,23 +33,14 @@ from btp_gitops.generator.io.repo import (
     scan_tree,
     write_subtree,
 )
+from tests.unit.tree_helpers import files_of, hidden, written_repo
 
 OLD = {"app/a.yaml": "a: 1\n", "app/b.yaml": "b: 1\n", "kustomization.yaml": "resources: []\n"}
 
 
-def files_of(root: Path) -> dict[str, str]:
-    return {k: v.decode() for k, v in read_tree(root).items()}
-
-
-def hidden(parent: Path) -> list[str]:
-    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    write_subtree(root, "clusters/c1", OLD)
-    return root
+    return written_repo(tmp_path, OLD)
 
 
 @pytest.mark.parametrize(
