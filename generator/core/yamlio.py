@@ -480,6 +480,19 @@ def _one_line(text: str) -> bool:
     return len(text.splitlines()) == 1 and text.endswith("\n")
 
 
+_OTHER_BREAKS = re.compile("[\r\x85\u2028\u2029]")
+_LITERAL_HEAD = re.compile(r"k: \|[1-9]?-?\n")
+
+
+def _is_literal_block(value: str, written: str) -> bool:
+    """True when `written` (PyYAML's `k: <value>`) is a literal block the writer may indent further:
+    `|`, `|-`, `|2` or `|2-` (not `|+`), then lines that are empty or indented by two."""
+    head = _LITERAL_HEAD.match(written)
+    if head is None or _OTHER_BREAKS.search(value) or not written.endswith("\n"):
+        return False
+    return all(not line or line.startswith("  ") for line in written[head.end() : -1].split("\n"))
+
+
 # Names, hosts, IDs, versions: no character of these is a YAML indicator where it stands, so the
 # string is written plain when the resolver reads it back as a string, else in single quotes
 # (nothing to escape), which is what the emitter chooses. One resolver call instead of a dump.
@@ -513,16 +526,29 @@ class _BlockWriter:
     escaped) is asked of PyYAML itself, once per distinct scalar, and remembered: a value as
     `k: <value>`, a key as `<key>: 0`. Anything whose bytes could depend on more than that is left
     to PyYAML, for the whole object: a root that is not a mapping, keys that are not strings or
-    need the `? ` form, scalars written on more than one line (literal blocks), types other than
-    str, int, float, bool and None (subclasses included), and a mapping or list met twice in one
-    object (PyYAML writes an anchor and alias).
+    need the `? ` form, scalars written on more than one line other than the literal blocks
+    below, types other than str, int, float, bool and None (subclasses included), and a mapping or
+    list met twice in one object (PyYAML writes an anchor and alias).
+
+    A string with line breaks is written as the literal block PyYAML writes for it as `k: <value>`
+    (`|`, `|-` or `|2-` and its lines indented by two), indented further where it stands: libyaml
+    indents a block scalar's lines by two past the column of the mapping's keys or of the list's
+    dashes, and leaves empty lines empty. Refused, and so left to PyYAML: a block kept with its
+    trailing line breaks (`|+`, after which libyaml may end the stream with `...`) and a string
+    holding a line break other than `\n` (`\r`, U+0085, U+2028, U+2029).
+
+    `memo_limit` bounds how many distinct keys and values are remembered, and `memo_longest` how
+    long a remembered value may be (None: any): a writer that lives through a whole stream keeps
+    both small so that its memory does not grow with the stream.
     """
 
-    __slots__ = ("keys", "values")
+    __slots__ = ("keys", "limit", "longest", "values")
 
-    def __init__(self) -> None:
+    def __init__(self, memo_limit: int = _MEMO_LIMIT, memo_longest: int | None = None) -> None:
         self.keys: dict[str, str] = {}
         self.values: dict[tuple[type, Any], str] = {}
+        self.limit = memo_limit
+        self.longest = memo_longest
 
     def key(self, key: Any) -> str:
         if type(key) is not str:
@@ -535,7 +561,7 @@ class _BlockWriter:
                 if written.startswith("? ") or not _one_line(written) or not written.endswith(": 0\n"):
                     raise _NotPlain
                 text = written[: -len(": 0\n")]
-            if len(self.keys) >= _MEMO_LIMIT:
+            if len(self.keys) >= self.limit:
                 self.keys.clear()
             self.keys[key] = text
         return text
@@ -550,12 +576,14 @@ class _BlockWriter:
             text = _simple_string_text(value) if kind is str else None
             if text is None:
                 written = _dump_with_pyyaml({"k": value})
-                if not _one_line(written) or not written.startswith("k: "):
+                one_line = _one_line(written) and written.startswith("k: ")
+                if not one_line and not (kind is str and _is_literal_block(value, written)):
                     raise _NotPlain
                 text = written[3:-1]
-            if len(self.values) >= _MEMO_LIMIT:
-                self.values.clear()
-            self.values[memo] = text
+            if self.longest is None or len(value if kind is str else text) <= self.longest:
+                if len(self.values) >= self.limit:
+                    self.values.clear()
+                self.values[memo] = text
         return text
 
     def document(self, obj: Any) -> str | None:
@@ -596,7 +624,10 @@ class _BlockWriter:
                 else:
                     out.append(f"{prefix}{self.key(key)}: []\n")
             else:
-                out.append(f"{prefix}{self.key(key)}: {self.scalar(value)}\n")
+                text = self.scalar(value)
+                if indent and "\n" in text:
+                    text = text.replace("\n  ", f"\n{deeper}")
+                out.append(f"{prefix}{self.key(key)}: {text}\n")
             prefix = indent
 
     def _sequence(self, data: list[Any], indent: str, first: str, out: list[str], seen: set[int]) -> None:
@@ -618,7 +649,10 @@ class _BlockWriter:
                 else:
                     out.append(f"{prefix}- []\n")
             else:
-                out.append(f"{prefix}- {self.scalar(item)}\n")
+                text = self.scalar(item)
+                if indent and "\n" in text:
+                    text = text.replace("\n  ", f"\n{deeper}")
+                out.append(f"{prefix}- {text}\n")
             prefix = indent
 
 
@@ -632,29 +666,18 @@ def dump_object(obj: Any) -> str:
 
 
 def dump_each(objects: list[Any]) -> list[str]:
-    """Each object as its own document body, like `dump_object`, through one emitter.
+    """Each object as its own document body, like `dump_object`, as one stream (`DocumentWriter`).
 
-    One dumper for the whole list spares the per-call set-up that dominates on large streams;
-    libyaml flushes at every document end, so the buffer offsets split the output exactly. (A
-    body ending in a `|+` block gets no `...` marker here: the next `---` ends it just as well.)
+    (A body ending in a `|+` block gets no `...` marker here: the next `---` ends it just as well;
+    a stream-end marker, when libyaml writes one, is part of the last body.)
     """
-    buffer = io.StringIO()
-    options = {key: value for key, value in _DUMP_OPTIONS.items() if key != "Dumper"}
-    dumper = _Dumper(buffer, explicit_start=True, **options)
-    ends = []
+    writer = DocumentWriter()
     try:
-        dumper.open()
-        for obj in objects:
-            dumper.represent(obj)
-            ends.append(buffer.tell())
-        dumper.close()
+        bodies = [writer.dump(obj) for obj in objects]
     finally:
-        dumper.dispose()
-    text = buffer.getvalue()
-    starts = [0, *ends][: len(ends)]
-    bodies = [text[start:end].removeprefix("---\n") for start, end in zip(starts, ends, strict=True)]
+        tail = writer.close()
     if bodies:
-        bodies[-1] += text[ends[-1] :]  # a stream-end marker (`...`) belongs to the last document
+        bodies[-1] += tail
     return bodies
 
 
@@ -749,12 +772,21 @@ def split_documents(text: str) -> list[str]:
     return [piece for piece in _DOCUMENT_SEPARATOR.split(text) if piece.strip()]
 
 
-class DocumentWriter:
-    """Objects dumped one at a time as `dump_each` dumps a list: one emitter for all of them.
+# The block writer of a `DocumentWriter`: it lives through a whole stream, so it remembers few
+# scalars and no long ones (post-render's peak memory stays flat with the stream's size).
+_STREAM_MEMO_LIMIT = 1 << 12
+_STREAM_MEMO_LONGEST = 256
 
-    `dump` gives each object's document body as soon as it is written; `close` gives what the
-    emitter writes after the last document (a stream-end marker, usually nothing), which
-    `dump_each` counts as part of the last body.
+
+class DocumentWriter:
+    """Objects dumped one at a time as one libyaml emitter writes them as a stream: each document
+    `---` and its body (`dump` gives the body), then whatever the emitter writes at the stream's end
+    (`close` gives it: a `...` after a last document ending in a `|+` block, else nothing).
+
+    A body is written by the block writer (`_BlockWriter`) when it vouches for the object, else by
+    the emitter. Both write the same bytes; the emitter carries nothing from one document into the
+    next but whether the stream is left open-ended (`|+`, which the block writer refuses), and
+    that only shows at the end: `close` gives nothing after a last body the block writer wrote.
     """
 
     def __init__(self) -> None:
@@ -762,6 +794,8 @@ class DocumentWriter:
         options = {key: value for key, value in _DUMP_OPTIONS.items() if key != "Dumper"}
         self._dumper = _Dumper(self._buffer, explicit_start=True, **options)
         self._dumper.open()
+        self._blocks = _BlockWriter(_STREAM_MEMO_LIMIT, _STREAM_MEMO_LONGEST)
+        self._last_by_blocks = False
         self._closed = False
 
     def _take(self) -> str:
@@ -771,6 +805,11 @@ class DocumentWriter:
         return text
 
     def dump(self, obj: Any) -> str:
+        # An empty mapping is `--- {}` in a stream: left to the emitter, as any other root.
+        text = self._blocks.document(obj) if obj else None
+        self._last_by_blocks = text is not None
+        if text is not None:
+            return text
         self._dumper.represent(obj)
         return self._take().removeprefix("---\n")
 
@@ -780,6 +819,7 @@ class DocumentWriter:
         self._closed = True
         try:
             self._dumper.close()
-            return self._take()
+            tail = self._take()
         finally:
             self._dumper.dispose()
+        return "" if self._last_by_blocks else tail
