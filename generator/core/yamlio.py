@@ -200,12 +200,22 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVED_LIMIT = 1 << 12
 
 
+# The first characters of a plain scalar that some implicit resolver looks at (PyYAML keys its
+# resolvers by first character; "" for the empty scalar): a plain scalar starting with any other
+# character is a string, whatever the rest. Taken from the base resolver, whose keys every loader
+# and dumper here keeps (the loaders drop only the timestamp resolvers); none is a wildcard (None).
+# (tests/unit/test_yaml_resolution.py checks these assumptions against the installed PyYAML.)
+_IMPLICIT_FIRSTS = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
+
+
 class _MemoizedResolution:
     """`resolve` of plain scalars remembered by value: libyaml's composer asks once per scalar read,
     its serializer twice per scalar written, and a stream repeats the same keys and values.
 
     The answer for a scalar depends only on its value (no path resolvers are registered), and a
-    quoted scalar (implicit[0] false) is always a string; other nodes ask the resolver itself.
+    quoted scalar (implicit[0] false) is always a string, and so is a plain one whose first
+    character no implicit resolver looks at (not remembered: the memo keeps room for the others);
+    other nodes ask the resolver itself.
     """
 
     _resolved: dict[str, str]
@@ -220,6 +230,8 @@ class _MemoizedResolution:
                 return _STR_TAG
             tag = self._resolved.get(value)
             if tag is None:
+                if value[:1] not in _IMPLICIT_FIRSTS:
+                    return _STR_TAG
                 tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
                 if len(self._resolved) >= _RESOLVED_LIMIT:
                     self._resolved.clear()
@@ -379,7 +391,7 @@ def _sorted_items(data: dict[Any, Any]) -> list[tuple[Any, Any]]:
 _GO_YAML_NON_STRINGS = re.compile(r"^(?:[yYnN]|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|0o[0-7]+)$")
 
 
-_MAY_LOOK_LIKE_GO_YAML_NON_STRING = frozenset("yYnN0123456789+-")
+_MAY_LOOK_LIKE_GO_YAML_NON_STRING = frozenset("yYnN0123456789+-")  # all in _IMPLICIT_FIRSTS
 
 
 def _str_style(data: str) -> str | None:
@@ -504,6 +516,8 @@ _STR_TAG = "tag:yaml.org,2002:str"
 def _simple_string_text(data: str) -> str | None:
     if not _SIMPLE_STRING.match(data):
         return None
+    if data[0] not in _IMPLICIT_FIRSTS:  # read back as a string, and no go-yaml non-string either
+        return data
     tag = _RESOLVER.resolve(yaml.ScalarNode, data, (True, False))  # type: ignore[no-untyped-call]
     if tag != _STR_TAG or (
         data[:1] in _MAY_LOOK_LIKE_GO_YAML_NON_STRING and _GO_YAML_NON_STRINGS.match(data)
