@@ -239,8 +239,15 @@ class _MemoizedResolution:
             return tag
         return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
 
+    # libyaml's composer and serializer call these around every node they compose or serialize,
+    # for path resolvers; none is registered (tests/unit/test_yaml_resolution.py), so the resolver's
+    # own methods only return. Builtins that take the same arguments and do nothing spare a Python
+    # frame per node (a builtin as a class attribute is not bound: no `self`).
+    descend_resolver = operator.is_  # (current_node, current_index) -> bool, ignored
+    ascend_resolver = tuple  # () -> (), ignored
 
-class _Loader(_MemoizedResolution, yaml.CSafeLoader):
+
+class _Loader(_MemoizedResolution, yaml.CSafeLoader):  # type: ignore[misc]  # the builtin resolver hooks
     """C-accelerated safe loader that keeps timestamps as strings and rejects duplicate keys."""
 
     strict = False  # duplicate keys: the last one wins (as in PyYAML), or an error when strict
@@ -407,7 +414,7 @@ def _str_style(data: str) -> str | None:
 _SCALAR_NODE_TYPE = yaml.ScalarNode
 
 
-class _Dumper(_MemoizedResolution, yaml.CSafeDumper):
+class _Dumper(_MemoizedResolution, yaml.CSafeDumper):  # type: ignore[misc]  # the builtin resolver hooks
     def ignore_aliases(self, data: Any) -> bool:
         # Only a mapping or list met twice becomes an anchor and alias (which keeps an alias-heavy
         # input from expanding on output); the base check walks a list of scalar types per value.

@@ -73,3 +73,18 @@ def test_the_memo_holds_only_what_the_shortcut_cannot_answer() -> None:
 def test_the_writer_shortcut_writes_what_pyyaml_writes(value: str, expected: str) -> None:
     assert yamlio._simple_string_text(value) == expected
     assert yamlio._dump_with_pyyaml({"k": value}) == f"k: {expected}\n"
+
+
+@pytest.mark.parametrize("cls", _CLASSES, ids=lambda cls: cls.__name__)
+def test_the_path_resolver_hooks_do_nothing_as_pyyaml_s_do_without_path_resolvers(cls: type) -> None:
+    instance = cls.__new__(cls)
+    node = yaml.ScalarNode("tag:yaml.org,2002:str", "a")
+    instance.descend_resolver(node, 0)
+    instance.ascend_resolver()
+    assert cls.descend_resolver is not yaml.resolver.BaseResolver.descend_resolver
+    assert not cls.yaml_path_resolvers  # what makes PyYAML's own hooks return at once
+
+
+def test_documents_compose_alike_with_the_hooks_as_with_pyyaml_s() -> None:
+    text = "a: [1, {b: c}]\nd:\n- e: f\n  g: [h, 'i', yes, ~]\n"
+    assert yamlio.load_stream_document(text) == yaml.load(text, Loader=yaml.CSafeLoader)
