@@ -17,8 +17,8 @@ Writing: block style, 2-space indent, no line folding, plain scalars unless quot
 multi-line strings as literal blocks, and a fixed key order: apiVersion, kind, metadata, name,
 namespace, spec, data, stringData, then the rest sorted, `status` last. The same object always
 serialises to the same bytes. PyYAML (libyaml's emitter, our representers) defines those bytes;
-`dump_object` writes the same ones without a PyYAML call per node (`_BlockWriter`), several times
-faster on rendered objects.
+`dump_object` and `DocumentWriter` (a stream, as post-render writes it) write the same ones
+without a PyYAML call per node (`_BlockWriter`), several times faster, wherever they can.
 """
 
 from __future__ import annotations
