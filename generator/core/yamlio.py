@@ -535,6 +535,7 @@ def _simple_string_text(data: str) -> str | None:
 
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 _MEMO_LIMIT = 1 << 17  # distinct scalars remembered; the memo starts over beyond it
+_LITERAL_MEMO_LONGEST = 256  # longer multi-line strings are not remembered (they rarely repeat)
 
 
 class _BlockWriter:
@@ -559,8 +560,9 @@ class _BlockWriter:
     holding a line break other than `\n` (`\r`, U+0085, U+2028, U+2029).
 
     `memo_limit` bounds how many distinct keys and values are remembered, and `memo_longest` how
-    long a remembered value may be (None: any): a writer that lives through a whole stream keeps
-    both small so that its memory does not grow with the stream.
+    long a remembered value may be (None: any; a literal block is remembered up to 256 characters
+    at most): a writer that lives through a whole stream keeps both small so that its memory does
+    not grow with the stream.
     """
 
     __slots__ = ("keys", "limit", "longest", "values")
@@ -601,11 +603,17 @@ class _BlockWriter:
                 if not one_line and not (kind is str and _is_literal_block(value, written)):
                     raise _NotPlain
                 text = written[3:-1]
-            if self.longest is None or len(value if kind is str else text) <= self.longest:
+            if self._remembers(value if kind is str else "", text):
                 if len(self.values) >= self.limit:
                     self.values.clear()
                 self.values[memo] = text
         return text
+
+    def _remembers(self, value: str, text: str) -> bool:
+        longest = self.longest
+        if "\n" in text:  # a literal block: short ones only, whatever the writer (config files, scripts)
+            longest = _LITERAL_MEMO_LONGEST if longest is None else min(longest, _LITERAL_MEMO_LONGEST)
+        return longest is None or len(value) <= longest
 
     def document(self, obj: Any) -> str | None:
         """`obj` as `_dump_with_pyyaml` writes it, or None when it is left to PyYAML."""

@@ -181,3 +181,17 @@ def test_the_shortcut_agrees_with_pyyaml_on_strings_that_look_like_numbers(text:
     shortcut = yamlio._simple_string_text(text)
     if shortcut is not None:
         assert shortcut == yamlio._dump_with_pyyaml({"k": text})[3:-1]
+
+
+def test_the_memo_keeps_short_values_and_short_literal_blocks_only() -> None:
+    writer = yamlio._BlockWriter(memo_limit=8, memo_longest=40)
+    long_line, long_block = "x:" + "a" * 60, "line\n" * 60
+    obj = {"a": "x: 1", "b": "k\nv\n", "c": long_line, "d": long_block, "e": 5}
+    assert writer.document(obj) == yamlio._dump_with_pyyaml(obj)
+    assert set(writer.values) == {(str, "x: 1"), (str, "k\nv\n"), (int, 5)}
+    render = yamlio._BlockWriter()  # as dump_object's: any single line, literal blocks up to 256
+    assert render.document(obj) == yamlio._dump_with_pyyaml(obj)
+    assert (str, long_line) in render.values and (str, long_block) not in render.values
+    for index in range(20):  # the memo starts over at its limit
+        writer.scalar(f"v: {index}")
+        assert len(writer.values) <= 8
