@@ -106,6 +106,9 @@ def test_any_list_of_objects_is_written_as_the_emitter_writes_it(objects: list[d
     _assert_same(objects)
 
 
+_SHARED = {"k": "v\n", "l": [1, 2]}
+
+
 @pytest.mark.parametrize(
     "objects",
     [
@@ -114,6 +117,8 @@ def test_any_list_of_objects_is_written_as_the_emitter_writes_it(objects: list[d
         [{"b": "y\n"}, {"a": "x\n\n"}],
         [{"a": "x\n\n"}, {}, {"b": 1}],  # `--- {}`: the emitter's, as any empty root
         [{"a": ["x\n\n", {"b": 1}]}, {"c": {"d": "e\nf"}}],
+        [{"a": _SHARED, "b": [_SHARED]}, {"c": "d\n"}],  # an anchor and alias: the emitter's
+        [{"a": "x\n\n"}, {"a": _SHARED, "b": _SHARED}],
     ],
 )
 def test_how_the_stream_ends_follows_the_emitter(objects: list[dict[str, Any]]) -> None:
