@@ -17,8 +17,8 @@ Writing: block style, 2-space indent, no line folding, plain scalars unless quot
 multi-line strings as literal blocks, and a fixed key order: apiVersion, kind, metadata, name,
 namespace, spec, data, stringData, then the rest sorted, `status` last. The same object always
 serialises to the same bytes. PyYAML (libyaml's emitter, our representers) defines those bytes;
-`dump_object` writes the same ones without a PyYAML call per node (`_BlockWriter`), several times
-faster on rendered objects.
+`dump_object` and `DocumentWriter` (a stream, as post-render writes it) write the same ones
+without a PyYAML call per node (`_BlockWriter`), several times faster, wherever they can.
 """
 
 from __future__ import annotations
@@ -200,12 +200,22 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVED_LIMIT = 1 << 12
 
 
+# The first characters of a plain scalar that some implicit resolver looks at (PyYAML keys its
+# resolvers by first character; "" for the empty scalar): a plain scalar starting with any other
+# character is a string, whatever the rest. Taken from the base resolver, whose keys every loader
+# and dumper here keeps (the loaders drop only the timestamp resolvers); none is a wildcard (None).
+# (tests/unit/test_yaml_resolution.py checks these assumptions against the installed PyYAML.)
+_IMPLICIT_FIRSTS = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
+
+
 class _MemoizedResolution:
     """`resolve` of plain scalars remembered by value: libyaml's composer asks once per scalar read,
     its serializer twice per scalar written, and a stream repeats the same keys and values.
 
     The answer for a scalar depends only on its value (no path resolvers are registered), and a
-    quoted scalar (implicit[0] false) is always a string; other nodes ask the resolver itself.
+    quoted scalar (implicit[0] false) is always a string, and so is a plain one whose first
+    character no implicit resolver looks at (not remembered: the memo keeps room for the others);
+    other nodes ask the resolver itself.
     """
 
     _resolved: dict[str, str]
@@ -220,6 +230,8 @@ class _MemoizedResolution:
                 return _STR_TAG
             tag = self._resolved.get(value)
             if tag is None:
+                if value[:1] not in _IMPLICIT_FIRSTS:
+                    return _STR_TAG
                 tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
                 if len(self._resolved) >= _RESOLVED_LIMIT:
                     self._resolved.clear()
@@ -227,8 +239,15 @@ class _MemoizedResolution:
             return tag
         return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
 
+    # libyaml's composer and serializer call these around every node they compose or serialize,
+    # for path resolvers; none is registered (tests/unit/test_yaml_resolution.py), so the resolver's
+    # own methods only return. Builtins that take the same arguments and do nothing spare a Python
+    # frame per node (a builtin as a class attribute is not bound: no `self`).
+    descend_resolver = operator.is_  # (current_node, current_index) -> bool, ignored
+    ascend_resolver = tuple  # () -> (), ignored
 
-class _Loader(_MemoizedResolution, yaml.CSafeLoader):
+
+class _Loader(_MemoizedResolution, yaml.CSafeLoader):  # type: ignore[misc]  # the builtin resolver hooks
     """C-accelerated safe loader that keeps timestamps as strings and rejects duplicate keys."""
 
     strict = False  # duplicate keys: the last one wins (as in PyYAML), or an error when strict
@@ -379,7 +398,7 @@ def _sorted_items(data: dict[Any, Any]) -> list[tuple[Any, Any]]:
 _GO_YAML_NON_STRINGS = re.compile(r"^(?:[yYnN]|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|0o[0-7]+)$")
 
 
-_MAY_LOOK_LIKE_GO_YAML_NON_STRING = frozenset("yYnN0123456789+-")
+_MAY_LOOK_LIKE_GO_YAML_NON_STRING = frozenset("yYnN0123456789+-")  # all in _IMPLICIT_FIRSTS
 
 
 def _str_style(data: str) -> str | None:
@@ -395,7 +414,7 @@ def _str_style(data: str) -> str | None:
 _SCALAR_NODE_TYPE = yaml.ScalarNode
 
 
-class _Dumper(_MemoizedResolution, yaml.CSafeDumper):
+class _Dumper(_MemoizedResolution, yaml.CSafeDumper):  # type: ignore[misc]  # the builtin resolver hooks
     def ignore_aliases(self, data: Any) -> bool:
         # Only a mapping or list met twice becomes an anchor and alias (which keeps an alias-heavy
         # input from expanding on output); the base check walks a list of scalar types per value.
@@ -480,6 +499,19 @@ def _one_line(text: str) -> bool:
     return len(text.splitlines()) == 1 and text.endswith("\n")
 
 
+_OTHER_BREAKS = re.compile("[\r\x85\u2028\u2029]")
+_LITERAL_HEAD = re.compile(r"k: \|[1-9]?-?\n")
+
+
+def _is_literal_block(value: str, written: str) -> bool:
+    """True when `written` (PyYAML's `k: <value>`) is a literal block the writer may indent further:
+    `|`, `|-`, `|2` or `|2-` (not `|+`), then lines that are empty or indented by two."""
+    head = _LITERAL_HEAD.match(written)
+    if head is None or _OTHER_BREAKS.search(value) or not written.endswith("\n"):
+        return False
+    return all(not line or line.startswith("  ") for line in written[head.end() : -1].split("\n"))
+
+
 # Names, hosts, IDs, versions: no character of these is a YAML indicator where it stands, so the
 # string is written plain when the resolver reads it back as a string, else in single quotes
 # (nothing to escape), which is what the emitter chooses. One resolver call instead of a dump.
@@ -491,6 +523,8 @@ _STR_TAG = "tag:yaml.org,2002:str"
 def _simple_string_text(data: str) -> str | None:
     if not _SIMPLE_STRING.match(data):
         return None
+    if data[0] not in _IMPLICIT_FIRSTS:  # read back as a string, and no go-yaml non-string either
+        return data
     tag = _RESOLVER.resolve(yaml.ScalarNode, data, (True, False))  # type: ignore[no-untyped-call]
     if tag != _STR_TAG or (
         data[:1] in _MAY_LOOK_LIKE_GO_YAML_NON_STRING and _GO_YAML_NON_STRINGS.match(data)
@@ -501,6 +535,7 @@ def _simple_string_text(data: str) -> str | None:
 
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 _MEMO_LIMIT = 1 << 17  # distinct scalars remembered; the memo starts over beyond it
+_LITERAL_MEMO_LONGEST = 256  # longer multi-line strings are not remembered (they rarely repeat)
 
 
 class _BlockWriter:
@@ -513,16 +548,30 @@ class _BlockWriter:
     escaped) is asked of PyYAML itself, once per distinct scalar, and remembered: a value as
     `k: <value>`, a key as `<key>: 0`. Anything whose bytes could depend on more than that is left
     to PyYAML, for the whole object: a root that is not a mapping, keys that are not strings or
-    need the `? ` form, scalars written on more than one line (literal blocks), types other than
-    str, int, float, bool and None (subclasses included), and a mapping or list met twice in one
-    object (PyYAML writes an anchor and alias).
+    need the `? ` form, scalars written on more than one line other than the literal blocks
+    below, types other than str, int, float, bool and None (subclasses included), and a mapping or
+    list met twice in one object (PyYAML writes an anchor and alias).
+
+    A string with line breaks is written as the literal block PyYAML writes for it as `k: <value>`
+    (`|`, `|-` or `|2-` and its lines indented by two), indented further where it stands: libyaml
+    indents a block scalar's lines by two past the column of the mapping's keys or of the list's
+    dashes, and leaves empty lines empty. Refused, and so left to PyYAML: a block kept with its
+    trailing line breaks (`|+`, after which libyaml may end the stream with `...`) and a string
+    holding a line break other than `\n` (`\r`, U+0085, U+2028, U+2029).
+
+    `memo_limit` bounds how many distinct keys and values are remembered, and `memo_longest` how
+    long a remembered value may be (None: any; a literal block is remembered up to 256 characters
+    at most): a writer that lives through a whole stream keeps both small so that its memory does
+    not grow with the stream.
     """
 
-    __slots__ = ("keys", "values")
+    __slots__ = ("keys", "limit", "longest", "values")
 
-    def __init__(self) -> None:
+    def __init__(self, memo_limit: int = _MEMO_LIMIT, memo_longest: int | None = None) -> None:
         self.keys: dict[str, str] = {}
         self.values: dict[tuple[type, Any], str] = {}
+        self.limit = memo_limit
+        self.longest = memo_longest
 
     def key(self, key: Any) -> str:
         if type(key) is not str:
@@ -535,7 +584,7 @@ class _BlockWriter:
                 if written.startswith("? ") or not _one_line(written) or not written.endswith(": 0\n"):
                     raise _NotPlain
                 text = written[: -len(": 0\n")]
-            if len(self.keys) >= _MEMO_LIMIT:
+            if len(self.keys) >= self.limit:
                 self.keys.clear()
             self.keys[key] = text
         return text
@@ -550,13 +599,21 @@ class _BlockWriter:
             text = _simple_string_text(value) if kind is str else None
             if text is None:
                 written = _dump_with_pyyaml({"k": value})
-                if not _one_line(written) or not written.startswith("k: "):
+                one_line = _one_line(written) and written.startswith("k: ")
+                if not one_line and not (kind is str and _is_literal_block(value, written)):
                     raise _NotPlain
                 text = written[3:-1]
-            if len(self.values) >= _MEMO_LIMIT:
-                self.values.clear()
-            self.values[memo] = text
+            if self._remembers(value if kind is str else "", text):
+                if len(self.values) >= self.limit:
+                    self.values.clear()
+                self.values[memo] = text
         return text
+
+    def _remembers(self, value: str, text: str) -> bool:
+        longest = self.longest
+        if "\n" in text:  # a literal block: short ones only, whatever the writer (config files, scripts)
+            longest = _LITERAL_MEMO_LONGEST if longest is None else min(longest, _LITERAL_MEMO_LONGEST)
+        return longest is None or len(value) <= longest
 
     def document(self, obj: Any) -> str | None:
         """`obj` as `_dump_with_pyyaml` writes it, or None when it is left to PyYAML."""
@@ -596,7 +653,10 @@ class _BlockWriter:
                 else:
                     out.append(f"{prefix}{self.key(key)}: []\n")
             else:
-                out.append(f"{prefix}{self.key(key)}: {self.scalar(value)}\n")
+                text = self.scalar(value)
+                if indent and "\n" in text:
+                    text = text.replace("\n  ", f"\n{deeper}")
+                out.append(f"{prefix}{self.key(key)}: {text}\n")
             prefix = indent
 
     def _sequence(self, data: list[Any], indent: str, first: str, out: list[str], seen: set[int]) -> None:
@@ -618,7 +678,10 @@ class _BlockWriter:
                 else:
                     out.append(f"{prefix}- []\n")
             else:
-                out.append(f"{prefix}- {self.scalar(item)}\n")
+                text = self.scalar(item)
+                if indent and "\n" in text:
+                    text = text.replace("\n  ", f"\n{deeper}")
+                out.append(f"{prefix}- {text}\n")
             prefix = indent
 
 
@@ -632,29 +695,18 @@ def dump_object(obj: Any) -> str:
 
 
 def dump_each(objects: list[Any]) -> list[str]:
-    """Each object as its own document body, like `dump_object`, through one emitter.
+    """Each object as its own document body, like `dump_object`, as one stream (`DocumentWriter`).
 
-    One dumper for the whole list spares the per-call set-up that dominates on large streams;
-    libyaml flushes at every document end, so the buffer offsets split the output exactly. (A
-    body ending in a `|+` block gets no `...` marker here: the next `---` ends it just as well.)
+    (A body ending in a `|+` block gets no `...` marker here: the next `---` ends it just as well;
+    a stream-end marker, when libyaml writes one, is part of the last body.)
     """
-    buffer = io.StringIO()
-    options = {key: value for key, value in _DUMP_OPTIONS.items() if key != "Dumper"}
-    dumper = _Dumper(buffer, explicit_start=True, **options)
-    ends = []
+    writer = DocumentWriter()
     try:
-        dumper.open()
-        for obj in objects:
-            dumper.represent(obj)
-            ends.append(buffer.tell())
-        dumper.close()
+        bodies = [writer.dump(obj) for obj in objects]
     finally:
-        dumper.dispose()
-    text = buffer.getvalue()
-    starts = [0, *ends][: len(ends)]
-    bodies = [text[start:end].removeprefix("---\n") for start, end in zip(starts, ends, strict=True)]
+        tail = writer.close()
     if bodies:
-        bodies[-1] += text[ends[-1] :]  # a stream-end marker (`...`) belongs to the last document
+        bodies[-1] += tail
     return bodies
 
 
@@ -749,12 +801,21 @@ def split_documents(text: str) -> list[str]:
     return [piece for piece in _DOCUMENT_SEPARATOR.split(text) if piece.strip()]
 
 
-class DocumentWriter:
-    """Objects dumped one at a time as `dump_each` dumps a list: one emitter for all of them.
+# The block writer of a `DocumentWriter`: it lives through a whole stream, so it remembers few
+# scalars and no long ones (post-render's peak memory stays flat with the stream's size).
+_STREAM_MEMO_LIMIT = 1 << 12
+_STREAM_MEMO_LONGEST = 256
 
-    `dump` gives each object's document body as soon as it is written; `close` gives what the
-    emitter writes after the last document (a stream-end marker, usually nothing), which
-    `dump_each` counts as part of the last body.
+
+class DocumentWriter:
+    """Objects dumped one at a time as one libyaml emitter writes them as a stream: each document
+    `---` and its body (`dump` gives the body), then whatever the emitter writes at the stream's end
+    (`close` gives it: a `...` after a last document ending in a `|+` block, else nothing).
+
+    A body is written by the block writer (`_BlockWriter`) when it vouches for the object, else by
+    the emitter. Both write the same bytes; the emitter carries nothing from one document into the
+    next but whether the stream is left open-ended (`|+`, which the block writer refuses), and
+    that only shows at the end: `close` gives nothing after a last body the block writer wrote.
     """
 
     def __init__(self) -> None:
@@ -762,6 +823,8 @@ class DocumentWriter:
         options = {key: value for key, value in _DUMP_OPTIONS.items() if key != "Dumper"}
         self._dumper = _Dumper(self._buffer, explicit_start=True, **options)
         self._dumper.open()
+        self._blocks = _BlockWriter(_STREAM_MEMO_LIMIT, _STREAM_MEMO_LONGEST)
+        self._last_by_blocks = False
         self._closed = False
 
     def _take(self) -> str:
@@ -771,6 +834,11 @@ class DocumentWriter:
         return text
 
     def dump(self, obj: Any) -> str:
+        # An empty mapping is `--- {}` in a stream: left to the emitter, as any other root.
+        text = self._blocks.document(obj) if obj else None
+        self._last_by_blocks = text is not None
+        if text is not None:
+            return text
         self._dumper.represent(obj)
         return self._take().removeprefix("---\n")
 
@@ -780,6 +848,7 @@ class DocumentWriter:
         self._closed = True
         try:
             self._dumper.close()
-            return self._take()
+            tail = self._take()
         finally:
             self._dumper.dispose()
+        return "" if self._last_by_blocks else tail

@@ -28,6 +28,9 @@ _TRICKY = [
     "a\nb", "a\n", "a\u2028b", "a\rb", "a\x85b", "\ttab", "é", "日本", "\ufeff", "[a]", "{a}", "a,b",
     "!t", "&a", "*a", "|", ">", "%", "@", "`", "apiVersion", "kind", "metadata", "status", "k" * 130,
     "00000001-5d2b-4c8e-9a3f-1b6d2c4e8f00", "bookshop-1-0-0", "example.com/x_y", "a" * 100,
+    "a\nb\n", "a\n\n", "\n", "\n\n", " a\nb", "\na", "a\n\nb\n", "a \nb", "a\n b\n  c",
+    "\ta\nb", "é\n日本\n", "a\r\nb\n", "a\nb\u2028c", "a\n\x00", "#!/bin/sh\nset -e\n", "x: 1\ny: [a]\n",
+    "a\n...\nb", "a\n---\nb", "a\n\n\n",
 ]  # fmt: skip
 
 _strings = (
@@ -120,7 +123,11 @@ def test_a_typical_object_is_written_by_the_block_writer_not_pyyaml() -> None:
 @pytest.mark.parametrize(
     ("change", "why"),
     [
-        (lambda obj: obj["metadata"]["annotations"].update(script="set -e\nrun\n"), "a literal block"),
+        (lambda obj: obj["metadata"]["annotations"].update(script="set -e\nrun\n\n"), "a `|+` block"),
+        (
+            lambda obj: obj["metadata"]["annotations"].update(script="a\nb\u2028c\n"),
+            "U+2028 in a literal block",
+        ),
         (lambda obj: obj["metadata"]["annotations"].update(note="a\u2028b"), "U+2028 is a line break"),
         (lambda obj: obj["spec"].update({1: "x"}), "a key that is not a string"),
         (lambda obj: obj["spec"].update({"k" * 130: "x"}), "a key written as `? key`"),
@@ -132,6 +139,20 @@ def test_what_the_block_writer_cannot_vouch_for_goes_to_pyyaml_whole(change: Any
     change(obj)
     assert yamlio._WRITER.document(obj) is None, why
     assert _ours_or_error(obj) == _pyyaml_or_error(obj)
+
+
+@pytest.mark.parametrize("text", ["set -e\nrun\n", "a\n\n  b", " indented\nfirst", "no end\nbreak"])
+def test_a_literal_block_is_written_by_the_block_writer_at_every_depth(text: str) -> None:
+    obj = copy.deepcopy(DEPLOYMENT)
+    obj["metadata"]["annotations"]["script"] = text
+    container = obj["spec"]["template"]["spec"]["containers"][0]
+    container["args"].append(text)
+    container["env"].append({"name": "SCRIPT", "value": text})
+    obj["spec"]["nested"] = [[text, {"deep": [text]}]]
+    written = yamlio._WRITER.document(obj)
+    assert written is not None
+    assert written == yamlio._dump_with_pyyaml(obj)
+    assert "|" in written
 
 
 def test_a_str_subclass_is_refused_as_pyyaml_refuses_it() -> None:
@@ -160,3 +181,17 @@ def test_the_shortcut_agrees_with_pyyaml_on_strings_that_look_like_numbers(text:
     shortcut = yamlio._simple_string_text(text)
     if shortcut is not None:
         assert shortcut == yamlio._dump_with_pyyaml({"k": text})[3:-1]
+
+
+def test_the_memo_keeps_short_values_and_short_literal_blocks_only() -> None:
+    writer = yamlio._BlockWriter(memo_limit=8, memo_longest=40)
+    long_line, long_block = "x:" + "a" * 60, "line\n" * 60
+    obj = {"a": "x: 1", "b": "k\nv\n", "c": long_line, "d": long_block, "e": 5}
+    assert writer.document(obj) == yamlio._dump_with_pyyaml(obj)
+    assert set(writer.values) == {(str, "x: 1"), (str, "k\nv\n"), (int, 5)}
+    render = yamlio._BlockWriter()  # as dump_object's: any single line, literal blocks up to 256
+    assert render.document(obj) == yamlio._dump_with_pyyaml(obj)
+    assert (str, long_line) in render.values and (str, long_block) not in render.values
+    for index in range(20):  # the memo starts over at its limit
+        writer.scalar(f"v: {index}")
+        assert len(writer.values) <= 8
