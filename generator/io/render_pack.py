@@ -45,8 +45,6 @@ import contextlib
 import hashlib
 import json
 import os
-import secrets
-import stat
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.io.cache_files import (
+    atomic_write_at,
+    open_directory,
+    open_subdirectory,
+    read_whole_at,
+)
 
 FORMAT = 1
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
@@ -64,8 +68,6 @@ RACY_NS = 2_000_000_000  # a file modified this close to a pack's stamp is read 
 DIRECTORY = "packs"
 _SUFFIX = ".pack"
 _DELTA = ".delta"
-_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 Identity = tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
 Key = tuple[str, str, str, str]  # an object's group, kind, namespace, name
@@ -152,38 +154,13 @@ class Pack:
 
 
 def _directory_fd(directory: Path, create: bool) -> int | None:
-    try:
-        if create:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        root = os.open(directory, _DIR_FLAGS)
-    except OSError:
+    root = open_directory(directory, create)
+    if root is None:
         return None
     try:
-        if create:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(DIRECTORY, 0o700, dir_fd=root)
-        return os.open(DIRECTORY, _DIR_FLAGS, dir_fd=root)
-    except OSError:
-        return None  # absent, a link or not a directory
+        return open_subdirectory(root, DIRECTORY, create)  # None: absent, a link or not a directory
     finally:
         os.close(root)
-
-
-def _read(packs: int, filename: str) -> bytes | None:
-    try:
-        fd = os.open(filename, _FLAGS, dir_fd=packs)
-    except OSError:
-        return None
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_PACK_BYTES:
-            return None
-        data = os.read(fd, status.st_size + 1)  # one more byte: a file that grew is not whole
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data if len(data) == status.st_size else None
 
 
 @dataclass(slots=True)
@@ -199,11 +176,11 @@ def read_pack(directory: Path, name: str) -> Pack | None:
     if packs is None:
         return None
     try:
-        base_data = _read(packs, name + _SUFFIX)
+        base_data = read_whole_at(packs, name + _SUFFIX, MAX_PACK_BYTES)
         base = _decode(name, "base", base_data) if base_data is not None else None
         if base is None:
             return None
-        delta_data = _read(packs, name + _DELTA)
+        delta_data = read_whole_at(packs, name + _DELTA, MAX_PACK_BYTES)
     finally:
         os.close(packs)
     records = {record.shown: record for record in base.records}
@@ -463,23 +440,10 @@ def _store(directory: Path, filename: str, data: bytes) -> bool:
     packs = _directory_fd(directory, create=True)
     if packs is None:
         return False
-    temporary = f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=packs)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        os.rename(temporary, filename, src_dir_fd=packs, dst_dir_fd=packs)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=packs)
-        return False
+        return atomic_write_at(packs, filename, data)
     finally:
         os.close(packs)
-    return True
 
 
 def _keep_latest(packs: int) -> None:
