@@ -22,12 +22,13 @@ the render that wrote the pack, with the same code (the scope names the code dig
 
 A pack is two files, as Git splits a large index: `<name>.pack` (the base) and `<name>.delta`,
 the records that differ from the base's (added, changed, removed), naming the base by the
-sha256 of its body. A render that changed a few records writes the delta again, in O(changed);
+random id written into its header. A render that changed a few records writes the delta again, in O(changed);
 when the delta would hold more than an eighth of the records, the base is written anew (and a
-delta naming an older base is ignored). Each file is a header line (format, name, kind, stamp,
-lengths, the sha256 of the body), an index (JSON: the records, each app's file names and the
-spans of their texts) and a blob (the texts, UTF-8, and each app's objects as compressed JSON):
-reading a pack decodes the index and the file texts, not the objects.
+delta naming an older base is ignored). Each file is a header line (format, name, kind, id,
+stamp, lengths, the CRC-32 of the body: it finds damage as a cryptographic digest would, at less
+than half the cost, and a forger could rewrite either), an index (JSON: the records, each app's
+file names and the spans of their texts) and a blob (the texts, UTF-8, and each app's objects as
+compressed JSON): reading a pack decodes the index and the file texts, not the objects.
 
 A pack is named by the scope (code digest, schemas, target) and the source arguments, so two
 source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
@@ -45,6 +46,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -59,7 +61,7 @@ from btp_gitops.generator.io.cache_files import (
     read_whole_at,
 )
 
-FORMAT = 1
+FORMAT = 2
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
 DELTA_SHARE = 8  # a delta holds at most 1/DELTA_SHARE of the records (or DELTA_MIN), else a new base
@@ -142,7 +144,7 @@ class Pack:
     stamp: int  # time.time_ns() when the render that wrote the base started reading its sources
     records: dict[str, PackedRecord]  # by the file as shown, the delta applied
     base: dict[str, PackedRecord] = field(default_factory=dict)  # the base's alone
-    base_sha256: str = ""
+    base_id: str = ""  # the base's header id, which its deltas name
 
     @staticmethod
     def unchanged(record: PackedRecord, identity: Identity) -> bool:
@@ -184,11 +186,11 @@ def read_pack(directory: Path, name: str) -> Pack | None:
     finally:
         os.close(packs)
     records = {record.shown: record for record in base.records}
-    pack = Pack(base.header["stamp"], records, dict(records), base.header["sha256"])
+    pack = Pack(base.header["stamp"], records, dict(records), base.header["id"])
     if len(records) != len(base.records):
         return None
     delta = _decode(name, "delta", delta_data) if delta_data is not None else None
-    if delta is not None and delta.header.get("base") == pack.base_sha256:
+    if delta is not None and delta.header.get("base") == pack.base_id:
         records = dict(records)
         for shown in delta.removed:
             records.pop(shown, None)
@@ -212,7 +214,8 @@ def _decode(name: str, kind: str, data: bytes) -> _File | None:
             or type(header.get("stamp")) is not int
             or type(header.get("index")) is not int
             or header.get("length") != len(body)
-            or header.get("sha256") != hashlib.sha256(body).hexdigest()
+            or type(header.get("id")) is not str
+            or header.get("crc32") != zlib.crc32(body)
         ):
             return None
         index = json.loads(bytes(body[: header["index"]]))
@@ -334,8 +337,8 @@ def exact_in_json(value: Any) -> bool:
 
 def _encode(
     name: str, kind: str, stamp: int, records: Iterable[PackedRecord], *, removed: list[str], base: str
-) -> tuple[bytes, str] | None:
-    """A pack file's bytes and the sha256 of its body; None when it cannot be written."""
+) -> bytes | None:
+    """A pack file's bytes; None when it cannot be written."""
     blob = bytearray()
     index = []
     for record in records:
@@ -378,19 +381,19 @@ def _encode(
         return None
     encoded = text.encode("utf-8", "surrogatepass")
     body = encoded + bytes(blob)
-    sha256 = hashlib.sha256(body).hexdigest()
     header = {
         "format": FORMAT,
         "name": name,
         "kind": kind,
+        "id": secrets.token_hex(16),
         "base": base,
         "stamp": stamp,
         "index": len(encoded),
         "length": len(body),
-        "sha256": sha256,
+        "crc32": zlib.crc32(body),
     }
     data = json.dumps(header).encode() + b"\n" + body
-    return (data, sha256) if len(data) <= MAX_PACK_BYTES else None
+    return data if len(data) <= MAX_PACK_BYTES else None
 
 
 def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:
@@ -420,10 +423,10 @@ def save_pack(directory: Path, name: str, stamp: int, records: list[PackedRecord
         changed = [record for record in records if _differs(pack.base.get(record.shown), record)]
         removed = sorted(shown for shown in pack.base if shown not in current)
         if len(changed) + len(removed) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
-            encoded = _encode(name, "delta", stamp, changed, removed=removed, base=pack.base_sha256)
-            return encoded is not None and _store(directory, name + _DELTA, encoded[0])
+            encoded = _encode(name, "delta", stamp, changed, removed=removed, base=pack.base_id)
+            return encoded is not None and _store(directory, name + _DELTA, encoded)
     encoded = _encode(name, "base", stamp, records, removed=[], base="")
-    if encoded is None or not _store(directory, name + _SUFFIX, encoded[0]):
+    if encoded is None or not _store(directory, name + _SUFFIX, encoded):
         return False
     packs = _directory_fd(directory, create=False)
     if packs is not None:
