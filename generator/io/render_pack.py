@@ -72,7 +72,7 @@ _SUFFIX = ".pack"
 _DELTA = ".delta"
 
 Identity = tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
-Key = tuple[str, str, str, str]  # an object's group, kind, namespace, name
+Key = str  # an object's key as core.objects.ObjectKey.text gives it
 
 
 def identity_of(status: os.stat_result) -> Identity:
@@ -274,21 +274,11 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
         for field_name in ("level", "reason", "subject", "message"):
             if type(note.get(field_name)) is not str:
                 return None
-    if type(keys) is not list or type(files) is not list:
+    if type(keys) is not list or type(files) is not list or not all(type(key) is str for key in keys):
         return None
-    found_keys: list[Key] = []
     texts: dict[str, str] = {}
     size = len(blob)
     try:
-        for key in keys:
-            if type(key) is not list:
-                return None
-            group_, kind, namespace, object_name = key
-            if type(group_) is not str or type(kind) is not str or type(namespace) is not str:
-                return None
-            if type(object_name) is not str:
-                return None
-            found_keys.append((group_, kind, namespace, object_name))
         for entry in files:
             if type(entry) is not list:
                 return None
@@ -298,7 +288,7 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
             if not 0 <= start <= end <= size:
                 return None
             texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
-    except ValueError:  # not four or three parts, or not UTF-8 (UnicodeDecodeError)
+    except ValueError:  # not three parts, or not UTF-8 (UnicodeDecodeError)
         return None
     if stages is not None and (type(stages) is not list or not all(type(s) is str for s in stages)):
         return None
@@ -307,7 +297,7 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
     start, end = objects
     if type(start) is not int or type(end) is not int or not 0 <= start <= end <= size:
         return None
-    return PackedApp(name, group, notes, found_keys, texts, stages, blob, (start, end))
+    return PackedApp(name, group, notes, keys, texts, stages, blob, (start, end))
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -357,7 +347,7 @@ def _encode(
                 packed.app,
                 packed.group,
                 packed.notes,
-                [list(k) for k in packed.keys],
+                packed.keys,
                 files,
                 packed.stages,
                 span,
