@@ -229,6 +229,30 @@ def _flip(pack: Path, _: Path) -> None:
     pack.write_bytes(bytes(data))
 
 
+def _flip_at(pack: Path, where: Any) -> None:
+    """One bit flipped at `where(fields, index)`, an offset into the body after the header line."""
+    header, body = pack.read_bytes().split(b"\n", 1)
+    fields = json.loads(header)
+    offset = where(fields, json.loads(body[: fields["index"]]))
+    data = bytearray(body)
+    data[offset] ^= 0x01
+    pack.write_bytes(header + b"\n" + bytes(data))
+
+
+def _flip_index(pack: Path, _: Path) -> None:
+    _flip_at(pack, lambda fields, index: fields["index"] // 2)
+
+
+def _flip_text(pack: Path, _: Path) -> None:
+    """In the first file text of the first record's app (a span every warm render uses)."""
+    _flip_at(pack, lambda fields, index: fields["index"] + index["records"][0][6][4][0][1])
+
+
+def _flip_objects(pack: Path, _: Path) -> None:
+    """In the compressed objects of the first record's app (decoded only when asked for)."""
+    _flip_at(pack, lambda fields, index: fields["index"] + index["records"][0][6][6][0] + 3)
+
+
 def _garbage(pack: Path, _: Path) -> None:
     pack.write_bytes(b"\x00\xff not a pack")
 
@@ -276,7 +300,20 @@ def _other_file(pack: Path, _: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "damage", [_truncate, _flip, _garbage, _symlink, _directory, _foreign, _shape, _other_file]
+    "damage",
+    [
+        _truncate,
+        _flip,
+        _flip_index,
+        _flip_text,
+        _flip_objects,
+        _garbage,
+        _symlink,
+        _directory,
+        _foreign,
+        _shape,
+        _other_file,
+    ],
 )
 def test_a_damaged_pack_is_ignored(source: Path, tmp_path: Path, damage: Any) -> None:
     directory = tmp_path / "cache"
