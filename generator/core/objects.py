@@ -39,6 +39,12 @@ class ObjectKey(NamedTuple):
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.kind} {where}"
 
+    def text(self) -> str:
+        """The key as one string, each part but the last after its length: two keys have the same
+        text only when they are the same (a render compares 80,000 of them; strings are cheap)."""
+        group, kind, namespace = self.group, self.kind, self.namespace
+        return f"{len(group)}:{group}{len(kind)}:{kind}{len(namespace)}:{namespace}{self.name}"
+
 
 def api_group(obj: KubeObject) -> str:
     api_version = str(obj.get("apiVersion", ""))

@@ -34,15 +34,11 @@ when the ledger is missing, a link, or not what a ledger says.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
 import os
-import secrets
-import stat
 import sys
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
@@ -54,16 +50,21 @@ from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.io import bundled
+from btp_gitops.generator.io.cache_files import (
+    atomic_write_at,
+    open_directory,
+    open_subdirectory,
+    read_whole_at,
+)
 
 FORMAT = 1
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
 MAX_ENTRY_BYTES = 8 << 20  # an entry larger than this is not read (a tenant's app is a few KiB)
 RESCAN_AFTER = 64  # renders adding to the ledger before the directory is scanned again
 _USAGE = "usage"
+_USAGE_MAX_BYTES = 256  # a ledger is one short line
 _TOUCH_AFTER = 24 * 3600.0  # a hit refreshes the entry's time when it is older than this
 _SUFFIX = ".json"
-_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 
 def default_cache_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
@@ -201,12 +202,7 @@ class RenderCache:
 
     def _root_fd(self, create: bool) -> int | None:
         if self._root is None:
-            try:
-                if create:
-                    self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-                self._root = os.open(self.directory, _DIR_FLAGS)
-            except OSError:
-                return None
+            self._root = open_directory(self.directory, create)
         return self._root
 
     def _shard(self, key: str, create: bool) -> int | None:
@@ -219,14 +215,9 @@ class RenderCache:
         root = self._root_fd(create)
         if root is None:
             return None
-        try:
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, 0o700, dir_fd=root)
-            fd = os.open(name, _DIR_FLAGS, dir_fd=root)
-        except OSError:
-            return None  # absent, a link or not a directory: no entry there
-        self._shards[name] = fd
+        fd = open_subdirectory(root, name, create)
+        if fd is not None:  # else absent, a link or not a directory: no entry there
+            self._shards[name] = fd
         return fd
 
     def close(self) -> None:
@@ -242,22 +233,8 @@ class RenderCache:
         shard = self._shard(key, create=False)
         if shard is None:
             return None
-        try:
-            fd = os.open(key[2:] + _SUFFIX, _FLAGS, dir_fd=shard)
-        except OSError:
-            return None
-        try:
-            status = os.fstat(fd)
-            if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_ENTRY_BYTES:
-                return None
-            data = os.read(fd, status.st_size + 1)  # one more byte: a file that grew is not whole
-            if time.time() - status.st_mtime > _TOUCH_AFTER:
-                os.utime(fd)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        entry = _decode(key, data) if len(data) == status.st_size else None
+        data = read_whole_at(shard, key[2:] + _SUFFIX, MAX_ENTRY_BYTES, touch_after=_TOUCH_AFTER)
+        entry = _decode(key, data) if data is not None else None
         if entry is not None:
             self.hits += 1
         return entry
@@ -270,19 +247,9 @@ class RenderCache:
         shard = self._shard(key, create=True)
         if shard is None:
             return
-        temporary = f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
-        try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=shard)
-            try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
-            os.rename(temporary, key[2:] + _SUFFIX, src_dir_fd=shard, dst_dir_fd=shard)
+        if atomic_write_at(shard, key[2:] + _SUFFIX, data):
             self.written += 1
             self.written_bytes += len(data)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=shard)
 
     def write_all(self, entries: Iterable[tuple[str, Entry]]) -> None:
         for key, entry in entries:
@@ -292,17 +259,9 @@ class RenderCache:
 
     def _usage(self, root: int) -> tuple[int, int] | None:
         """The ledger (bytes, renders since the last scan) when it is one."""
-        try:
-            fd = os.open(_USAGE, _FLAGS, dir_fd=root)
-        except OSError:
+        data = read_whole_at(root, _USAGE, _USAGE_MAX_BYTES)
+        if data is None:
             return None
-        try:
-            status = os.fstat(fd)
-            data = os.read(fd, 256) if stat.S_ISREG(status.st_mode) else b""
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
         try:
             ledger = json.loads(data)
         except ValueError:
@@ -315,18 +274,8 @@ class RenderCache:
         return total, renders
 
     def _write_usage(self, root: int, total: int, renders: int) -> None:
-        temporary = f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
-        data = json.dumps({"format": FORMAT, "bytes": total, "renders": renders}).encode()
-        try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=root)
-            try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
-            os.rename(temporary, _USAGE, src_dir_fd=root, dst_dir_fd=root)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=root)
+        ledger = {"format": FORMAT, "bytes": total, "renders": renders}
+        atomic_write_at(root, _USAGE, json.dumps(ledger).encode())
 
     def evict(self) -> None:
         """Remove the entries used least recently while the directory holds more than max_bytes:

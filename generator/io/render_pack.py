@@ -22,12 +22,13 @@ the render that wrote the pack, with the same code (the scope names the code dig
 
 A pack is two files, as Git splits a large index: `<name>.pack` (the base) and `<name>.delta`,
 the records that differ from the base's (added, changed, removed), naming the base by the
-sha256 of its body. A render that changed a few records writes the delta again, in O(changed);
+random id written into its header. A render that changed a few records writes the delta again, in O(changed);
 when the delta would hold more than an eighth of the records, the base is written anew (and a
-delta naming an older base is ignored). Each file is a header line (format, name, kind, stamp,
-lengths, the sha256 of the body), an index (JSON: the records, each app's file names and the
-spans of their texts) and a blob (the texts, UTF-8, and each app's objects as compressed JSON):
-reading a pack decodes the index and the file texts, not the objects.
+delta naming an older base is ignored). Each file is a header line (format, name, kind, id,
+stamp, lengths, the CRC-32 of the body: it finds damage as a cryptographic digest would, at less
+than half the cost, and a forger could rewrite either), an index (JSON: the records, each app's
+file names and the spans of their texts) and a blob (the texts, UTF-8, and each app's objects as
+compressed JSON): reading a pack decodes the index and the file texts, not the objects.
 
 A pack is named by the scope (code digest, schemas, target) and the source arguments, so two
 source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
@@ -46,7 +47,6 @@ import hashlib
 import json
 import os
 import secrets
-import stat
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -54,8 +54,14 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.io.cache_files import (
+    atomic_write_at,
+    open_directory,
+    open_subdirectory,
+    read_whole_at,
+)
 
-FORMAT = 1
+FORMAT = 2
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
 DELTA_SHARE = 8  # a delta holds at most 1/DELTA_SHARE of the records (or DELTA_MIN), else a new base
@@ -64,11 +70,9 @@ RACY_NS = 2_000_000_000  # a file modified this close to a pack's stamp is read 
 DIRECTORY = "packs"
 _SUFFIX = ".pack"
 _DELTA = ".delta"
-_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 Identity = tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
-Key = tuple[str, str, str, str]  # an object's group, kind, namespace, name
+Key = str  # an object's key as core.objects.ObjectKey.text gives it
 
 
 def identity_of(status: os.stat_result) -> Identity:
@@ -140,7 +144,7 @@ class Pack:
     stamp: int  # time.time_ns() when the render that wrote the base started reading its sources
     records: dict[str, PackedRecord]  # by the file as shown, the delta applied
     base: dict[str, PackedRecord] = field(default_factory=dict)  # the base's alone
-    base_sha256: str = ""
+    base_id: str = ""  # the base's header id, which its deltas name
 
     @staticmethod
     def unchanged(record: PackedRecord, identity: Identity) -> bool:
@@ -152,38 +156,13 @@ class Pack:
 
 
 def _directory_fd(directory: Path, create: bool) -> int | None:
-    try:
-        if create:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        root = os.open(directory, _DIR_FLAGS)
-    except OSError:
+    root = open_directory(directory, create)
+    if root is None:
         return None
     try:
-        if create:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(DIRECTORY, 0o700, dir_fd=root)
-        return os.open(DIRECTORY, _DIR_FLAGS, dir_fd=root)
-    except OSError:
-        return None  # absent, a link or not a directory
+        return open_subdirectory(root, DIRECTORY, create)  # None: absent, a link or not a directory
     finally:
         os.close(root)
-
-
-def _read(packs: int, filename: str) -> bytes | None:
-    try:
-        fd = os.open(filename, _FLAGS, dir_fd=packs)
-    except OSError:
-        return None
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_PACK_BYTES:
-            return None
-        data = os.read(fd, status.st_size + 1)  # one more byte: a file that grew is not whole
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data if len(data) == status.st_size else None
 
 
 @dataclass(slots=True)
@@ -199,19 +178,19 @@ def read_pack(directory: Path, name: str) -> Pack | None:
     if packs is None:
         return None
     try:
-        base_data = _read(packs, name + _SUFFIX)
+        base_data = read_whole_at(packs, name + _SUFFIX, MAX_PACK_BYTES)
         base = _decode(name, "base", base_data) if base_data is not None else None
         if base is None:
             return None
-        delta_data = _read(packs, name + _DELTA)
+        delta_data = read_whole_at(packs, name + _DELTA, MAX_PACK_BYTES)
     finally:
         os.close(packs)
     records = {record.shown: record for record in base.records}
-    pack = Pack(base.header["stamp"], records, dict(records), base.header["sha256"])
+    pack = Pack(base.header["stamp"], records, dict(records), base.header["id"])
     if len(records) != len(base.records):
         return None
     delta = _decode(name, "delta", delta_data) if delta_data is not None else None
-    if delta is not None and delta.header.get("base") == pack.base_sha256:
+    if delta is not None and delta.header.get("base") == pack.base_id:
         records = dict(records)
         for shown in delta.removed:
             records.pop(shown, None)
@@ -235,7 +214,8 @@ def _decode(name: str, kind: str, data: bytes) -> _File | None:
             or type(header.get("stamp")) is not int
             or type(header.get("index")) is not int
             or header.get("length") != len(body)
-            or header.get("sha256") != hashlib.sha256(body).hexdigest()
+            or type(header.get("id")) is not str
+            or header.get("crc32") != zlib.crc32(body)
         ):
             return None
         index = json.loads(bytes(body[: header["index"]]))
@@ -294,21 +274,11 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
         for field_name in ("level", "reason", "subject", "message"):
             if type(note.get(field_name)) is not str:
                 return None
-    if type(keys) is not list or type(files) is not list:
+    if type(keys) is not list or type(files) is not list or not all(type(key) is str for key in keys):
         return None
-    found_keys: list[Key] = []
     texts: dict[str, str] = {}
     size = len(blob)
     try:
-        for key in keys:
-            if type(key) is not list:
-                return None
-            group_, kind, namespace, object_name = key
-            if type(group_) is not str or type(kind) is not str or type(namespace) is not str:
-                return None
-            if type(object_name) is not str:
-                return None
-            found_keys.append((group_, kind, namespace, object_name))
         for entry in files:
             if type(entry) is not list:
                 return None
@@ -318,7 +288,7 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
             if not 0 <= start <= end <= size:
                 return None
             texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
-    except ValueError:  # not four or three parts, or not UTF-8 (UnicodeDecodeError)
+    except ValueError:  # not three parts, or not UTF-8 (UnicodeDecodeError)
         return None
     if stages is not None and (type(stages) is not list or not all(type(s) is str for s in stages)):
         return None
@@ -327,7 +297,7 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
     start, end = objects
     if type(start) is not int or type(end) is not int or not 0 <= start <= end <= size:
         return None
-    return PackedApp(name, group, notes, found_keys, texts, stages, blob, (start, end))
+    return PackedApp(name, group, notes, keys, texts, stages, blob, (start, end))
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -357,8 +327,8 @@ def exact_in_json(value: Any) -> bool:
 
 def _encode(
     name: str, kind: str, stamp: int, records: Iterable[PackedRecord], *, removed: list[str], base: str
-) -> tuple[bytes, str] | None:
-    """A pack file's bytes and the sha256 of its body; None when it cannot be written."""
+) -> bytes | None:
+    """A pack file's bytes; None when it cannot be written."""
     blob = bytearray()
     index = []
     for record in records:
@@ -377,7 +347,7 @@ def _encode(
                 packed.app,
                 packed.group,
                 packed.notes,
-                [list(k) for k in packed.keys],
+                packed.keys,
                 files,
                 packed.stages,
                 span,
@@ -401,19 +371,19 @@ def _encode(
         return None
     encoded = text.encode("utf-8", "surrogatepass")
     body = encoded + bytes(blob)
-    sha256 = hashlib.sha256(body).hexdigest()
     header = {
         "format": FORMAT,
         "name": name,
         "kind": kind,
+        "id": secrets.token_hex(16),
         "base": base,
         "stamp": stamp,
         "index": len(encoded),
         "length": len(body),
-        "sha256": sha256,
+        "crc32": zlib.crc32(body),
     }
     data = json.dumps(header).encode() + b"\n" + body
-    return (data, sha256) if len(data) <= MAX_PACK_BYTES else None
+    return data if len(data) <= MAX_PACK_BYTES else None
 
 
 def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:
@@ -443,10 +413,10 @@ def save_pack(directory: Path, name: str, stamp: int, records: list[PackedRecord
         changed = [record for record in records if _differs(pack.base.get(record.shown), record)]
         removed = sorted(shown for shown in pack.base if shown not in current)
         if len(changed) + len(removed) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
-            encoded = _encode(name, "delta", stamp, changed, removed=removed, base=pack.base_sha256)
-            return encoded is not None and _store(directory, name + _DELTA, encoded[0])
+            encoded = _encode(name, "delta", stamp, changed, removed=removed, base=pack.base_id)
+            return encoded is not None and _store(directory, name + _DELTA, encoded)
     encoded = _encode(name, "base", stamp, records, removed=[], base="")
-    if encoded is None or not _store(directory, name + _SUFFIX, encoded[0]):
+    if encoded is None or not _store(directory, name + _SUFFIX, encoded):
         return False
     packs = _directory_fd(directory, create=False)
     if packs is not None:
@@ -463,23 +433,10 @@ def _store(directory: Path, filename: str, data: bytes) -> bool:
     packs = _directory_fd(directory, create=True)
     if packs is None:
         return False
-    temporary = f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=packs)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        os.rename(temporary, filename, src_dir_fd=packs, dst_dir_fd=packs)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=packs)
-        return False
+        return atomic_write_at(packs, filename, data)
     finally:
         os.close(packs)
-    return True
 
 
 def _keep_latest(packs: int) -> None:

@@ -107,7 +107,7 @@ def packed_app(app: AppRender, files: Mapping[str, str], stages: list[str] | Non
     objects = objects_json((m.body, m.origin) for m in app.manifests)
     if objects is None:
         return None
-    keys = [(k.group, k.kind, k.namespace, k.name) for k in (object_key(m.body) for m in app.manifests)]
+    keys = [object_key(m.body).text() for m in app.manifests]
     notes = [note.as_dict() for note in app.notes]
     return PackedApp(app.app, app.group, notes, keys, dict(files), stages, objects, (0, len(objects)))
 

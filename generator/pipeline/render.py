@@ -226,15 +226,15 @@ def reject_unsafe_paths(apps: list[AppRender], files: dict[str, str]) -> None:
     raise_if_problems(InvalidSpec, "the rendered tree would have unsafe paths", problems)
 
 
-def _object_keys(app: AppRender) -> list[tuple[str, str, str, str]]:
+def _object_keys(app: AppRender) -> list[str]:
     if isinstance(app, ReusedApp):
         return app.packed.keys  # as the render that packed it found them
-    return [tuple(object_key(manifest.body)) for manifest in app.manifests]  # type: ignore[misc]
+    return [object_key(manifest.body).text() for manifest in app.manifests]
 
 
 def reject_duplicate_objects(apps: list[AppRender]) -> None:
     """Two apps, or one app twice, must never write the same cluster object."""
-    seen: dict[tuple[str, str, str, str], str] = {}
+    seen: dict[str, str] = {}
     problems = []
     for app in apps:
         for index, key in enumerate(_object_keys(app)):

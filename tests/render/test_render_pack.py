@@ -8,18 +8,19 @@ racy (a file modified within RACY_NS of the render that wrote the pack is read a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from btp_gitops.generator.core.errors import InvalidSpec
 from btp_gitops.generator.io import render_pack
 from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.render_pack import Pack, PackedRecord
@@ -214,7 +215,7 @@ def _repacked(pack: Path, change: Any) -> None:
     index["records"] = change(index["records"])
     encoded = json.dumps(index).encode()
     data = encoded + body[fields["index"] :]
-    fields.update(index=len(encoded), length=len(data), sha256=hashlib.sha256(data).hexdigest())
+    fields.update(index=len(encoded), length=len(data), crc32=zlib.crc32(data))
     pack.write_bytes(json.dumps(fields).encode() + b"\n" + data)
 
 
@@ -226,6 +227,30 @@ def _flip(pack: Path, _: Path) -> None:
     data = bytearray(pack.read_bytes())
     data[len(data) // 2] ^= 0x01
     pack.write_bytes(bytes(data))
+
+
+def _flip_at(pack: Path, where: Any) -> None:
+    """One bit flipped at `where(fields, index)`, an offset into the body after the header line."""
+    header, body = pack.read_bytes().split(b"\n", 1)
+    fields = json.loads(header)
+    offset = where(fields, json.loads(body[: fields["index"]]))
+    data = bytearray(body)
+    data[offset] ^= 0x01
+    pack.write_bytes(header + b"\n" + bytes(data))
+
+
+def _flip_index(pack: Path, _: Path) -> None:
+    _flip_at(pack, lambda fields, index: fields["index"] // 2)
+
+
+def _flip_text(pack: Path, _: Path) -> None:
+    """In the first file text of the first record's app (a span every warm render uses)."""
+    _flip_at(pack, lambda fields, index: fields["index"] + index["records"][0][6][4][0][1])
+
+
+def _flip_objects(pack: Path, _: Path) -> None:
+    """In the compressed objects of the first record's app (decoded only when asked for)."""
+    _flip_at(pack, lambda fields, index: fields["index"] + index["records"][0][6][6][0] + 3)
 
 
 def _garbage(pack: Path, _: Path) -> None:
@@ -275,7 +300,20 @@ def _other_file(pack: Path, _: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "damage", [_truncate, _flip, _garbage, _symlink, _directory, _foreign, _shape, _other_file]
+    "damage",
+    [
+        _truncate,
+        _flip,
+        _flip_index,
+        _flip_text,
+        _flip_objects,
+        _garbage,
+        _symlink,
+        _directory,
+        _foreign,
+        _shape,
+        _other_file,
+    ],
 )
 def test_a_damaged_pack_is_ignored(source: Path, tmp_path: Path, damage: Any) -> None:
     directory = tmp_path / "cache"
@@ -375,9 +413,75 @@ def test_objects_a_forged_pack_cannot_decode_fail_with_an_error_naming_the_pack(
     blob = bytearray(body[fields["index"] :])
     blob[start:end] = b"x" * (end - start)
     data = body[: fields["index"]] + bytes(blob)
-    fields.update(sha256=hashlib.sha256(data).hexdigest())
+    fields.update(crc32=zlib.crc32(data))
     pack.write_bytes(json.dumps(fields).encode() + b"\n" + data)
     result = render(source, RenderCache(directory))
     (damaged,) = [app for app in reused(result) if app.app == index["records"][0][6][0]]
     with pytest.raises(render_pack.PackDamaged, match="render pack holds objects of app"):
         _ = damaged.manifests
+
+
+def refused_alike(source: Path, cache: RenderCache) -> str:
+    """The render refuses the sources with the cache as without it, in the same words: those."""
+    with pytest.raises(InvalidSpec) as uncached:
+        render(source, None)
+    with pytest.raises(InvalidSpec) as cached:
+        render(source, cache)
+    assert cached.value.lines() == uncached.value.lines()
+    return "\n".join(cached.value.lines())
+
+
+def _record_file(source: Path, file_name: str, record: dict[str, Any]) -> None:
+    (source / "tenants" / file_name).write_text(yaml.safe_dump(record, sort_keys=False))
+
+
+@pytest.mark.parametrize("file_name", ["aaa.yaml", "zzz.yaml"], ids=["new-first", "new-last"])
+def test_rules_across_records_hold_for_records_taken_from_the_pack(
+    source: Path, tmp_path: Path, file_name: str
+) -> None:
+    """Records taken from the pack are not planned again, but every rule across records holds for
+    them: a new record (read before them, or after) taking a packed record's name, tenant id and
+    subdomain fails the render with the very problems a render without the cache reports."""
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    clash = tenant(2, tenantId="00000003-5d2b-4c8e-9a3f-1b6d2c4e8f00", subDomain="customer-004")
+    _record_file(source, file_name, clash)
+    cache = RenderCache(directory)
+    messages = refused_alike(source, cache)
+    assert cache.hits == records(source) - 1  # every record but the new one from the pack
+    assert "customer-002 is recorded twice" in messages
+    assert "tenant 00000003-5d2b-4c8e-9a3f-1b6d2c4e8f00 is also CAPTenant bookshop/" in messages
+    assert "customer-004.bookshop.apps.example.com is also served by CAPTenant bookshop/" in messages
+
+
+def test_a_packed_record_that_becomes_the_provider_is_planned_as_the_provider(
+    source: Path, tmp_path: Path
+) -> None:
+    """The provider's tenant id moves to a packed record: the CAPApplication is an application
+    input, so no packed app is known any more and every record is planned again; that record is
+    the provider now, and must be named as the provider."""
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    application = source / "capapplication.yaml"
+    text = application.read_text()
+    assert "tenantId: 6f5e4d3c-2b1a-4098-b7c6-d5e4f3a2b1c0" in text
+    application.write_text(
+        text.replace("6f5e4d3c-2b1a-4098-b7c6-d5e4f3a2b1c0", "00000001-5d2b-4c8e-9a3f-1b6d2c4e8f00")
+    )
+    messages = refused_alike(source, RenderCache(directory))
+    assert "the provider tenant's record must be named bookshop-provider" in messages
+
+
+def test_a_changed_deprovision_mark_on_a_packed_record_is_checked(source: Path, tmp_path: Path) -> None:
+    """A record's own rules are not checked again while its bytes are the packed ones; changed,
+    it is read, and an invalid mark fails the render as without the cache."""
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    record = tenant(3)
+    record["metadata"]["annotations"] = {"btp-gitops.io/deprovision": "soon"}
+    write(source, record)
+    assert 'must be "true" or "false"' in refused_alike(source, RenderCache(directory))
+    record["metadata"]["annotations"] = {"btp-gitops.io/deprovision": "true"}
+    write(source, record)
+    _, result = same_as_uncached(source, directory)
+    assert "cap-tenant.bookshop.customer-003" not in {app.app for app in reused(result)}

@@ -141,7 +141,7 @@ def render_cap_applications(sources: SourceSet, renders: TenantRenders | None = 
     """Every CAP application and domain of the sources, or nothing when there is none; `renders`:
     tenant apps an earlier render made (tenants.TenantRenders)."""
     catalog = build_catalog(sources)
-    tenants = build_tenant_catalog(sources, catalog)
+    tenants = build_tenant_catalog(sources, catalog, renders.known.keys() if renders is not None else ())
     problems = catalog_problems(catalog) + list(tenants.problems)
     raise_if_problems(InvalidSpec, "invalid CAP applications", problems)
     apps = [render_application(app, catalog) for app in catalog.applications]

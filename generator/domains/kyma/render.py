@@ -329,7 +329,9 @@ def _the_kyma(sources: SourceSet) -> tuple[Kyma | None, list[Problem]]:
 
 
 def _catalog(sources: SourceSet, context: KymaContext) -> tuple[Catalog, list[Problem]]:
-    in_sources = [d for d in sources.documents if (d.api_version, d.kind) in CATALOG_KINDS]
+    in_sources = []
+    if not sources.kinds().isdisjoint(CATALOG_KINDS):  # in source order (a pass only when there are some)
+        in_sources = [d for d in sources.documents if (d.api_version, d.kind) in CATALOG_KINDS]
     catalog, problems = build_catalog([*in_sources, *context.catalog])
     return catalog, [*foreign_documents(context.catalog), *problems]
 

@@ -16,7 +16,7 @@ application's routing annotations are well-formed.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from btp_gitops.generator.core.errors import Problem
@@ -27,9 +27,11 @@ from btp_gitops.generator.domains.cap.model import Application, Provider
 from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
     DEPROVISION_ANNOTATION,
+    KnownTenant,
     Tenant,
     TenantType,
     derived_provider_tenant,
+    known_tenant,
     provider_tenant_name,
     tenant_from_source,
 )
@@ -41,15 +43,22 @@ from btp_gitops.generator.domains.cap.tenants.routing import (
 from btp_gitops.generator.domains.cap.tenants.selection import record_of
 
 ApplicationKey = tuple[str, str]  # (namespace, name)
+RecordKey = tuple[str, int]  # a tenant record's file (as shown) and document
 
 
 @dataclass(frozen=True, slots=True)
 class ApplicationTenants:
-    """The tenants of one multi-tenant application, the provider first."""
+    """The tenants of one multi-tenant application, the provider first: `members` as built, each
+    a Tenant, or a KnownTenant for a record `build_tenant_catalog` was told is known."""
 
     app: Application
-    tenants: tuple[Tenant, ...]
+    members: tuple[Tenant | KnownTenant, ...]
     routing: RoutingSettings
+
+    @property
+    def tenants(self) -> tuple[Tenant, ...]:
+        """The members built as Tenants: all of them when no record was known (the controller)."""
+        return tuple(t for t in self.members if isinstance(t, Tenant))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +68,7 @@ class TenantCatalog:
 
 
 def _orphan_problem(
-    tenant: Tenant, source: SourceDocument, apps: dict[ApplicationKey, Application]
+    tenant: Tenant | KnownTenant, source: SourceDocument, apps: dict[ApplicationKey, Application]
 ) -> Problem | None:
     app = apps.get((tenant.namespace, tenant.application))
     if app is None:
@@ -79,8 +88,8 @@ def _orphan_problem(
 
 
 def _with_provider(
-    app: Application, provider: Provider, records: list[Tenant]
-) -> tuple[list[Tenant], list[Problem]]:
+    app: Application, provider: Provider, records: list[Tenant | KnownTenant]
+) -> tuple[list[Tenant | KnownTenant], list[Problem]]:
     """The application's tenants with its provider first: its record, or one derived from the spec."""
     found = next((t for t in records if t.tenant_id == provider.tenant_id and t.source), None)
     if found is None or found.source is None:
@@ -103,9 +112,9 @@ def _with_provider(
     return [recorded, *(t for t in records if t is not found)], problems
 
 
-def _tenant_id_problems(app: Application, tenants: list[Tenant]) -> Iterator[Problem]:
+def _tenant_id_problems(app: Application, tenants: list[Tenant | KnownTenant]) -> Iterator[Problem]:
     """A subaccount subscribes to an application once (subdomains: `_subdomain_problems`)."""
-    first: dict[str, Tenant] = {}
+    first: dict[str, Tenant | KnownTenant] = {}
     for tenant in tenants:
         other = first.setdefault(tenant.tenant_id, tenant)
         if other is not tenant:
@@ -135,9 +144,9 @@ def _application_mark_problems(app: Application) -> Iterator[Problem]:
 
 def _name_problems(groups: list[ApplicationTenants]) -> Iterator[Problem]:
     """A tenant's name is its app directory and its objects' names: one per namespace."""
-    first: dict[tuple[str, str], Tenant] = {}
+    first: dict[tuple[str, str], Tenant | KnownTenant] = {}
     for group in groups:
-        for tenant in group.tenants:
+        for tenant in group.members:
             other = first.setdefault((tenant.namespace, tenant.name), tenant)
             if other is tenant:
                 continue
@@ -152,7 +161,9 @@ def _name_problems(groups: list[ApplicationTenants]) -> Iterator[Problem]:
 
 def _subdomain_problems(catalog: CapCatalog, groups: list[ApplicationTenants]) -> Iterator[Problem]:
     """A host is one VirtualService: a subdomain of a domain serves one tenant or one exposure."""
-    served: dict[tuple[str, str], str | Tenant] = {}  # (domain host, subdomain) -> what serves it
+    served: dict[
+        tuple[str, str], str | Tenant | KnownTenant
+    ] = {}  # (domain host, subdomain) -> what serves it
     for app in catalog.applications:
         current = current_version(catalog.versions_of(app))
         for domain in catalog.domains_of(app):
@@ -162,7 +173,7 @@ def _subdomain_problems(catalog: CapCatalog, groups: list[ApplicationTenants]) -
                 )
     for group in groups:
         for domain in catalog.domains_of(group.app):
-            for tenant in group.tenants:
+            for tenant in group.members:
                 # The tenant itself until another claims the host (its ref, a new string per
                 # call, only then: this runs once per tenant and domain).
                 owner = served.setdefault((domain.host, tenant.sub_domain), tenant)
@@ -175,12 +186,22 @@ def _subdomain_problems(catalog: CapCatalog, groups: list[ApplicationTenants]) -
                     )
 
 
-def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatalog:
+def build_tenant_catalog(
+    sources: SourceSet, catalog: CapCatalog, known: Collection[RecordKey] = ()
+) -> TenantCatalog:
+    """Every tenant, grouped by application, and every problem of the rules above. A record in
+    `known` (one whose app an earlier render made from the same bytes for the same application
+    inputs) becomes a KnownTenant: the rules across records (application, provider, names,
+    tenant ids, subdomains) check it like any other; its annotations passed when it was rendered."""
     apps = {(a.namespace, a.name): a for a in catalog.applications}
-    records: dict[ApplicationKey, list[Tenant]] = defaultdict(list)
+    records: dict[ApplicationKey, list[Tenant | KnownTenant]] = defaultdict(list)
     problems: list[Problem] = []
     for document in sources.of_kind(*CAP_TENANT):
-        tenant = tenant_from_source(document, TenantType.CONSUMER)
+        tenant: Tenant | KnownTenant
+        if known and (document.file, document.document) in known:
+            tenant = known_tenant(document)
+        else:
+            tenant = tenant_from_source(document, TenantType.CONSUMER)
         orphan = _orphan_problem(tenant, document, apps)
         if orphan is not None:
             problems.append(orphan)
@@ -205,7 +226,8 @@ def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatal
         problems += [
             p
             for t in tenants
-            if t.annotations.get(DEPROVISION_ANNOTATION) not in (None, "true", "false")
+            if isinstance(t, Tenant)
+            and t.annotations.get(DEPROVISION_ANNOTATION) not in (None, "true", "false")
             for p in _annotation_problems(t, app)
         ]
         groups.append(ApplicationTenants(app, tuple(tenants), settings))

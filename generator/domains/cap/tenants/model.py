@@ -201,6 +201,41 @@ def tenant_from_source(source: SourceDocument, tenant_type: TenantType) -> Tenan
     )
 
 
+@dataclass(frozen=True, slots=True)
+class KnownTenant:
+    """A tenant record whose app an earlier render made from the same bytes for the same
+    application inputs (render.TenantRenders.known): what the rules across records read of it,
+    as `tenant_from_source` reads it. Its own rules (plan, annotations, application) held when
+    that app was rendered, and hold again: they read only the record and the inputs."""
+
+    name: str
+    namespace: str
+    application: str
+    sub_domain: str
+    tenant_id: str
+    source: SourceDocument
+
+    @property
+    def ref(self) -> str:
+        return f"CAPTenant {self.namespace}/{self.name}"
+
+
+def known_tenant(source: SourceDocument) -> KnownTenant:
+    body = source.body
+    spec = body.get("spec")
+    metadata = body.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    fields = spec if isinstance(spec, dict) else {}
+    return KnownTenant(
+        _str(metadata.get("name")),
+        _str(metadata.get("namespace")),
+        _str(fields.get("capApplicationInstance")),
+        _str(fields.get("subDomain")),
+        _str(fields.get("tenantId")),
+        source,
+    )
+
+
 def provider_tenant_name(app: Application) -> str:
     return f"{app.name}{PROVIDER_SUFFIX}"
 

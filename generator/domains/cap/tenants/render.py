@@ -47,7 +47,12 @@ from btp_gitops.generator.domains.cap.tenants.jobs import (
     step_templates,
     version_gate,
 )
-from btp_gitops.generator.domains.cap.tenants.model import CAP_TENANT, CAP_TENANT_FINALIZER, Tenant
+from btp_gitops.generator.domains.cap.tenants.model import (
+    CAP_TENANT,
+    CAP_TENANT_FINALIZER,
+    KnownTenant,
+    Tenant,
+)
 from btp_gitops.generator.domains.cap.tenants.names import (
     BTP_TENANT_ID,
     TENANT_TYPE,
@@ -80,10 +85,12 @@ class TenantRenders:
     """Tenant apps rendered by an earlier render, by record, and the ones this render makes.
 
     `known` holds apps rendered from the same record bytes for the same application inputs
-    (`application_inputs`), which the render takes instead of rendering the tenant again; every
-    rule about the records (plans, names, tenant ids, subdomains) is still checked on every
-    record. The render puts each app it renders from a record into `rendered`. Reading and
-    writing them is the pipeline's (io.render_cache): the domain does no I/O.
+    (`application_inputs`), which the render takes instead of rendering the tenant again. The
+    rules across records (application, provider, names, tenant ids, subdomains) are checked on
+    every record; a known record's own rules (its plan, its annotations) are not checked again:
+    they read only the record and the application inputs, as they were when its app was made.
+    The render puts each app it renders from a record into `rendered`. Reading and writing them
+    is the pipeline's (io.render_cache): the domain does no I/O.
     """
 
     known: Mapping[RecordKey, AppRender] = field(default_factory=dict)
@@ -285,7 +292,10 @@ def render_cap_tenants(
     renders = renders if renders is not None else TenantRenders()
     for group in tenants.applications:
         context = _context(group, catalog)
-        for tenant in group.tenants:
+        for tenant in group.members:
+            if isinstance(tenant, KnownTenant):  # built from a record of renders.known
+                apps.append(renders.known[(tenant.source.file, tenant.source.document)])
+                continue
             plan = plan_tenant(tenant, group.app, context.versions)
             problems += plan.problems
             key = (tenant.source.file, tenant.source.document) if tenant.source is not None else None

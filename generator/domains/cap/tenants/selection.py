@@ -35,7 +35,12 @@ from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 from btp_gitops.generator.domains.cap.exposures import semantic_version
 from btp_gitops.generator.domains.cap.model import Application, TenantOperation, Version
-from btp_gitops.generator.domains.cap.tenants.model import DEPROVISION_ANNOTATION, Tenant, UpgradeStrategy
+from btp_gitops.generator.domains.cap.tenants.model import (
+    DEPROVISION_ANNOTATION,
+    KnownTenant,
+    Tenant,
+    UpgradeStrategy,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +96,7 @@ class TenantPlan:
     warning: str = ""  # what a reviewer should know: the tenant waits, or runs on a version now gone
 
 
-def record_of(tenant: Tenant, app: Application) -> SourceDocument:
+def record_of(tenant: Tenant | KnownTenant, app: Application) -> SourceDocument:
     """Where problems about a tenant point: its record, or the CAPApplication for a derived provider."""
     return tenant.source if tenant.source is not None else app.source
 
