@@ -793,7 +793,7 @@ class SourceSyntaxProblem(Exception):
 
 # Helm splits rendered templates on this pattern (a `---` at the start of a line, glued content
 # included); we split the same way so that a document boundary means what it means to Helm.
-_DOCUMENT_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
+_DOCUMENT_SEPARATOR = re.compile(r"(?:^|[\t\n\f\r ]*\n)---[\t\n\f\r ]*")  # Go's \s: ASCII only
 
 
 def split_documents(text: str) -> list[str]:

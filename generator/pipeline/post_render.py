@@ -319,6 +319,20 @@ def _first_pass(
     return wiring
 
 
+def _emit(write: Callable[[str], None], document: StreamDocument, body_text: str) -> str:
+    """Write one document as `write_helm_stream` writes it; the text written."""
+    text = document_text(document, body_text)
+    write(text)
+    return text
+
+
+def _stream_end(writer: DocumentWriter, last_text: str) -> str:
+    """What follows the last document: the emitter's stream end (`...` after a last body ending
+    in a `|+` block), unless `document_text` closed that document already."""
+    tail = writer.close()
+    return "" if last_text.endswith("...\n") else tail
+
+
 def _post_render_documents(  # noqa: PLR0917 - the arguments of post_render
     chunks: Callable[[], Iterable[str]],
     write: Callable[[str], None],
@@ -335,10 +349,10 @@ def _post_render_documents(  # noqa: PLR0917 - the arguments of post_render
     problems: list[Problem] = []
     misnamed: list[Problem] = []
     comment_only: list[tuple[str, ...]] = []
-    objects = 0
-    written = 0
+    objects = written = 0
     helm4 = False
     writer = DocumentWriter()
+    text = ""  # the last document written
     budget = AliasBudget()
     try:
         for raw, last in mark_last(iter_raw_documents(chunks())):
@@ -361,7 +375,7 @@ def _post_render_documents(  # noqa: PLR0917 - the arguments of post_render
                 else:
                     body = btp_operator.post_render_alone(document.as_manifest(), settings, wiring.facts).body
                 helm4 = helm4 or filename_annotation(body) is not None
-                write(document_text(document, writer.dump(body)))
+                text = _emit(write, document, writer.dump(body))
                 written += 1
         if problems:
             raise SourceSyntaxError("the manifest stream is not valid post-renderer input", problems)
@@ -374,12 +388,12 @@ def _post_render_documents(  # noqa: PLR0917 - the arguments of post_render
             raise wiring.error
         for manifest in wiring.added:
             document = _generated_document(manifest, helm4)
-            write(document_text(document, writer.dump(document.body)))
+            text = _emit(write, document, writer.dump(document.body))
             written += 1
         if written == 0:
             write(comment_only_text(comment_only))
         else:
-            write(writer.close())
+            write(_stream_end(writer, text))
         return helm4, written, len(wiring.added), wiring.notes
     finally:
         writer.close()

@@ -38,8 +38,13 @@ FILENAME_ANNOTATION = "postrenderer.helm.sh/postrender-filename"
 SOURCE_PREFIX = "# Source: "
 
 # Helm's own split pattern (see generator.core.yamlio.split_documents); finditer gives us the
-# offsets too, so that errors can name the line a document starts on.
-_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
+# offsets too, so that errors can name the line a document starts on. Go's `\s` is ASCII
+# whitespace only: Python's would also take U+00A0 and other Unicode spaces, which YAML reads as
+# content (a value `\xa0` before a `---` would lose itself).
+_SEPARATOR = re.compile(r"(?:^|[\t\n\f\r ]*\n)---[\t\n\f\r ]*")
+
+# Whitespace as YAML and Helm's split see it (a line of other Unicode spaces is content).
+_BLANK = " \t\r\f"
 
 
 @dataclass(slots=True)
@@ -103,7 +108,7 @@ def _split_head_comments(piece: str) -> tuple[tuple[str, ...], str, int]:
     comments: list[str] = []
     taken = 0
     for line in lines:
-        stripped = line.strip()
+        stripped = line.strip(_BLANK)
         if stripped and not stripped.startswith("#"):
             break
         if stripped:
@@ -256,10 +261,7 @@ def write_helm_stream(stream: HelmStream) -> str:
     never yields empty output (Helm 4 treats empty output as a failed post-renderer).
     """
     bodies = dump_each([document.body for document in stream.documents])
-    parts: list[str] = []
-    for document, body in zip(stream.documents, bodies, strict=True):
-        head = "".join(f"{comment}\n" for comment in document.comments)
-        parts.append(f"---\n{head}{body}")
+    parts = [document_text(document, body) for document, body in zip(stream.documents, bodies, strict=True)]
     if not parts:
         parts = ["---\n" + "".join(f"{c}\n" for c in comments) for comments in stream.comment_only]
     return "".join(parts)
@@ -269,7 +271,7 @@ def write_helm_stream(stream: HelmStream) -> str:
 # The same split, document reading and checks as above, over a stream given as chunks of text, so
 # that post-render holds one document at a time instead of the stream.
 
-_TAIL_SEPARATOR = re.compile(r"\s*\n---\s*")  # `_SEPARATOR` past the start of the text
+_TAIL_SEPARATOR = re.compile(r"[\t\n\f\r ]*\n---[\t\n\f\r ]*")  # `_SEPARATOR` past the start of the text
 
 
 def iter_raw_documents(chunks: Iterable[str]) -> Iterator[_RawDocument]:
@@ -428,8 +430,22 @@ def filename_annotation(body: KubeObject) -> str | None:
 
 
 def document_text(document: StreamDocument, body_text: str) -> str:
-    """A document as `write_helm_stream` writes it: `---`, its head comments, the dumped body."""
-    return "---\n" + "".join(f"{comment}\n" for comment in document.comments) + body_text
+    """A document as `write_helm_stream` writes it: `---`, its head comments, the dumped body,
+    closed by `...` when the body ends in whitespace that matters (`closed_body`)."""
+    return "---\n" + "".join(f"{comment}\n" for comment in document.comments) + closed_body(body_text)
+
+
+def closed_body(body_text: str) -> str:
+    """`body_text`, with a document end marker when Helm's split would change its meaning.
+
+    The split takes all whitespace before a `---` as part of the separator. Only a block scalar
+    that keeps its final line breaks (`|+`) can end a body with whitespace beyond its last `\n`,
+    and the split would drop those line breaks from the value; `...` ends the document before
+    them. (libyaml writes that marker itself only at the end of a stream.)
+    """
+    if body_text.endswith("\n\n") or body_text[:-1].endswith((" ", "\t")):
+        return body_text + "...\n"
+    return body_text
 
 
 def comment_only_text(comments: Iterable[tuple[str, ...]]) -> str:

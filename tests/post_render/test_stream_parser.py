@@ -53,6 +53,27 @@ def test_documents_are_split_as_helm_splits_them(stream: str, names: list[str]) 
     assert [b["metadata"]["name"] for b in bodies(stream)] == names
 
 
+@pytest.mark.parametrize("value", ["\xa0", "a\xa0", "\u2003", "\u3000x"])
+def test_unicode_spaces_before_a_separator_are_content(value: str) -> None:
+    # Helm's split (Go regexp) takes ASCII whitespace before `---` only; YAML reads these as text.
+    stream = "---\n" + CONFIGMAP.format(name="a") + f"data:\n  k: {value}\n---\n" + CONFIGMAP.format(name="b")
+    assert [b.get("data") for b in bodies(stream)] == [{"k": value}, None]
+
+
+@pytest.mark.parametrize("value", ["\n", "x\n\n", "x\n\n\n", " x\n\n"])
+def test_a_kept_block_before_another_document_keeps_its_line_breaks(value: str) -> None:
+    objects = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": value}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}, "data": {"k": value}},
+    ]
+    stream = yaml.safe_dump_all(objects, explicit_start=True, explicit_end=True)  # each closed by `...`
+    assert [b["data"]["k"] for b in bodies(stream)] == [value, value]
+    written = write_helm_stream(read_helm_stream(stream))
+    assert [b["data"]["k"] for b in bodies(written)] == [value, value]
+    assert [b["data"]["k"] for b in yaml.safe_load_all(written)] == [value, value]
+    assert written.count("...\n") == 2  # each kept block's document closed once, the last one too
+
+
 def test_head_comments_and_source_are_kept() -> None:
     stream = "---\n# Source: chart/templates/cm.yaml\n# generated\n" + CONFIGMAP.format(name="a")
     document = read_helm_stream(stream).documents[0]

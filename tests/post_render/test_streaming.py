@@ -14,6 +14,7 @@ import tracemalloc
 from datetime import UTC, datetime
 
 import pytest
+import yaml
 
 from bench.stream_fixture import bench_stream
 from btp_gitops.generator.core.errors import SourceSyntaxError, UsageError
@@ -143,3 +144,26 @@ class _CountingSink(io.TextIOBase):
     def write(self, text: str) -> int:
         self.written += len(text)
         return len(text)
+
+
+@pytest.mark.parametrize("last_kept", [True, False])
+def test_kept_line_breaks_survive_the_stream_between_documents(last_kept: bool) -> None:
+    """A `|+` value ends its document with blank lines, which Helm's split before the next `---`
+    would take: the output closes such a document with `...`, once, the last one included."""
+    values = ["x\n\n", "plain", "\n"] if last_kept else ["x\n\n", "\n", "plain"]
+    stream = yaml.safe_dump_all(
+        [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}, "data": {"k": v}}
+            for i, v in enumerate(values)
+        ],
+        explicit_start=True,
+        explicit_end=True,
+    )
+    out = io.StringIO()
+    request = PostRenderRequest(chart_version="0.1.0")
+    post_render_to(io.BytesIO(stream.encode()), out, request, NOW, _no_key)  # type: ignore[arg-type]
+    text = out.getvalue()
+    assert [d["data"]["k"] for d in yaml.safe_load_all(text) if d] == values
+    again = [piece for piece in split_stream_pieces(text) if "kind:" in piece]
+    assert [yaml.safe_load(piece)["data"]["k"] for piece in again] == values  # as Helm splits it
+    assert text.count("...\n") == 2
