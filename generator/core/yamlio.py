@@ -593,7 +593,9 @@ class _BlockWriter:
         kind = type(value)
         if kind not in _SCALAR_TYPES:
             raise _NotPlain
-        memo = (kind, value)  # the type too: 1, 1.0 and True are equal keys
+        # The type too: 1, 1.0 and True are equal keys; and a float by its text: 0.0 and -0.0
+        # are equal keys but written differently.
+        memo = (kind, repr(value)) if kind is float else (kind, value)
         text = self.values.get(memo)
         if text is None:
             text = _simple_string_text(value) if kind is str else None

@@ -195,3 +195,12 @@ def test_the_memo_keeps_short_values_and_short_literal_blocks_only() -> None:
     for index in range(20):  # the memo starts over at its limit
         writer.scalar(f"v: {index}")
         assert len(writer.values) <= 8
+
+
+@pytest.mark.parametrize("first", [0.0, -0.0])
+def test_zero_and_negative_zero_are_remembered_apart(first: float) -> None:
+    # 0.0 == -0.0 (the same dict key), but PyYAML writes them differently: whichever the memo
+    # met first must not answer for the other, in one object or across objects.
+    obj = {"a": first, "b": -first, "c": [first, -first]}
+    assert dump_object(obj) == yamlio._dump_with_pyyaml(obj)
+    assert dump_object({"d": -first}) == yamlio._dump_with_pyyaml({"d": -first})
