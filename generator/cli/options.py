@@ -77,7 +77,22 @@ def kyma_options(args: argparse.Namespace) -> KymaOptions:
         policy,
         render_time(args.at),
         timedelta(minutes=args.min_maintenance_window),
+        restricted_modules(args.restricted_modules),
     )
+
+
+# A module name: it names the module's app directory (kyma-<module>), a DNS label.
+MODULE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def restricted_modules(values: list[str]) -> tuple[str, ...]:
+    """`--restricted-modules a,b --restricted-modules c`: module names, as Lifecycle Manager's
+    restricted-modules list (comma-separated)."""
+    names = sorted({name.strip() for value in values for name in value.split(",") if name.strip()})
+    for name in names:
+        if not MODULE_NAME.fullmatch(name):
+            raise UsageError(f"--restricted-modules: {name!r} is no module name (a DNS label)")
+    return tuple(names)
 
 
 def minutes(text: str) -> float:
@@ -423,6 +438,15 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         metavar="MINUTES",
         help="a maintenance window with less than this left is not entered, as Lifecycle Manager's "
         f"--min-maintenance-window-size (default: {DEFAULT_MIN_WINDOW.total_seconds() / 60:g})",
+    )
+    parser.add_argument(
+        "--restricted-modules",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="Kyma modules (comma-separated; repeatable) whose ModuleReleaseMeta's spec.kymaSelector says "
+        "which Kymas may use them, as Lifecycle Manager's restricted-modules list; a kymaSelector on any "
+        "other module makes it unavailable",
     )
     parser.add_argument(
         "--at",
