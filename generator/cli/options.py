@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from btp_gitops.generator.cli.restricted_modules import restricted_modules
 from btp_gitops.generator.core.errors import (
     InputError,
     Problem,
@@ -79,20 +80,6 @@ def kyma_options(args: argparse.Namespace) -> KymaOptions:
         timedelta(minutes=args.min_maintenance_window),
         restricted_modules(args.restricted_modules),
     )
-
-
-# A module name: it names the module's app directory (kyma-<module>), a DNS label.
-MODULE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-
-
-def restricted_modules(values: list[str]) -> tuple[str, ...]:
-    """`--restricted-modules a,b --restricted-modules c`: module names, as Lifecycle Manager's
-    restricted-modules list (comma-separated)."""
-    names = sorted({name.strip() for value in values for name in value.split(",") if name.strip()})
-    for name in names:
-        if not MODULE_NAME.fullmatch(name):
-            raise UsageError(f"--restricted-modules: {name!r} is no module name (a DNS label)")
-    return tuple(names)
 
 
 def minutes(text: str) -> float:
