@@ -15,7 +15,8 @@ a Manifest. Rendering for Git does the same once per render, for the one Kyma of
 4. Decide per module: `managed: false` renders nothing (Unmanaged); a version below the recorded
    one keeps the previous app (no downgrade, Warning); an upgrade to a template that requires
    downtime keeps the previous app until a maintenance window is open (domains.kyma.maintenance);
-   a recorded module no longer asked for is removed, its default CR before its resources.
+   a recorded module no longer asked for is still looked up (kept while that fails) and removed,
+   its default CR before its resources.
 5. Render the rest (domains.kyma.content), record the versions, report in the shape of the Kyma
    CR's status (domains.kyma.status).
 

@@ -193,16 +193,15 @@ def gate(
             f"ModuleReleaseMeta {meta.qualified_name} has a spec.kymaSelector, and {meta.module_name} is not "
             "named by --restricted-modules"
         )
-    if meta.kyma_selector is not None:
-        try:
-            matched = restricted_match(meta.kyma_selector, kyma.labels)
-        except SelectorError as error:
-            return f"{NOT_ALLOWED}: ModuleReleaseMeta {meta.qualified_name}: spec.kymaSelector.{error}"
-        if not matched:
-            return (
-                f"{NOT_ALLOWED}: restricted module not allowed for this Kyma: the spec.kymaSelector of "
-                f"ModuleReleaseMeta {meta.qualified_name} does not match the Kyma's labels"
-            )
+    try:
+        matched = restricted_match(meta.kyma_selector, kyma.labels)
+    except SelectorError as error:
+        return f"{NOT_ALLOWED}: ModuleReleaseMeta {meta.qualified_name}: spec.kymaSelector.{error}"
+    if not matched:
+        return (
+            f"{NOT_ALLOWED}: restricted module not allowed for this Kyma: the spec.kymaSelector of "
+            f"ModuleReleaseMeta {meta.qualified_name} does not match the Kyma's labels"
+        )
     return None
 
 
