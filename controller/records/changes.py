@@ -42,6 +42,10 @@ from btp_gitops.generator.domains.cap import (
 GLOBAL_ACCOUNT_ANNOTATION = f"{PREFIX}global-account-id"
 TENANTS_DIRECTORY = "tenants"
 MAX_TENANT_NAME = 63
+# CAP Operator's default bound on status.previousCAPApplicationVersions (MAX_TENANT_VERSION_HISTORY):
+# past it, the oldest entry goes as a new one is appended. Every entry still in the sources keeps
+# its version-affinity routes, so the record keeps what CAP Operator keeps.
+MAX_TENANT_VERSION_HISTORY = 10
 
 _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -307,6 +311,8 @@ def _record_success(status: dict[str, Any], outcome: OperationOutcome) -> None:
     ]
     if current and current != outcome.version_instance and current not in previous:
         previous.append(current)  # oldest first: the version it ran on until now goes last
+        if len(previous) > MAX_TENANT_VERSION_HISTORY:
+            del previous[0]
     if previous or "previousCAPApplicationVersions" in status:
         status["previousCAPApplicationVersions"] = previous
     status["currentCAPApplicationVersionInstance"] = outcome.version_instance
@@ -373,7 +379,8 @@ def record_operation_outcome(namespace: str, name: str, outcome: OperationOutcom
     """Record how the tenant's operation ended, as README "CAP tenants" reads the status.
 
     Success of a provisioning or upgrade: state Ready, the version becomes current (the one before
-    goes to previousCAPApplicationVersions, oldest first, no duplicates), lastCompletedOperation
+    goes to previousCAPApplicationVersions, oldest first, no duplicates, at most 10 as CAP Operator
+    keeps them), lastCompletedOperation
     says so. Success of a deprovisioning: lastCompletedOperation says so (the record then renders
     nothing) and the state is dropped. Failure: state ProvisioningError / UpgradeError / Deleting,
     nothing else; a failure reported after the same operation completed changes nothing, and a

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from btp_gitops.generator.cli.restricted_modules import restricted_modules
 from btp_gitops.generator.core.errors import (
     InputError,
     Problem,
@@ -77,6 +78,7 @@ def kyma_options(args: argparse.Namespace) -> KymaOptions:
         policy,
         render_time(args.at),
         timedelta(minutes=args.min_maintenance_window),
+        restricted_modules(args.restricted_modules),
     )
 
 
@@ -423,6 +425,15 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         metavar="MINUTES",
         help="a maintenance window with less than this left is not entered, as Lifecycle Manager's "
         f"--min-maintenance-window-size (default: {DEFAULT_MIN_WINDOW.total_seconds() / 60:g})",
+    )
+    parser.add_argument(
+        "--restricted-modules",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="Kyma modules (comma-separated; repeatable) whose ModuleReleaseMeta's spec.kymaSelector says "
+        "which Kymas may use them, as Lifecycle Manager's restricted-modules list; a kymaSelector on any "
+        "other module makes it unavailable",
     )
     parser.add_argument(
         "--at",

@@ -133,6 +133,7 @@ def _source_domain_inputs(args: argparse.Namespace) -> SourceDomainInputs:
     """CAP and Kyma: schemas, namespace, and for Kyma the catalog and the chart engine."""
     # The source domains' modules, imported with their mode (see the imports above).
     from btp_gitops.generator.cli.engine import allow_paths, chart_engine  # noqa: PLC0415
+    from btp_gitops.generator.cli.restricted_modules import restricted_modules  # noqa: PLC0415
     from btp_gitops.generator.io.schemas import load_schema_registry  # noqa: PLC0415
     from btp_gitops.generator.pipeline.post_render_sources import SourceDomainInputs  # noqa: PLC0415
 
@@ -140,8 +141,8 @@ def _source_domain_inputs(args: argparse.Namespace) -> SourceDomainInputs:
     given += ["--certificates"] if args.certificates != "cert-manager" else []
     if given:
         raise UsageError(f"{', '.join(given)}: only for --domain {BTP_OPERATOR}, not {args.domain}")
-    if args.domain != KYMA and (args.catalog or args.allow_path):
-        raise UsageError(f"--catalog and --allow-path are read for --domain {KYMA} only")
+    if args.domain != KYMA and (args.catalog or args.allow_path or args.restricted_modules):
+        raise UsageError(f"--catalog, --allow-path, --restricted-modules: only for --domain {KYMA}")
     if args.domain == KYMA and not args.catalog:
         raise UsageError(f"--domain {KYMA} renders the Kyma's modules from a catalog: pass --catalog DIR")
     return SourceDomainInputs(
@@ -150,6 +151,7 @@ def _source_domain_inputs(args: argparse.Namespace) -> SourceDomainInputs:
         catalogs=tuple(Path(c) for c in args.catalog),
         engine=chart_engine(args) if args.domain == KYMA else None,
         allow_paths=allow_paths(args),
+        restricted_modules=restricted_modules(args.restricted_modules),
     )
 
 
@@ -160,8 +162,8 @@ def run_post_render(args: argparse.Namespace) -> int:
         result = _post_render_stdin(request, inputs)
         print_notes(result.notes, sys.stderr)
         return ExitCode.OK
-    if args.catalog or args.allow_path:
-        raise UsageError(f"--catalog and --allow-path are read for --domain {KYMA} only")
+    if args.catalog or args.allow_path or args.restricted_modules:
+        raise UsageError(f"--catalog, --allow-path, --restricted-modules: only for --domain {KYMA}")
     if args.certificates != "self-signed" and args.existing_certificates:
         raise UsageError("--existing-certificates is only read with --certificates self-signed")
     issuer = {"name": args.issuer, "kind": args.issuer_kind} if args.issuer else None
@@ -235,6 +237,14 @@ def add_post_render_parser(commands: Any) -> None:
         default=[],
         metavar="DIR",
         help="kyma: also let the catalog name files (charts, raw manifests) under DIR; repeatable",
+    )
+    parser.add_argument(
+        "--restricted-modules",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="kyma: modules (comma-separated; repeatable) whose ModuleReleaseMeta's spec.kymaSelector says "
+        "which Kymas may use them, as Lifecycle Manager's restricted-modules list",
     )
     parser.add_argument(
         "--helm-binary",

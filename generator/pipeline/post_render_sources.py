@@ -61,6 +61,7 @@ class SourceDomainInputs:
     catalogs: tuple[Path, ...] = ()  # Kyma: --catalog files and directories
     engine: ChartRenderer | None = None  # Kyma: renders the modules' charts
     allow_paths: tuple[Path, ...] = ()
+    restricted_modules: tuple[str, ...] = ()  # Kyma: Lifecycle Manager's restricted-modules list
 
 
 def _reads(domain: str) -> Callable[[StreamDocument], bool]:
@@ -151,7 +152,7 @@ def _render_kyma(
 ) -> list[tuple[AppRender, int]]:
     if not inputs.catalogs or inputs.engine is None:
         raise UsageError("Kyma objects are rendered from a module catalog: pass --catalog DIR")
-    options = KymaOptions(catalogs=inputs.catalogs, at=now)
+    options = KymaOptions(catalogs=inputs.catalogs, at=now, restricted_modules=inputs.restricted_modules)
     catalog = load_sources(inputs.catalogs)
     validate_sources(catalog, inputs.schemas)
     raise_if_problems(InvalidSpec, "source names that cannot become objects", metadata_name_problems(catalog))

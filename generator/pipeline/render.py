@@ -88,12 +88,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class KymaOptions:
-    """`render --catalog DIR --maintenance-policy FILE --at TIME`, for the Kyma modules domain."""
+    """`render --catalog DIR --maintenance-policy FILE --at TIME --restricted-modules NAMES`, for the
+    Kyma modules domain."""
 
     catalogs: tuple[Path, ...] = ()
     maintenance_policy: PolicyText | None = None  # the file as the CLI read it
     at: datetime | None = None  # when maintenance windows are checked; None: now
     min_window: timedelta = DEFAULT_MIN_WINDOW  # a running window with less left is not entered
+    restricted_modules: tuple[str, ...] = ()  # Lifecycle Manager's restricted-modules list
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +302,7 @@ def kyma_context(
         previous=previous,
         where=where,
         min_window=options.min_window,
+        restricted_modules=frozenset(options.restricted_modules),
     )
 
 
@@ -420,7 +423,7 @@ def _render_cluster(
         kymas=list(kyma_plan.reports),
         records=dict(kyma_plan.record_files),
         module_problems=kyma_plan.problems,
-        notes=layout_notes,
+        notes=[*layout_notes, *kyma_plan.notes],
     )
 
 

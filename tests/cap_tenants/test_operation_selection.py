@@ -28,7 +28,7 @@ from btp_gitops.generator.domains.cap.tenants.selection import (
     application_retiring,
     desired_version,
     plan_tenant,
-    previous_version,
+    previous_versions,
 )
 from btp_gitops.generator.io.sources import load_sources
 from tests.cap_tenants.conftest import SHOP, recorded_status, tenant_record
@@ -357,7 +357,7 @@ def test_operation_selection(row: Row) -> None:
     assert bool(plan.warning) == bool(row.warning)
 
 
-def test_sessions_stay_on_the_version_the_tenant_ran_on_last() -> None:
+def test_sessions_stay_on_every_version_the_tenant_ran_on() -> None:
     _, versions = shop()
     index = VersionIndex.of(versions)
     record = tenant_record(
@@ -365,15 +365,17 @@ def test_sessions_stay_on_the_version_the_tenant_ran_on_last() -> None:
     )
     tenant = tenant_from_source(SourceDocument("tenant.yaml", 1, record, Path()), TenantType.CONSUMER)
 
-    previous = previous_version(tenant, index, index.by_name["shop-3"])  # upgrading: the recorded current
-    assert previous is not None and previous.name == "shop-2"
-    previous = previous_version(tenant, index, index.by_name["shop-2"])  # settled: the last previous
-    assert previous is not None and previous.name == "shop-1"
+    def names(route_to: str) -> list[str]:
+        return [v.name for v in previous_versions(tenant, index, index.by_name[route_to])]
+
+    # shop-0 is not in the sources: the versions of the history that are, oldest first
+    assert names("shop-3") == ["shop-1", "shop-2"]  # upgrading: the recorded current goes last
+    assert names("shop-2") == ["shop-1"]  # settled: the recorded history
     gone = tenant_record(
-        "t", status=recorded_status("shop-2", previousCAPApplicationVersions=["shop-1", "shop-0"])
+        "t", status=recorded_status("shop-2", previousCAPApplicationVersions=["shop-1", "shop-9"])
     )
     tenant = tenant_from_source(SourceDocument("tenant.yaml", 1, gone, Path()), TenantType.CONSUMER)
-    assert previous_version(tenant, index, index.by_name["shop-2"]) is None  # shop-0 is not in the sources
+    assert names("shop-2") == ["shop-1"]  # shop-9 is not in the sources
 
 
 def test_a_problem_points_at_the_tenant_record_and_names_every_version() -> None:

@@ -150,13 +150,15 @@ def test_version_affinity_across_three_versions(shop_source: Path, yaml_snapshot
     (service,) = objects_of_kind(tenant_objects(files, "acme"), "VirtualService")
     routes = service["spec"]["http"]
     hosts = [route["route"][0]["destination"]["host"].split("-router")[0] for route in routes]
-    assert hosts == ["shop-2", "shop-3", "shop-2", "shop-3", "shop-3"]  # shop-1 is older than the previous
-    # The previous version's own logout endpoint; the current one has the default.
-    assert [route["match"][0]["uri"]["regex"] for route in routes[:2]] == [
+    # Every earlier version keeps its logout and cookie routes, oldest first, as CAP Operator keeps them.
+    assert hosts == ["shop-1", "shop-2", "shop-3", "shop-1", "shop-2", "shop-3", "shop-3"]
+    # Each version's own logout endpoint: shop-2's annotation, the default for the others.
+    assert [route["match"][0]["uri"]["regex"] for route in routes[:3]] == [
+        "^|.*(logout|logoff).*",
         "^|.*(do/logout).*",
         "^|.*(logout|logoff).*",
     ]
-    assert routes[0]["headers"]["response"]["set"] == {
+    assert routes[1]["headers"]["response"]["set"] == {
         "strict-transport-security": "max-age=31536000",
         "Set-Cookie": "CAPOP_CAV=shop-2;Path=/;HttpOnly;Secure;Max-Age=0",
     }

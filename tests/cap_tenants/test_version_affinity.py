@@ -4,8 +4,8 @@ Inputs as the upstream documentation writes them ("Version Affinity during Upgra
 CAPApplication annotated `sme.sap.com/enable-version-affinity: "true"`, a version with its own
 `sme.sap.com/logout-endpoint`, and the `vs-route-*-header-set` annotations with JSON objects.
 Expected routes are written out field by field from CAP Operator's behaviour (its tenant
-VirtualService: logout routes of the previous and the current version, cookie routes of both, a
-default route without match; cookie `CAPOP_CAV`; `response.set` with `Max-Age=0` on logout,
+VirtualService: logout routes of each previous version still there and of the current one, cookie
+routes in the same order, a default route without match; cookie `CAPOP_CAV`; `response.set` with `Max-Age=0` on logout,
 `response.add` on the default route; no route names). Then as behaviour: requests (path, Cookie
 header) are matched against the rendered routes the way Istio does (first match wins; `regex` is
 a full match, RE2 syntax that Python's `re` reads the same for these patterns).
@@ -102,13 +102,21 @@ class Row:
 ROWS = [
     Row(
         "upgrade renders: the recorded current version is the previous one",
-        recorded_status("shop-2", previousCAPApplicationVersions=["shop-1"]),
+        recorded_status("shop-2"),
         [logout("shop-2"), logout("shop-3"), cookie("shop-2"), cookie("shop-3"), default("shop-3")],
     ),
     Row(
-        "after the upgrade: the last previous version, older ones get no routes",
+        "after the upgrade: every earlier version still in the sources, oldest first",
         recorded_status("shop-3", previousCAPApplicationVersions=["shop-1", "shop-2"]),
-        [logout("shop-2"), logout("shop-3"), cookie("shop-2"), cookie("shop-3"), default("shop-3")],
+        [
+            logout("shop-1"),
+            logout("shop-2"),
+            logout("shop-3"),
+            cookie("shop-1"),
+            cookie("shop-2"),
+            cookie("shop-3"),
+            default("shop-3"),
+        ],
     ),
     Row(
         "first version: logout, cookie and default of the current version only",
@@ -116,13 +124,13 @@ ROWS = [
         [logout("shop-3"), cookie("shop-3"), default("shop-3")],
     ),
     Row(
-        "previous version no longer in the sources: no routes for it nor for older ones",
+        "previous version no longer in the sources: no routes for it, older ones keep theirs",
         recorded_status("shop-3", previousCAPApplicationVersions=["shop-1", "shop-0"]),
-        [logout("shop-3"), cookie("shop-3"), default("shop-3")],
+        [logout("shop-1"), logout("shop-3"), cookie("shop-1"), cookie("shop-3"), default("shop-3")],
     ),
     Row(
         "each version's own logout endpoint",
-        recorded_status("shop-2", previousCAPApplicationVersions=["shop-1"]),
+        recorded_status("shop-2"),
         [
             logout("shop-2", "^|.*(custom-logout).*"),
             logout("shop-3"),
@@ -238,7 +246,7 @@ REQUESTS = [
     ("/books", "JSESSIONID=s1; CAPOP_CAV=shop-2", 2, "shop-2", None),
     ("/books", "a=1; CAPOP_CAV=shop-2; b=2", 2, "shop-2", None),
     ("/books", "CAPOP_CAV=shop-3", 3, "shop-3", None),
-    ("/books", "CAPOP_CAV=shop-1", 4, "shop-3", KEEP_3),  # older than the previous: current version
+    ("/books", "CAPOP_CAV=shop-1", 4, "shop-3", KEEP_3),  # not in the tenant's history: current version
     ("/books", "XCAPOP_CAV=shop-2", 4, "shop-3", KEEP_3),
     ("/logout", "JSESSIONID=s1; CAPOP_CAV=shop-3", 1, "shop-3", EXPIRE_3),
     ("/do/logoff?redirect=/", "CAPOP_CAV=shop-2; x=y", 0, "shop-2", EXPIRE_2),

@@ -427,6 +427,38 @@ def test_a_completed_upgrade_moves_the_current_version_to_the_previous_ones(repo
     }
 
 
+@pytest.mark.parametrize(
+    ("earlier", "kept"),
+    [
+        pytest.param(8, 9, id="below CAP Operator's bound: the whole history"),
+        pytest.param(9, 10, id="at the bound: the whole history"),
+        pytest.param(10, 10, id="past the bound: the oldest goes"),
+    ],
+)
+def test_the_version_history_is_bounded_as_cap_operator_bounds_it(
+    repo: SourceRepo, earlier: int, kept: int
+) -> None:
+    """CAP Operator appends the version a tenant leaves to its history and, past ten entries (its
+    default MAX_TENANT_VERSION_HISTORY), drops the oldest; every entry keeps version-affinity routes."""
+    history = [f"bookshop-0-{n}-0" for n in range(earlier)]
+
+    def seed(tree: Path) -> str:
+        path = tree / "tenants" / "acme.yaml"
+        record = yaml.safe_load(path.read_text())
+        record["status"]["previousCAPApplicationVersions"] = history
+        path.write_text(yaml.safe_dump(record, sort_keys=False))
+        return "seed a history"
+
+    apply(repo, seed)
+    apply(
+        repo, record_operation_outcome(NAMESPACE, "acme", outcome(TenantOperation.UPGRADE, "bookshop-1-1-0"))
+    )
+
+    previous = status_of(repo, "acme")["previousCAPApplicationVersions"]
+    assert previous == [*history, "bookshop-1-0-0"][-kept:]
+    assert status_of(repo, "acme")["currentCAPApplicationVersionInstance"] == "bookshop-1-1-0"
+
+
 def test_failures_set_the_error_state_and_nothing_else(repo: SourceRepo) -> None:
     acme_before = status_of(repo, "acme")
 

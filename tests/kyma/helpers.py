@@ -51,12 +51,15 @@ def template(
 
 
 def release_meta(name: str, channels: dict[str, str] | None = None, **spec: object) -> str:
+    """A ModuleReleaseMeta in kyma-system; `ocmComponentName=None` leaves its OCM component name out."""
     body = {
         "apiVersion": "operator.kyma-project.io/v1beta2",
         "kind": "ModuleReleaseMeta",
         "metadata": {"name": name, "namespace": "kyma-system"},
-        "spec": {"moduleName": name, **spec},
+        "spec": {"moduleName": name, "ocmComponentName": f"kyma-project.io/module/{name}", **spec},
     }
+    if "ocmComponentName" in spec and spec["ocmComponentName"] is None:  # None: a release meta without one
+        del body["spec"]["ocmComponentName"]  # type: ignore[attr-defined]
     if channels is not None:
         body["spec"]["channels"] = [{"channel": c, "version": v} for c, v in channels.items()]  # type: ignore[index]
     return yaml.safe_dump(body, sort_keys=False)

@@ -8,7 +8,8 @@ per table:
 - a fixed version looked up in channel `none` (and through the release meta), reported as `none`,
   and refused below the version recorded as installed;
 - restricted modules: a release meta's `spec.kymaSelector` (label selector semantics);
-- a mandatory module also listed in `spec.modules` resolves to the mandatory version;
+- a mandatory module also listed in `spec.modules`: the entry is not eligible, the module is
+  rendered as mandatory;
 - per-module failure: the module keeps its previous app, is reported, the others are planned;
 - removal of a module no longer asked for: default CR first, the module's resources next;
 - maintenance: requiring downtime without a policy is an Error, not an upgrade.
@@ -119,6 +120,7 @@ def plan(
     *catalog: str,
     previous: dict[str, str] | None = None,
     policy: str | None = None,
+    restricted: frozenset[str] = frozenset(),
 ) -> KymaPlan:
     sources: list[SourceDocument] = documents(kyma, file="kyma.yaml", directory=Path("/src"))
     context = KymaContext(
@@ -127,6 +129,7 @@ def plan(
         at=WEDNESDAY,
         previous=previous or {},
         where="clusters/default",
+        restricted_modules=restricted,
     )
     return plan_kyma_modules(SourceSet.of(sources), context)
 
@@ -318,7 +321,8 @@ def test_restricted_modules(selector: dict[str, Any], labels: dict[str, str], al
         release_meta("deployer", {"regular": "1.0.0"}, kymaSelector=selector),
         module_template("deployer", "1.0.0"),
     )
-    status = statuses(plan(kyma_text([{"name": "deployer"}], labels), *catalog))["deployer"]
+    found = plan(kyma_text([{"name": "deployer"}], labels), *catalog, restricted=frozenset({"deployer"}))
+    status = statuses(found)["deployer"]
     assert restricted_match(selector, labels) is allowed
     if allowed:
         assert (str(status.state), status.version) == ("Ready", "1.0.0")
@@ -358,7 +362,9 @@ def test_an_invalid_selector_is_the_module_error(selector: dict[str, Any], messa
         module_template("deployer", "1.0.0"),
         module_template("keda", "1.0.0", channel="regular"),
     )
-    result = plan(kyma_text([{"name": "deployer"}, {"name": "keda"}]), *catalog)
+    result = plan(
+        kyma_text([{"name": "deployer"}, {"name": "keda"}]), *catalog, restricted=frozenset({"deployer"})
+    )
     found = statuses(result)
     assert (str(found["deployer"].state), found["deployer"].message) == (
         "Error",
@@ -372,11 +378,12 @@ def test_an_invalid_selector_is_the_module_error(selector: dict[str, Any], messa
 
 
 @pytest.mark.parametrize(
-    ("catalog", "template"),
+    ("catalog", "state", "message"),
     [
         pytest.param(
             (release_meta("warden", mandatory={"version": "1.0.0"}), module_template("warden", "1.0.0")),
-            "warden-1.0.0",
+            "Error",
+            "ModuleReleaseMeta kyma-system/warden has no version for channel regular (channels: none)",
             id="release-meta",
         ),
         pytest.param(
@@ -384,23 +391,30 @@ def test_an_invalid_selector_is_the_module_error(selector: dict[str, Any], messa
                 module_template("warden", "0.9.0", mandatory=True),
                 module_template("warden", "1.0.0", mandatory=True),
             ),
-            "warden-1.0.0",
+            "Warning",
+            "no templates were found: for module warden in channel regular",
             id="classic-highest",
         ),
     ],
 )
-def test_a_mandatory_module_listed_in_spec_modules_resolves_to_its_mandatory_version(
-    catalog: tuple[str, ...], template: str
+def test_a_mandatory_module_listed_in_spec_modules_is_no_eligible_entry(
+    catalog: tuple[str, ...], state: str, message: str
 ) -> None:
+    """Lifecycle Manager installs the mandatory module for every Kyma whatever spec.modules says;
+    the entry itself is not eligible. One app, the mandatory one, with the entry's failure."""
     result = plan(kyma_text([{"name": "warden", "customResourcePolicy": "Ignore"}]), *catalog)
     warden = [m for m in result.modules if m.status.name == "warden"]
     assert len(warden) == 1  # one app, not a mandatory one and a listed one
     status = warden[0].status
-    assert (str(status.state), status.version, status.mandatory) == ("Ready", "1.0.0", True)
-    assert status.template is not None and status.template.name == template
-    assert status.message.endswith("; also listed in spec.modules")
-    assert warden[0].render is not None and str(warden[0].render.policy) == "Ignore"
-    assert result.problems == []
+    assert (str(status.state), status.version, status.mandatory) == (state, "1.0.0", True)
+    assert status.template is not None and status.template.name == "warden-1.0.0"
+    assert status.message.startswith(f"{message}; the module is rendered as mandatory (mandatory: ")
+    assert warden[0].render is not None and str(warden[0].render.policy) == "CreateAndDelete"
+    # the Kyma's field the entry's channel came from (spec.channel), or its name when no template is found
+    assert [p.message[: len(message) + 15] for p in result.problems] == [f"module warden: {message}"]
+    assert [p.field_path for p in result.problems] == [
+        "spec.channel" if state == "Error" else "spec.modules[0].name"
+    ]
 
 
 # --- Per-module failure ------------------------------------------------------------------------

@@ -656,7 +656,7 @@ def test_a_mandatory_template_without_semver_ranks_below_every_release() -> None
 
 def test_fqdn_of_the_release_meta_else_of_the_template_and_only_mandatory_when_it_is() -> None:
     catalog = catalog_of(
-        release_meta("plain", {"regular": "1.0.0"}),
+        release_meta("plain", {"regular": "1.0.0"}, ocmComponentName="example.com/plain-meta"),
         template("plain-1.0.0", version="1.0.0", descriptor={"component": {"name": "example.com/plain"}}),
         template(
             "solo",
@@ -670,7 +670,7 @@ def test_fqdn_of_the_release_meta_else_of_the_template_and_only_mandatory_when_i
     plain, solo = (resolve_module(catalog, subject, request) for request in subject.modules)
     assert isinstance(plain, Resolved)
     assert isinstance(solo, Resolved)
-    assert (plain.fqdn, plain.mandatory) == ("example.com/plain", False)
+    assert (plain.fqdn, plain.mandatory) == ("example.com/plain-meta", False)
     assert (solo.fqdn, solo.mandatory) == ("example.com/solo", False)
 
 

@@ -9,6 +9,7 @@ test_cap_chart.py.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -286,8 +287,15 @@ def test_private_key_in_a_cap_object_is_refused_without_printing_it(post_render_
             ["--domain", "cap", "--certificates", "self-signed"],
             "--certificates: only for --domain btp-operator",
         ),
-        (["--domain", "cap", "--catalog", "x"], "--catalog and --allow-path are read for --domain kyma only"),
-        (["--catalog", "x"], "--catalog and --allow-path are read for --domain kyma only"),
+        (
+            ["--domain", "cap", "--catalog", "x"],
+            "--catalog, --allow-path, --restricted-modules: only for --domain kyma",
+        ),
+        (["--catalog", "x"], "--catalog, --allow-path, --restricted-modules: only for --domain kyma"),
+        (
+            ["--domain", "cap", "--restricted-modules", "relay"],
+            "--catalog, --allow-path, --restricted-modules: only for --domain kyma",
+        ),
         (["--domain", "kyma"], "pass --catalog DIR"),
     ],
 )
@@ -349,6 +357,44 @@ def test_kyma_with_catalog_renders_the_modules(
     ]
     assert all(post[k]["metadata"]["annotations"]["helm.sh/hook"] == "post-install" for k in hooks)
     assert first.stdout == yaml_snapshot
+
+
+@pytest.mark.parametrize(
+    ("options", "rendered"),
+    [
+        pytest.param((), False, id="a kymaSelector on a module not in the list: not rendered"),
+        pytest.param(("--restricted-modules", "relay"), True, id="listed, the selector matches: rendered"),
+    ],
+)
+def test_kyma_restricted_modules_as_lifecycle_manager_lists_them(
+    post_render_cli: PostRender, tmp_path: Path, options: tuple[str, ...], rendered: bool
+) -> None:
+    """A release meta's kymaSelector counts only for a module of the restricted-modules list."""
+    example = tmp_path / "kyma-modules"
+    shutil.copytree(KYMA, example)
+    catalog = example / "catalog"
+    relay = catalog / "relay.yaml"
+    relay.write_text(
+        relay.read_text().replace(
+            "  moduleName: relay\n",
+            "  moduleName: relay\n  kymaSelector:\n    matchLabels:\n      kyma-project.io/region: europe-west1\n",
+            1,
+        )
+    )
+    kyma = yaml.safe_load((KYMA / "kyma.yaml").read_text())
+    kyma["metadata"]["labels"]["operator.kyma-project.io/beta"] = "true"
+    kyma["spec"]["modules"] = [{"name": "relay"}]
+    kyma_file = tmp_path / "kyma.yaml"
+    kyma_file.write_text(yaml.safe_dump(kyma))
+    stream = helm3_stream([kyma_file], chart="platform", head=KYMA_HEAD)
+
+    result = post_render_cli(
+        stream, "--domain", "kyma", "--catalog", catalog, "--allow-path", example, *options
+    )
+
+    assert result.returncode == 0, result.stderr
+    relay_objects = [b for b in objects(result.stdout) if "relay" in b["metadata"]["name"]]
+    assert bool(relay_objects) is rendered
 
 
 def test_kyma_module_outside_the_catalog_roots_is_refused(post_render_cli: PostRender) -> None:

@@ -27,6 +27,9 @@ from btp_gitops.generator.domains.kyma.model import (
 class Catalog:
     templates: tuple[Template, ...] = ()
     release_metas: tuple[ReleaseMeta, ...] = ()
+    # Lifecycle Manager's restricted-modules list: the modules whose release meta's kymaSelector
+    # decides which Kymas may use them (--restricted-modules).
+    restricted_modules: frozenset[str] = frozenset()
 
     def templates_of(self, module: str) -> list[Template]:
         """Classic resolution's candidates: the templates whose spec.moduleName is the module, and
@@ -107,8 +110,11 @@ def _duplicates(sources: Iterable[SourceDocument]) -> list[Problem]:
     return problems
 
 
-def build_catalog(documents: Iterable[SourceDocument]) -> tuple[Catalog, list[Problem]]:
-    """The catalog of every ModuleTemplate and ModuleReleaseMeta among `documents`, and its problems."""
+def build_catalog(
+    documents: Iterable[SourceDocument], restricted_modules: Iterable[str] = ()
+) -> tuple[Catalog, list[Problem]]:
+    """The catalog of every ModuleTemplate and ModuleReleaseMeta among `documents`, and its problems;
+    `restricted_modules` is Lifecycle Manager's restricted-modules list."""
     sources = [d for d in documents if (d.api_version, d.kind) in CATALOG_KINDS]
     templates = tuple(Template.from_source(d) for d in sources if (d.api_version, d.kind) == MODULE_TEMPLATE)
     metas = tuple(
@@ -119,4 +125,4 @@ def build_catalog(documents: Iterable[SourceDocument]) -> tuple[Catalog, list[Pr
         *(p for t in templates for p in _template_problems(t)),
         *(p for m in metas for p in _release_meta_problems(m)),
     ]
-    return Catalog(templates, metas), problems
+    return Catalog(templates, metas, frozenset(restricted_modules)), problems

@@ -11,8 +11,9 @@ The policy file is Lifecycle Manager's (JSON, or the same in YAML):
 It is read as Lifecycle Manager reads it (Go's JSON decoding): keys match their field in any
 case (`Rules`, `BEGIN`), a later key of the same field wins, and a time is a full timestamp
 (RFC 3339) or a time of day with its UTC offset, in either kind of window. A key that names no
-field is refused (Lifecycle Manager would skip it, and a misspelt `windows` would silently mean
-"never"), as is a weekday other than Mon..Sun.
+field is skipped, as Go skips it (Lifecycle Manager's own test policies carry `timeBegin` and
+`timeEnd` in `default`); the policy lists each one (`ignored`), so the render can warn that a
+misspelt `windows` means no window. A weekday other than Mon..Sun is refused.
 
 Resolving, for a Kyma with given labels at a given time, with a minimum window size (default 20
 minutes, Lifecycle Manager's):
@@ -124,6 +125,7 @@ class MaintenancePolicy:
     file: str
     rules: tuple[Rule, ...]
     default: Window | None
+    ignored: tuple[str, ...] = ()  # the paths of keys that name no field, sorted
 
     def resolve(
         self, labels: Mapping[str, str], at: datetime, min_size: timedelta = DEFAULT_MIN_WINDOW
@@ -158,14 +160,14 @@ class _Reader:
     def __init__(self, file: str) -> None:
         self.file = file
         self.problems: list[Problem] = []
+        self.ignored: list[str] = []
 
     def problem(self, path: str, message: str) -> None:
         self.problems.append(Problem(file=self.file, field_path=path, message=message))
 
     def fields(self, value: dict[Any, Any], path: str, known: tuple[str, ...]) -> dict[str, Any]:
         found, unknown = _fields(value, known)
-        for key in unknown:
-            self.problem(f"{path}.{key}" if path else key, f"unknown field (known: {', '.join(known)})")
+        self.ignored += [f"{path}.{key}" if path else key for key in unknown]
         return found
 
     def moment(self, value: Any, path: str) -> datetime | None:
@@ -245,4 +247,5 @@ def parse_policy(policy: PolicyText) -> MaintenancePolicy:
     rules = [reader.rule(r, f"rules[{i}]") for i, r in enumerate(listed)]
     default = reader.window(found["default"], "default") if found.get("default") is not None else None
     raise_if_problems(InputError, "invalid maintenance policy", reader.problems)
-    return MaintenancePolicy(policy.file, tuple(r for r in rules if r), default)
+    ignored = tuple(sorted(reader.ignored))
+    return MaintenancePolicy(policy.file, tuple(r for r in rules if r), default, ignored)

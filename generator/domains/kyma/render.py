@@ -15,7 +15,8 @@ a Manifest. Rendering for Git does the same once per render, for the one Kyma of
 4. Decide per module: `managed: false` renders nothing (Unmanaged); a version below the recorded
    one keeps the previous app (no downgrade, Warning); an upgrade to a template that requires
    downtime keeps the previous app until a maintenance window is open (domains.kyma.maintenance);
-   a recorded module no longer asked for is removed, its default CR before its resources.
+   a recorded module no longer asked for is still looked up (kept while that fails) and removed,
+   its default CR before its resources.
 5. Render the rest (domains.kyma.content), record the versions, report in the shape of the Kyma
    CR's status (domains.kyma.status).
 
@@ -32,7 +33,7 @@ from datetime import datetime, timedelta
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import InvalidSpec, Problem, UsageError, raise_if_problems
-from btp_gitops.generator.core.report import AppRender
+from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet, problem_at
 from btp_gitops.generator.domains.kyma.catalog import Catalog, build_catalog, foreign_documents
 from btp_gitops.generator.domains.kyma.content import (
@@ -52,6 +53,7 @@ from btp_gitops.generator.domains.kyma.model import (
     CATALOG_KINDS,
     DEFAULT_CHANNEL,
     KYMA,
+    NO_CHANNEL,
     SKIP_RECONCILIATION_LABEL,
     SYNC_NAMESPACE,
     CustomResourcePolicy,
@@ -61,10 +63,10 @@ from btp_gitops.generator.domains.kyma.model import (
 )
 from btp_gitops.generator.domains.kyma.record import RECORD_FILE, Record, read_record, record_text
 from btp_gitops.generator.domains.kyma.resolution import (
+    NO_TEMPLATES,
     Resolution,
     Resolved,
     Unresolved,
-    as_listed,
     is_lower,
     request_problems,
     resolve_mandatory,
@@ -92,6 +94,7 @@ class KymaContext:
     previous: Mapping[str, str] = field(default_factory=dict)  # previous render: path in cluster dir -> text
     where: str = "the previous render"  # how errors name the previous render's cluster directory
     min_window: timedelta = DEFAULT_MIN_WINDOW  # a running window with less left is not entered
+    restricted_modules: frozenset[str] = frozenset()  # Lifecycle Manager's restricted-modules list
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,7 @@ class KymaPlan:
     record_files: Mapping[str, str] = field(default_factory=dict)  # path in cluster dir -> text
     previous: Mapping[str, str] = field(default_factory=dict)
     where: str = ""
+    notes: tuple[Note, ...] = ()  # what the render should say besides the module statuses
 
     @property
     def problems(self) -> list[Problem]:
@@ -147,6 +151,7 @@ class _Decider:
     """The rules that can hold a resolved module at its previous version."""
 
     kyma: Kyma
+    catalog: Catalog
     record: Record
     previous: Mapping[str, str]
     policy: MaintenancePolicy | None
@@ -234,6 +239,31 @@ class _Decider:
         )
         return ModulePlan(status, problem=problem)
 
+    def lookup_failure(self, installed: ModuleStatus) -> Unresolved | None:
+        """A module being removed is still looked up, as Lifecycle Manager looks up every module of
+        the Kyma's status (with its recorded channel, or version in channel none); when that fails,
+        the module is reported with the lookup error and keeps its app, as it keeps its Manifest.
+        A module that was mandatory is not in the Kyma's status there, and is not looked up."""
+        if installed.mandatory:
+            return None
+        fixed = installed.channel == NO_CHANNEL
+        request = ModuleRequest(
+            index=-1,
+            name=installed.name,
+            channel=None if fixed else (installed.channel or None),
+            version=installed.version if fixed else None,
+            policy=CustomResourcePolicy.CREATE_AND_DELETE,
+            managed=True,
+        )
+        found = resolve_module(self.catalog, self.kyma, request)
+        if not isinstance(found, Unresolved):
+            return None
+        message = (
+            f"{found.message} (the module is no longer in spec.modules; it is removed once its template "
+            "can be looked up again)"
+        )
+        return dataclasses.replace(found, message=message, field_path="spec.modules")
+
     def removals(self, wanted: set[str]) -> list[ModulePlan]:
         """The recorded modules no longer asked for, removed as Lifecycle Manager removes a module:
         with `CreateAndDelete`, its default CR goes first (this render keeps the rest of the app,
@@ -246,6 +276,10 @@ class _Decider:
             installed = self.installed(recorded.name)
             if installed is None:
                 continue  # nothing of it left in the repo: forgotten
+            failure = self.lookup_failure(installed)
+            if failure is not None:
+                plans.append(self.failed(failure, failure.problem(self.kyma)))
+                continue
             if installed.state is not ModuleState.DELETING and installed.resource is not None:
                 resource = installed.resource
                 message = (
@@ -332,7 +366,7 @@ def _catalog(sources: SourceSet, context: KymaContext) -> tuple[Catalog, list[Pr
     in_sources = []
     if not sources.kinds().isdisjoint(CATALOG_KINDS):  # in source order (a pass only when there are some)
         in_sources = [d for d in sources.documents if (d.api_version, d.kind) in CATALOG_KINDS]
-    catalog, problems = build_catalog([*in_sources, *context.catalog])
+    catalog, problems = build_catalog([*in_sources, *context.catalog], context.restricted_modules)
     return catalog, [*foreign_documents(context.catalog), *problems]
 
 
@@ -377,21 +411,51 @@ def _module_plans(kyma: Kyma, catalog: Catalog, decider: _Decider) -> list[Modul
     stopping the rest."""
     mandatory = resolve_mandatory(catalog)
     listed = {request.name: request for request in kyma.modules}
-    plans = [
-        _plan(kyma, decider, resolution, CustomResourcePolicy.CREATE_AND_DELETE, "")
+    unmanaged = {request.name for request in kyma.modules if not request.managed}
+    by_mandatory = {
+        module: _plan(kyma, decider, resolution, CustomResourcePolicy.CREATE_AND_DELETE, "")
         for module, resolution in mandatory.items()
-        if module not in listed
-    ]
+        if module not in unmanaged
+    }
+    plans = []
     for request in kyma.modules:
         if not request.managed:
             plans.append(_unmanaged(request, decider.record))
             continue
-        if request.name in mandatory:
-            resolution = as_listed(mandatory[request.name], kyma, request)
+        resolution = resolve_module(catalog, kyma, request)
+        if request.name in by_mandatory:
+            listed_plan = _listed_mandatory(kyma, by_mandatory[request.name], resolution, request)
+            by_mandatory[request.name] = listed_plan
         else:
-            resolution = resolve_module(catalog, kyma, request)
-        plans.append(_plan(kyma, decider, resolution, request.policy, request.field("name")))
-    return [*plans, *decider.removals({*listed, *mandatory})]
+            plans.append(_plan(kyma, decider, resolution, request.policy, request.field("name")))
+    return [*by_mandatory.values(), *plans, *decider.removals({*listed, *mandatory})]
+
+
+def _listed_mandatory(
+    kyma: Kyma, mandatory: ModulePlan, resolution: Resolution, request: ModuleRequest
+) -> ModulePlan:
+    """A spec.modules entry naming a mandatory module: Lifecycle Manager installs the mandatory
+    module for every Kyma whatever the entry says, and the entry itself is not eligible (its
+    template is mandatory, or its channel has none). The mandatory module is rendered as it is; its
+    status carries the entry's failure, which is a problem of the render (exit 9)."""
+    if mandatory.problem is not None:
+        return mandatory  # the mandatory module itself failed: that is what to report
+    if isinstance(resolution, Unresolved):
+        failure = resolution
+    else:  # a non-mandatory template of a mandatory module: one app per module, the mandatory one
+        message = (
+            f"{NO_TEMPLATES}: for module {request.name} in channel {resolution.channel}: {request.name} is a "
+            f"mandatory module (installed for every Kyma); template {resolution.template.qualified_name} "
+            "is not installed beside it"
+        )
+        where = request.field("name")
+        failure = Unresolved(request.name, resolution.channel, message, where, ModuleState.WARNING)
+    status = dataclasses.replace(
+        mandatory.status,
+        state=failure.state,
+        message=f"{failure.message}; the module is rendered as mandatory ({mandatory.status.message})",
+    )
+    return dataclasses.replace(mandatory, status=status, problem=failure.problem(kyma))
 
 
 def plan_kyma_modules(sources: SourceSet, context: KymaContext) -> KymaPlan:
@@ -406,11 +470,27 @@ def plan_kyma_modules(sources: SourceSet, context: KymaContext) -> KymaPlan:
         return _skip_reconciliation(kyma, record, context)
     raise_if_problems(InvalidSpec, f"invalid Kyma {kyma.ref}", request_problems(kyma, kyma.modules))
     policy = parse_policy(context.maintenance_policy) if context.maintenance_policy else None
-    decider = _Decider(kyma, record, context.previous, policy, context.at, context.min_window)
+    decider = _Decider(kyma, catalog, record, context.previous, policy, context.at, context.min_window)
     plans = _module_plans(kyma, catalog, decider)
     report = _report(kyma, plans)
+    notes = ignored_policy_keys(policy) if policy is not None else ()
     return KymaPlan(
-        tuple(plans), (report,), {RECORD_FILE: record_text(report)}, context.previous, context.where
+        tuple(plans), (report,), {RECORD_FILE: record_text(report)}, context.previous, context.where, notes
+    )
+
+
+def ignored_policy_keys(policy: MaintenancePolicy) -> tuple[Note, ...]:
+    """A warning per key of the maintenance policy that Lifecycle Manager does not know: it skips
+    them, and so does the render, but a misspelt key (`window` for `windows`) changes the policy."""
+    return tuple(
+        Note(
+            Level.WARNING,
+            "MaintenancePolicyKeyIgnored",
+            f"{policy.file}: {path}",
+            f"{path.rsplit('.', 1)[-1]} is no field of Lifecycle Manager's maintenance policy: ignored, "
+            "as Lifecycle Manager ignores it",
+        )
+        for path in policy.ignored
     )
 
 

@@ -6,17 +6,20 @@ one of two schemes:
 
 - ModuleReleaseMeta (when one is named after the module): its `spec.channels[]` gives the version
   of the desired channel (a fixed version is taken as it is), and the template is
-  `<module>-<version>` in the same namespace. A release meta with a `spec.kymaSelector` is a
-  restricted module: only a Kyma its selector matches may use it.
+  `<module>-<version>` in the same namespace. A release meta needs a `spec.ocmComponentName` (the
+  module's OCM identity). A restricted module is one named in Lifecycle Manager's restricted-modules
+  list (`--restricted-modules`): its release meta's `spec.kymaSelector` says which Kymas may use
+  it; a selector on a module not in that list, or a listed module without one, is not allowed.
 - Classic: the templates of the module (by `spec.moduleName`, or by the label
   `operator.kyma-project.io/module-name` when `spec.moduleName` is empty) whose `spec.channel` is
   the desired channel, or, for a fixed version, whose channel is `none` and version is that one;
   exactly one must remain.
 
 Beta and internal templates (label on the template, or flag on its release meta) are only for a
-Kyma labelled the same. A template whose OCM component name is invalid is refused. Mandatory
-modules (a release meta's `spec.mandatory`, a template's `spec.mandatory`) are resolved for every
-Kyma; a mandatory module also listed in `spec.modules` is that same resolution.
+Kyma labelled the same. A mandatory template is not eligible for a `spec.modules` entry (Lifecycle
+Manager's "no templates were found"). A template whose OCM component name is invalid is refused.
+Mandatory modules (a release meta's `spec.mandatory`, a template's `spec.mandatory`) are resolved
+for every Kyma, through their own lookup.
 
 Every failure is one module's (`Unresolved`): it carries Lifecycle Manager's state for it
 (Warning when no template was found, Error otherwise), its message, and where to point at.
@@ -24,8 +27,10 @@ Every failure is one module's (`Unresolved`): it carries Lifecycle Manager's sta
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import semver
@@ -61,6 +66,7 @@ NO_TEMPLATES = "no templates were found"
 NOT_UNIQUE = "no unique template could be identified"
 NOT_ALLOWED = "module template not allowed"
 NO_DESCRIPTOR = "failed to get descriptor"
+NO_IDENTITY = "failed to create OCM Component Identity"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +160,11 @@ def _candidates(templates: list[Template]) -> str:
     return "[" + ", ".join(sorted(t.qualified_name for t in templates)) + "]"
 
 
-def gate(kyma: Kyma, template: Template, meta: ReleaseMeta | None) -> str | None:
-    """Why this Kyma may not use the template (beta, internal, restricted), or None."""
+def gate(
+    kyma: Kyma, template: Template, meta: ReleaseMeta | None, restricted: Collection[str] = ()
+) -> str | None:
+    """Why this Kyma may not use the template (beta, internal, restricted), or None. `restricted`
+    is Lifecycle Manager's restricted-modules list."""
     checks = (
         ("beta", BETA_LABEL, kyma.beta, template.beta, meta is not None and meta.beta),
         ("internal", INTERNAL_LABEL, kyma.internal, template.internal, meta is not None and meta.internal),
@@ -167,16 +176,32 @@ def gate(kyma: Kyma, template: Template, meta: ReleaseMeta | None) -> str | None
                 what = f"ModuleReleaseMeta {meta.qualified_name}"
             only = f'only a Kyma labelled {label}: "true" may use it'
             return f"{NOT_ALLOWED}: {flag} module: {what} is {flag}, {only}"
-    if meta is not None and meta.kyma_selector is not None:
-        try:
-            matched = restricted_match(meta.kyma_selector, kyma.labels)
-        except SelectorError as error:
-            return f"{NOT_ALLOWED}: ModuleReleaseMeta {meta.qualified_name}: spec.kymaSelector.{error}"
-        if not matched:
-            return (
-                f"{NOT_ALLOWED}: restricted module not allowed for this Kyma: the spec.kymaSelector of "
-                f"ModuleReleaseMeta {meta.qualified_name} does not match the Kyma's labels"
-            )
+    if meta is None:
+        return None
+    listed = meta.module_name in restricted
+    if meta.kyma_selector is None:
+        if not listed:
+            return None
+        return (
+            f"{NOT_ALLOWED}: {meta.module_name} is a restricted module (--restricted-modules), but "
+            f"ModuleReleaseMeta {meta.qualified_name} has no spec.kymaSelector naming the Kymas that may "
+            "use it"
+        )
+    if not listed:
+        return (
+            f"{NOT_ALLOWED}: module has kymaSelector but is not in restricted modules list: "
+            f"ModuleReleaseMeta {meta.qualified_name} has a spec.kymaSelector, and {meta.module_name} is not "
+            "named by --restricted-modules"
+        )
+    try:
+        matched = restricted_match(meta.kyma_selector, kyma.labels)
+    except SelectorError as error:
+        return f"{NOT_ALLOWED}: ModuleReleaseMeta {meta.qualified_name}: spec.kymaSelector.{error}"
+    if not matched:
+        return (
+            f"{NOT_ALLOWED}: restricted module not allowed for this Kyma: the spec.kymaSelector of "
+            f"ModuleReleaseMeta {meta.qualified_name} does not match the Kyma's labels"
+        )
     return None
 
 
@@ -193,9 +218,42 @@ def descriptor_problem(template: Template) -> str | None:
     )
 
 
-def _checked(kyma: Kyma, resolved: Resolved, request: ModuleRequest) -> Resolution:
-    """The resolution, unless the Kyma may not use its template or the template is invalid."""
-    reason = gate(kyma, resolved.template, resolved.release_meta) or descriptor_problem(resolved.template)
+def identity_problem(meta: ReleaseMeta) -> Unresolved | None:
+    """A release meta without `spec.ocmComponentName`: Lifecycle Manager cannot name the module's
+    OCM component, an error of that module (pointing at the release meta)."""
+    if meta.fqdn:
+        return None
+    message = (
+        f"{NO_IDENTITY}: ModuleReleaseMeta {meta.qualified_name} has no spec.ocmComponentName "
+        "(the module's OCM component, e.g. kyma-project.io/module/<name>)"
+    )
+    return Unresolved(meta.name, "", message, "spec.ocmComponentName", source=meta.source)
+
+
+def _not_eligible(resolved: Resolved) -> str | None:
+    """A mandatory template is for every Kyma, never for a spec.modules entry (Lifecycle Manager
+    reports it as no template found)."""
+    if not resolved.template.mandatory:
+        return None
+    return (
+        f"{NO_TEMPLATES}: for module {resolved.module} in channel {resolved.channel or DEFAULT_CHANNEL}: "
+        f"template {resolved.template.qualified_name} is mandatory (installed for every Kyma), so no "
+        "spec.modules entry may name it"
+    )
+
+
+def _checked(catalog: Catalog, kyma: Kyma, resolved: Resolved, request: ModuleRequest) -> Resolution:
+    """The resolution, unless the Kyma may not use its template or the template is invalid, in
+    Lifecycle Manager's order: beta and internal, mandatory, restricted, the OCM identity."""
+    template, meta = resolved.template, resolved.release_meta
+    reason = gate(kyma, template, None)
+    if reason is None and (eligible := _not_eligible(resolved)) is not None:
+        where = request.field("name")
+        return Unresolved(resolved.module, resolved.channel, eligible, where, ModuleState.WARNING)
+    reason = reason or gate(kyma, template, meta, catalog.restricted_modules)
+    if reason is None and meta is not None and (failure := identity_problem(meta)) is not None:
+        return dataclasses.replace(failure, module=resolved.module, channel=resolved.channel)
+    reason = reason or descriptor_problem(template)
     if reason is None:
         return resolved
     return Unresolved(resolved.module, resolved.channel, reason, request.field("name"))
@@ -226,7 +284,8 @@ def _by_release_meta(
             f"{how}, but the catalog has no ModuleTemplate {missing}",
             request.field("version" if request.version else "name"),
         )
-    return _checked(kyma, Resolved(module, template, version, channel, how, release_meta=meta), request)
+    resolved = Resolved(module, template, version, channel, how, release_meta=meta)
+    return _checked(catalog, kyma, resolved, request)
 
 
 def _not_found(catalog: Catalog, module: str, looked_for: str, others: str) -> str:
@@ -274,7 +333,7 @@ def _by_channel(catalog: Catalog, kyma: Kyma, request: ModuleRequest, channel: s
     how = f"template {template.qualified_name}: {found_by}, " + (
         f"version {request.version} in channel {NO_CHANNEL}" if request.version else f"channel {channel}"
     )
-    return _checked(kyma, Resolved(module, template, template.version, channel, how), request)
+    return _checked(catalog, kyma, Resolved(module, template, template.version, channel, how), request)
 
 
 def resolve_module(catalog: Catalog, kyma: Kyma, request: ModuleRequest) -> Resolution:
@@ -288,28 +347,6 @@ def resolve_module(catalog: Catalog, kyma: Kyma, request: ModuleRequest) -> Reso
     if metas:
         return _by_release_meta(catalog, kyma, request, metas[0], channel)
     return _by_channel(catalog, kyma, request, channel)
-
-
-def as_listed(resolution: Resolution, kyma: Kyma, request: ModuleRequest) -> Resolution:
-    """A mandatory module's resolution for the spec.modules entry that also lists it: the same
-    template and version (Lifecycle Manager takes a mandatory release meta's version whatever the
-    entry asks); its beta, internal and restricted gates apply to this Kyma as to any entry."""
-    if isinstance(resolution, Unresolved):
-        return resolution
-    note = f"{resolution.how}; also listed in spec.modules"
-    listed = Resolved(
-        resolution.module,
-        resolution.template,
-        resolution.version,
-        "",
-        note,
-        release_meta=resolution.release_meta,
-        mandatory=True,
-    )
-    reason = gate(kyma, listed.template, listed.release_meta)
-    if reason is None:
-        return listed
-    return Unresolved(listed.module, "", reason, request.field("name"))
 
 
 def _mandatory_by_release_meta(catalog: Catalog) -> dict[str, Resolution]:
@@ -326,6 +363,9 @@ def _mandatory_by_release_meta(catalog: Catalog) -> dict[str, Resolution]:
             continue
         how = f"mandatory: ModuleReleaseMeta {meta.qualified_name} has version {version}"
         resolved = Resolved(meta.name, template, version, "", how, release_meta=meta, mandatory=True)
+        if (failure := identity_problem(meta)) is not None:
+            found[meta.name] = failure
+            continue
         reason = descriptor_problem(template)
         found[meta.name] = (
             resolved

@@ -70,7 +70,7 @@ from btp_gitops.generator.domains.cap.tenants.selection import (
     TenantPlan,
     VersionIndex,
     plan_tenant,
-    previous_version,
+    previous_versions,
     record_of,
 )
 from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage, stage_steps
@@ -237,7 +237,7 @@ def render_tenant(context: ApplicationContext, tenant: Tenant, plan: TenantPlan)
         manifests += [Manifest(entry, origin) for entry in tenant_dns_entries(tenant, context.domains)]
     manifests += _job_manifests(context, tenant, plan, identity)
     if plan.route_to is not None:
-        routes = TenantRoutes(plan.route_to, previous_version(tenant, context.versions, plan.route_to))
+        routes = TenantRoutes(plan.route_to, previous_versions(tenant, context.versions, plan.route_to))
         service = tenant_virtual_service(tenant, identity, context.domains, routes, context.group.routing)
         manifests.append(annotate_argocd_stage(Manifest(service, origin), Stage.ROUTING))
     notes = (

@@ -9,21 +9,22 @@ new version only after the upgrade Jobs before it succeeded.
 Version affinity (CAPApplication annotation `sme.sap.com/enable-version-affinity: "true"`), route
 for route as CAP Operator routes (Istio takes the first match; no route has a name):
 
-    1 logout, previous    only when the tenant has a previous version still in the sources: a
-                          `Cookie` header holding `CAPOP_CAV=<previous>` and a URI matching the
-                          logout endpoint, to the previous version; `response.set` expires the
-                          cookie (`CAPOP_CAV=<previous>;Path=/;HttpOnly;Secure;Max-Age=0`)
-    2 logout, current     the same for the version the tenant runs on
-    3 cookie, previous    only the previous version's cookie, to the previous version
-    4 cookie, current     only the current version's cookie, to the current version
-    5 default             no match, to the current version; `response.add` gives the cookie
-                          `CAPOP_CAV=<current>;Path=/;HttpOnly;Secure` (`add`, so that the
-                          Router's own Set-Cookie headers survive)
+    logout, each previous   for every previous version still in the sources, oldest first: a
+                            `Cookie` header holding `CAPOP_CAV=<previous>` and a URI matching the
+                            logout endpoint, to that version; `response.set` expires the cookie
+                            (`CAPOP_CAV=<previous>;Path=/;HttpOnly;Secure;Max-Age=0`)
+    logout, current         the same for the version the tenant runs on
+    cookie, each previous   only that version's cookie, to that version, oldest first
+    cookie, current         only the current version's cookie, to the current version
+    default                 no match, to the current version; `response.add` gives the cookie
+                            `CAPOP_CAV=<current>;Path=/;HttpOnly;Secure` (`add`, so that the
+                            Router's own Set-Cookie headers survive)
 
-The previous version is one version, as CAP Operator keeps it: the version the tenant ran on last
-before the current one (`status.currentCAPApplicationVersionInstance` while an upgrade renders,
-else the last of `status.previousCAPApplicationVersions`); when it is no longer in the sources it
-has no routes, and older versions never have any. The cookie regex is
+The previous versions are the tenant's history as CAP Operator keeps it in
+`status.previousCAPApplicationVersions` (first to last), followed by
+`status.currentCAPApplicationVersionInstance` while an upgrade renders: a user whose session began
+two versions ago stays there until logout. A version of the history no longer in the sources has
+no routes (the others keep theirs). The cookie regex is
 `(^|.*; )CAPOP_CAV=<cav>($|; .*)` (other cookies before and after it); the URI regex
 `^|.*(logout|logoff).*`, or `^|.*(<endpoint>).*` with the version's annotation
 `sme.sap.com/logout-endpoint` (no leading slash), each version its own; with version affinity on,
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,10 +204,11 @@ def _cookie_route(version: Version, settings: RoutingSettings) -> dict[str, Any]
 
 
 def http_routes(
-    route_to: Version, previous: Version | None, settings: RoutingSettings
+    route_to: Version, previous: Sequence[Version], settings: RoutingSettings
 ) -> list[dict[str, Any]]:
-    """The tenant's routes: one to `route_to` without version affinity, CAP Operator's five (three
-    without a previous version) with it."""
+    """The tenant's routes: one to `route_to` without version affinity; with it, CAP Operator's: a
+    logout route of each previous version (oldest first) and of `route_to`, a cookie route of each
+    in the same order, and the default route."""
     if not settings.version_affinity:
         destination = {"destination": router_destination(route_to), "weight": 100}
         headers = _headers(settings)
@@ -216,7 +218,7 @@ def http_routes(
                 "route": [{**destination, **({"headers": headers} if headers else {})}],
             }
         ]
-    versions = [v for v in (previous, route_to) if v is not None]
+    versions = [*previous, route_to]
     return [
         *(_logout_route(v, settings) for v in versions),
         *(_cookie_route(v, settings) for v in versions),
@@ -229,7 +231,7 @@ class TenantRoutes:
     """Where one tenant's traffic goes."""
 
     route_to: Version
-    previous: Version | None  # the version sessions may stay on (version affinity)
+    previous: tuple[Version, ...] = ()  # versions sessions may stay on, oldest first (version affinity)
 
 
 def tenant_virtual_service(

@@ -220,11 +220,19 @@ def plan_tenant(tenant: Tenant, app: Application, versions: VersionIndex) -> Ten
     return _serving_plan(tenant, app, versions)
 
 
-def previous_version(tenant: Tenant, versions: VersionIndex, route_to: Version) -> Version | None:
-    """The version the tenant's users may still have sessions on (version affinity), as CAP Operator
-    keeps one: the version the tenant ran on last before `route_to` (its recorded current version
-    while an upgrade renders, else the last of its previous versions), None when there is none or
-    it is no longer in the sources."""
+def previous_versions(tenant: Tenant, versions: VersionIndex, route_to: Version) -> tuple[Version, ...]:
+    """The versions the tenant's users may still have sessions on (version affinity), oldest first,
+    as CAP Operator keeps them: every version of the tenant's history (its recorded previous
+    versions, then its recorded current one while an upgrade to `route_to` renders) that is still
+    in the sources, each once, `route_to` itself left out."""
     history = [*tenant.status.previous_instances, tenant.status.current_instance]
-    earlier = [name for name in history if name and name != route_to.name]
-    return versions.named(earlier[-1]) if earlier else None
+    seen = {route_to.name, ""}
+    found = []
+    for name in history:
+        if name in seen:
+            continue
+        seen.add(name)
+        version = versions.named(name)
+        if version is not None:
+            found.append(version)
+    return tuple(found)
