@@ -540,7 +540,7 @@ def _owned_now(target: Path) -> tuple[ScannedTree, set[str]]:
     every regular file of a tree written without manifests (CRDs, module resources)."""
     scanned = scan_tree(target)
     if MANIFEST_FILE in scanned.files:
-        return scanned, owned_files(scanned.files, ())
+        return scanned, owned_files(scanned.files, (), str(target))
     return scanned, set(scanned.files)
 
 

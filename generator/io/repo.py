@@ -182,7 +182,7 @@ def refuse_removing_foreign(target: Path, files: Mapping[str, bytes], removed: t
     resources, a cluster directory written before the manifests) are the writer's whole."""
     if MANIFEST_FILE not in files or not removed:
         return
-    owned = owned_files(files, ())
+    owned = owned_files(files, (), str(target))
     foreign = [path for path in removed if path not in owned]
     if foreign:
         raise UnsafeOutput(
