@@ -6,9 +6,10 @@ without `--snapshot-update`, so any drift in rendered output fails.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,19 @@ def pytest_configure(config: pytest.Config) -> None:
     # or collection errors.
     if config.option.collectonly:
         config.option.warn_unused_snapshots = True
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The state directory (the write journal's key, io.journal_seal) of this test session, for the
+    tests and every btp-gitops they start: never the user's own."""
+    saved = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state-home"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = saved
 
 
 class YamlSnapshotExtension(SingleFileSnapshotExtension):

@@ -22,6 +22,13 @@ and a `resources` list of plain names, nothing else) and lists it, or when it is
 kustomization itself, or a record the domains document (`.kyma-modules.json`). A file a person
 added beside the rendered ones is listed by no such kustomization, so it is found and refused.
 
+A manifest is read back from a repository others may push to, so it is input: it is parsed under
+limits (`MAX_MANIFEST_ENTRIES` entries, each a plain relative path of at most `MAX_ENTRY_CHARS`
+characters, no `.` or `..` component, no empty one, no control character), and one breaking them
+stops the command naming the manifest and the line. Listed paths are matched against the regular
+files the scan found, never opened by themselves: a manifest cannot make btp-gitops read or
+remove anything but a regular file inside the cluster directory.
+
 The removal guard: a render that would leave a populated cluster directory without most of its
 objects is more likely a wrong path or an empty glob than an intent, and with `--commit` Argo CD
 or Flux would prune everything. See `removal_refusal` for the exact rule.
@@ -33,6 +40,7 @@ import itertools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from btp_gitops.generator.core.errors import Problem, UnsafeOutput
 from btp_gitops.generator.core.layout import app_path
 
 MANIFEST_FILE = ".btp-gitops-files"
@@ -109,8 +117,47 @@ def shards_tenants(manifest: str | None, previous: Collection[str], migrate: boo
     return SHARDED_LAYOUT_LINE.rstrip("\n") in head
 
 
-def parse_manifest(text: str) -> set[str]:
-    return {line for line in text.splitlines() if line and not line.startswith("#")}
+MAX_MANIFEST_ENTRIES = 1_000_000  # a cluster directory of 20,000 tenants lists about 80,000 files
+MAX_ENTRY_CHARS = 4096  # PATH_MAX
+_NAME_CHARS = 255  # NAME_MAX
+
+
+def _entry_problem(entry: str) -> str | None:
+    """Why `entry` is no path a manifest lists; None when it is one."""
+    if len(entry) > MAX_ENTRY_CHARS:
+        return f"longer than {MAX_ENTRY_CHARS} characters"
+    if any(ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 for char in entry):
+        return "holds a control character"
+    if entry.startswith("/"):
+        return "an absolute path"
+    parts = entry.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "not a plain relative path (an empty, . or .. component)"
+    if any(len(part) > _NAME_CHARS for part in parts):
+        return f"a name longer than {_NAME_CHARS} characters"
+    return None
+
+
+def parse_manifest(text: str, where: str = MANIFEST_FILE) -> set[str]:
+    """The paths a manifest lists; UnsafeOutput naming `where` and the line when it lists one that
+    is no plain relative path inside its directory, or more than `MAX_MANIFEST_ENTRIES`."""
+    entries: set[str] = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line or line.startswith("#"):
+            continue
+        problem = _entry_problem(line)
+        if problem is None and len(entries) >= MAX_MANIFEST_ENTRIES:
+            problem = f"more than {MAX_MANIFEST_ENTRIES:,} entries"
+        if problem is not None:
+            shown = line if len(line) <= 80 else line[:77] + "..."
+            raise UnsafeOutput(
+                f"refusing to read the ownership manifest {where}: it is not one btp-gitops wrote "
+                "(it decides which files a render removes); render into a cluster directory whose "
+                f"manifests are as btp-gitops wrote them, or remove {where} (see docs/commands/render.md)",
+                [Problem(f"{where}:{number}", f"{problem}: {shown!r}")],
+            )
+        entries.add(line)
+    return entries
 
 
 def _listed_resources(text: str) -> list[str] | None:
@@ -148,11 +195,12 @@ def owned_without_manifest(files: Mapping[str, bytes], records: Collection[str])
     return owned & set(files)
 
 
-def owned_files(files: Mapping[str, bytes], records: Collection[str]) -> set[str]:
+def owned_files(files: Mapping[str, bytes], records: Collection[str], where: str = "") -> set[str]:
     """The files of a cluster directory btp-gitops wrote: the manifests', or the migration rule's.
 
     The cluster directory's manifest is read, then every manifest it lists in a subdirectory, and
-    so on down; a manifest file no manifest above it lists is read by none and so not owned."""
+    so on down; a manifest file no manifest above it lists is read by none and so not owned.
+    `where`: the cluster directory, as errors name it (parse_manifest)."""
     if MANIFEST_FILE not in files:
         return owned_without_manifest(files, records)
     owned: set[str] = set()
@@ -162,7 +210,8 @@ def owned_files(files: Mapping[str, bytes], records: Collection[str]) -> set[str
         owned.add(manifest)
         directory = manifest.rpartition("/")[0]
         prefix = f"{directory}/" if directory else ""
-        for entry in parse_manifest(files[manifest].decode("utf-8", errors="replace")):
+        shown = f"{where.rstrip('/')}/{manifest}" if where else manifest
+        for entry in parse_manifest(files[manifest].decode("utf-8", errors="replace"), shown):
             path = prefix + entry
             if path not in files or path in owned:  # listed paths are matched against real ones only
                 continue

@@ -3,6 +3,12 @@
 Markdown is bounded: GitHub refuses comments over 65,536 characters, so the report keeps the
 summary first and adds per-object diffs while they fit under `max_length`, then says what it
 left out. It never cuts a diff block in half, so what is shown is always valid markdown.
+
+Text and markdown go to terminals and CI logs, and name files and show contents from a tree
+someone else may have pushed: every control character in them (an escape sequence that would
+clear the screen, move the cursor or set a window title; a carriage return that overwrites a line)
+is shown escaped (`\x1b`, `\x0d`, `\u2028`) rather than written. Line breaks and tabs of the diffs
+stay. JSON is JSON: its encoder escapes control characters itself, and the values stay exact.
 """
 
 from __future__ import annotations
@@ -50,7 +56,26 @@ def totals(diff: ClusterDiff) -> str:
 # --- text -------------------------------------------------------------------------------------
 
 
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators and bidirectional
+# overrides a terminal or a log viewer acts on; "\n" and "\t" are the report's own layout.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but line breaks and tabs escaped (see the docstring)."""
+    return _CONTROL.sub(_escaped, text)
+
+
 def text_report(diff: ClusterDiff, title: DiffTitle) -> str:
+    return printable(_text_report(diff, title))
+
+
+def _text_report(diff: ClusterDiff, title: DiffTitle) -> str:
     head = f"btp-gitops diff: {title.tree} against {title.against}"
     problems = "".join(f"  {problem}\n" for problem in title.module_problems)
     if problems:
@@ -80,18 +105,19 @@ def _change_line(change: Change) -> str:
 
 
 def markdown_report(diff: ClusterDiff, title: DiffTitle, max_length: int = DEFAULT_MAX_LENGTH) -> str:
-    """At most `max_length` characters (>= MIN_MAX_LENGTH)."""
+    """At most `max_length` characters (>= MIN_MAX_LENGTH); the parts are escaped (`printable`)
+    before they are measured, so the bound holds for what is printed."""
     head = f"### btp-gitops diff: `{title.tree}` against `{_code(title.against)}`\n\n"
     problems = _markdown_problems(title.module_problems)
     if diff.empty:
-        return head + "No changes.\n" + ("\n" + problems if problems else "")
+        return printable(head + "No changes.\n" + ("\n" + problems if problems else ""))
     parts = [
         head + problems + f"**{totals(diff)}**\n\n" + _TABLE_HEAD,
         *(f"| `{_code(app_label(s.app))}` | {s.added} | {s.changed} | {s.removed} |\n" for s in diff.apps()),
         "\n",
         *(_details(change) for change in diff.changes),
     ]
-    return _bounded(parts, len(diff.changes), max_length)
+    return _bounded([printable(part) for part in parts], len(diff.changes), max_length)
 
 
 _TABLE_HEAD = "| App | Added | Changed | Removed |\n|---|---:|---:|---:|\n"

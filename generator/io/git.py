@@ -12,6 +12,7 @@ from pathlib import Path
 import git
 
 from btp_gitops.generator.core.errors import GitError, UsageError
+from btp_gitops.generator.io.output_tree import MAX_TREE_FILE_BYTES, too_large
 from btp_gitops.generator.io.repo import TreeChanges
 
 _FALLBACK_IDENTITY = {
@@ -95,6 +96,9 @@ def staged_changes(repo: git.Repo, pathspec: str) -> TreeChanges:
         if code == "A":
             added.append(relative)
             continue
+        size = int(repo.git.cat_file("-s", f"HEAD:{path}"))  # the header: nothing is read yet
+        if size > MAX_TREE_FILE_BYTES:
+            raise too_large(f"{path} at HEAD", size)
         previous[relative] = repo.git.show(f"HEAD:{path}").encode() + b"\n"
         (removed if code == "D" else changed).append(relative)
     return TreeChanges(tuple(sorted(added)), tuple(sorted(changed)), tuple(sorted(removed)), previous)
@@ -163,11 +167,22 @@ def read_tree_at(repo_dir: Path | None, ref: str, subtree: str) -> TreeAtRef:
         if tree.type != "tree":
             return TreeAtRef(commit.hexsha, {}, found=False, siblings=siblings)
         files = {
-            str(item.path).removeprefix(f"{prefix}/"): item.data_stream.read()
+            str(item.path).removeprefix(f"{prefix}/"): _blob_bytes(item, f"{item.path} at {ref}")
             for item in tree.traverse()
             if isinstance(item, git.Blob)
         }
         return TreeAtRef(commit.hexsha, dict(sorted(files.items())), siblings=siblings)
+
+
+def _blob_bytes(blob: git.Blob, shown: str) -> bytes:
+    """A blob's bytes, refused from its size in the object's header (Git's `cat-file --batch-check`)
+    before any of it is read or inflated: a blob of 1 GiB is a push of 1 MB when it compresses."""
+    if blob.size > MAX_TREE_FILE_BYTES:
+        raise too_large(shown, blob.size)
+    data: bytes = blob.data_stream.read(MAX_TREE_FILE_BYTES + 1)
+    if len(data) > MAX_TREE_FILE_BYTES:
+        raise too_large(shown, len(data))
+    return data
 
 
 def _directories_at(root: git.Tree, path: str) -> tuple[str, ...] | None:

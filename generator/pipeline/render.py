@@ -574,7 +574,7 @@ def owned_previous(where: Path, tree: ScannedTree) -> Mapping[str, str]:
     the render stops and names it instead (see core.ownership for how files are recognised).
     The texts are decoded when read (DecodedFiles).
     """
-    owned = owned_files(tree.files, {RECORD_FILE})
+    owned = owned_files(tree.files, {RECORD_FILE}, str(where))
     foreign = [
         *(
             Problem(str(where / path), f"not written by btp-gitops (not in {MANIFEST_FILE})")

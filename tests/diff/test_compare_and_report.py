@@ -11,7 +11,7 @@ import pytest
 
 from btp_gitops.generator.core.yamlio import dump_object
 from btp_gitops.generator.diff.compare import ChangeKind, ClusterDiff, compare_trees
-from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
+from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, printable, text_report
 
 TITLE = DiffTitle("demo", "main (0123456789ab)")
 
@@ -231,3 +231,17 @@ def test_json_report_is_complete() -> None:
         ("changed", "ConfigMap ns/a", "web/configmap-a.yaml", "web/configmap-a.yaml"),
         ("removed", "ConfigMap ns/b", "web/configmap-b.yaml", None),
     ]
+
+
+def test_text_and_markdown_escape_every_control_character_but_line_breaks_and_tabs() -> None:
+    shown = "clear\x1b[2J bell\x07 csi\x9b2J nul\x00 del\x7f sep\u2028 rtl\u202e tab\tend"
+    assert printable(shown) == (
+        "clear\\x1b[2J bell\\x07 csi\\x9b2J nul\\x00 del\\x7f sep\\u2028 rtl\\u202e tab\tend"
+    )
+    before = {"x\x1b]0;t\x07.txt": f"{shown}\n"}
+    diff = compare_trees(before, {}, prefix="clusters/demo/")
+    title = DiffTitle("demo", "main (0123456789ab)", (f"module {shown}",))
+    for report in (text_report(diff, title), markdown_report(diff, title, 2_000)):
+        assert printable(report) == report  # nothing left to escape
+        assert "x\\x1b]0;t\\x07.txt" in report and "\\u202e" in report
+    assert json_report(diff, title)["changes"][0]["old_path"] == "x\x1b]0;t\x07.txt"  # exact

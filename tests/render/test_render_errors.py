@@ -188,11 +188,11 @@ class FailingMoveIn(LocalFilesystem):
     def __init__(self) -> None:
         self.moves = 0
 
-    def move_in_at(self, source: Path, parent: int, name: str) -> None:
+    def move_in_at(self, source_dir: int, source_name: str, parent: int, name: str) -> None:
         self.moves += 1
         if self.moves == 2:
             raise OSError(5, "Input/output error")
-        super().move_in_at(source, parent, name)
+        super().move_in_at(source_dir, source_name, parent, name)
 
 
 @pytest.mark.parametrize(

@@ -680,7 +680,7 @@ def test_a_render_reads_the_tree_once_and_still_sees_an_edit_made_while_it_rende
     """render --out hands the tree it read before rendering to the writer, which lists it again
     and rereads only what changed since: a person's edit during the render (same size, mtime put
     back) is seen and overwritten, every other file is opened once."""
-    from btp_gitops.generator.io import repo as repo_module  # noqa: PLC0415
+    from btp_gitops.generator.io import output_tree as tree_module  # noqa: PLC0415
     from btp_gitops.generator.io.helm import EmbeddedHelm  # noqa: PLC0415
     from btp_gitops.generator.io.schemas import load_schema_registry  # noqa: PLC0415
     from btp_gitops.generator.pipeline import render as render_module  # noqa: PLC0415
@@ -690,15 +690,15 @@ def test_a_render_reads_the_tree_once_and_still_sees_an_edit_made_while_it_rende
     render_ok(source, out)
     render_ok(source, tmp_path / "fresh")
     cluster = out / "clusters" / CLUSTER
-    monkeypatch.setattr(repo_module, "RACY_MARGIN_NS", 50_000_000)
+    monkeypatch.setattr(tree_module, "RACY_MARGIN_NS", 50_000_000)
     time.sleep(0.1)  # the files are older than the (shortened) racy margin
     edited = next(
         path for path in sorted(cluster_tree(out)) if "/cap-tenant." in path and "/captenant-" in path
     )
     reads: list[str] = []
-    real_read, real_render = repo_module._read_regular_with_identity, render_module.render_cluster
+    real_read, real_render = tree_module._read_regular_with_identity, render_module.render_cluster
 
-    def counted(path: str) -> tuple[bytes, repo_module.Identity] | None:
+    def counted(path: str) -> tuple[bytes, tree_module.Identity] | None:
         reads.append(Path(path).relative_to(cluster).as_posix())
         return real_read(path)
 
@@ -710,7 +710,7 @@ def test_a_render_reads_the_tree_once_and_still_sees_an_edit_made_while_it_rende
         os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
         return real_render(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(repo_module, "_read_regular_with_identity", counted)
+    monkeypatch.setattr(tree_module, "_read_regular_with_identity", counted)
     monkeypatch.setattr(render_module, "render_cluster", edit_while_rendering)
     request = render_module.RenderRequest(sources=(source,), out=out, cluster=CLUSTER)
     result = render_module.render_into_repo(request, EmbeddedHelm(), load_schema_registry())

@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 
 from btp_gitops.generator.core.errors import OutputNotWritable, UnsafeOutput
-from btp_gitops.generator.io import repo as repo_module
+from btp_gitops.generator.io import output_tree as output_tree_module
+from btp_gitops.generator.io.journal import digest_of
+from btp_gitops.generator.io.journal_seal import journal_key, seal_text
 from btp_gitops.generator.io.repo import (
     LocalFilesystem,
     TreeChanges,
@@ -123,9 +125,9 @@ class FailAt(LocalFilesystem):
             if self.count == 0:
                 raise OSError(self.code, os.strerror(self.code))
 
-    def move_in_at(self, source: Path, parent: int, name: str) -> None:
+    def move_in_at(self, source_dir: int, source_name: str, parent: int, name: str) -> None:
         self._tick("move_in_at")
-        super().move_in_at(source, parent, name)
+        super().move_in_at(source_dir, source_name, parent, name)
 
     def make_directory_at(self, parent: int, name: str) -> None:
         self._tick("make_directory_at")
@@ -184,13 +186,34 @@ def test_a_link_planted_after_the_scan_is_refused_not_written_through(repo: Path
     assert hidden(repo / "clusters") == []
 
 
-def _plant_journal(repo: Path, plan: dict[str, object], staged: dict[str, str]) -> Path:
+def _plant_journal(
+    repo: Path,
+    plan: dict[str, object],
+    staged: dict[str, str],
+    *,
+    moved: dict[str, str] | None = None,
+    sealed: bool = True,
+) -> Path:
+    """A journal as a killed write leaves it: `staged` files still in it, `moved` ones in the tree
+    already; sealed with this user's key (io.journal_seal) unless `sealed` is False."""
     journal = repo / "clusters" / ".c1.journal-planted"
     for path, text in staged.items():
         (journal / "new" / path).parent.mkdir(parents=True, exist_ok=True)
         (journal / "new" / path).write_text(text)
     journal.mkdir(exist_ok=True)
-    (journal / "plan.json").write_text(json.dumps({"format": 1, **plan}))
+    contents = {**staged, **(moved or {})}
+    writes = plan.get("write", [])
+    digests = (
+        [digest_of(contents.get(str(path), "").encode()) for path in writes]
+        if isinstance(writes, list)
+        else []
+    )
+    body = json.dumps({"format": 2, "digests": digests, **plan}).encode()
+    (journal / "plan.json").write_bytes(body)
+    if sealed:
+        key = journal_key(create=True)
+        assert key is not None
+        (journal / "seal").write_text(seal_text(key, repo / "clusters" / "c1", journal.name, body))
     return journal
 
 
@@ -209,7 +232,7 @@ def test_a_planted_journal_cannot_reach_outside(repo: Path, tmp_path: Path, plan
     outside.mkdir()
     (outside / "a.yaml").write_text("precious\n")
     journal = _plant_journal(repo, plan, {"x.yaml": "x\n"})
-    with pytest.raises(OutputNotWritable, match="not one btp-gitops wrote"):
+    with pytest.raises(OutputNotWritable, match="not one this version of btp-gitops reads"):
         write_subtree(repo, "clusters/c1", OLD)
     assert (outside / "a.yaml").read_text() == "precious\n"
     assert files_of(repo / "clusters" / "c1") == OLD
@@ -236,7 +259,7 @@ def test_a_journal_is_finished_by_the_next_write(repo: Path) -> None:
 
 
 def test_the_plan_reads_back_what_it_wrote() -> None:
-    plan = WritePlan(("a/b.yaml", "c"), ("d/e.yaml",), ("d",))
+    plan = WritePlan(("a/b.yaml", "c"), ("d/e.yaml",), ("d",), (digest_of(b"b"), digest_of(b"c")))
     assert WritePlan.from_json(plan.to_json()) == plan
 
 
@@ -267,8 +290,8 @@ class Hooked(LocalFilesystem):
         step(); super().remove_directory_at(parent, name)
     def make_directory_at(self, parent, name):
         step(); super().make_directory_at(parent, name)
-    def move_in_at(self, source, parent, name):
-        step(); super().move_in_at(source, parent, name)
+    def move_in_at(self, *args):
+        step(); super().move_in_at(*args)
 
 write_subtree(root, "clusters/c1", files, Hooked())
 print(calls)
@@ -371,14 +394,14 @@ def test_a_reader_refuses_a_journal_it_cannot_read(repo: Path) -> None:
 
 def test_a_file_swapped_for_a_link_or_a_fifo_after_the_listing_is_not_read(tmp_path: Path) -> None:
     """What scan_tree does when the entry it listed as a file is something else when opened."""
-    from btp_gitops.generator.io.repo import _read_regular  # noqa: PLC0415
+    from btp_gitops.generator.io.output_tree import read_regular  # noqa: PLC0415
 
     (tmp_path / "secret").write_text("not yours\n")
     (tmp_path / "link").symlink_to(tmp_path / "secret")
     os.mkfifo(tmp_path / "fifo")  # opened without blocking, and refused
-    assert _read_regular(str(tmp_path / "link")) is None
-    assert _read_regular(str(tmp_path / "fifo")) is None
-    assert _read_regular(str(tmp_path / "secret")) == b"not yours\n"
+    assert read_regular(str(tmp_path / "link")) is None
+    assert read_regular(str(tmp_path / "fifo")) is None
+    assert read_regular(str(tmp_path / "secret")) == b"not yours\n"
 
 
 def test_the_scan_lists_directories_links_and_files_apart(tmp_path: Path) -> None:
@@ -418,7 +441,7 @@ SHORT_MARGIN_NS = 50_000_000  # 50 ms instead of 2 s: files written 0.1 s before
 @pytest.fixture
 def settled(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """`repo` with OLD written longer ago than the (shortened) racy margin."""
-    monkeypatch.setattr(repo_module, "RACY_MARGIN_NS", SHORT_MARGIN_NS)
+    monkeypatch.setattr(output_tree_module, "RACY_MARGIN_NS", SHORT_MARGIN_NS)
     time.sleep(2 * SHORT_MARGIN_NS / 1e9)
     return repo
 
@@ -427,13 +450,13 @@ def settled(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths (relative to the cluster directory) the scans read from then on."""
     seen: list[str] = []
-    real = repo_module._read_regular_with_identity
+    real = output_tree_module._read_regular_with_identity
 
-    def counted(path: str) -> tuple[bytes, repo_module.Identity] | None:
+    def counted(path: str) -> tuple[bytes, output_tree_module.Identity] | None:
         seen.append(path.split("/clusters/c1/", 1)[1])
         return real(path)
 
-    monkeypatch.setattr(repo_module, "_read_regular_with_identity", counted)
+    monkeypatch.setattr(output_tree_module, "_read_regular_with_identity", counted)
     return seen
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from btp_gitops.generator.core.errors import UnsafeOutput
 from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.ownership import (
     MANIFEST_FILE,
@@ -180,7 +181,7 @@ def test_the_single_manifest_of_an_earlier_render_is_read() -> None:
 
 def test_only_manifests_listed_from_above_are_read() -> None:
     """A manifest file no manifest above lists is foreign, and so is what it lists; a listed path
-    is matched against the files there, so no entry reaches out of its directory."""
+    is matched against the files there, and one leading out of its directory stops the read."""
     paths = _split_tree(TENANT_FILES)
     manifests = manifest_files(paths)
     acme = app_directory("cap-tenant.shop.acme", "shop.shop")
@@ -189,7 +190,13 @@ def test_only_manifests_listed_from_above_are_read() -> None:
     files[f"{acme}/{MANIFEST_FILE}"] = b"extra.yaml\n"  # a person's own manifest in a tenant's directory
     files["notes.md"] = b""
     shard_manifest = f"{acme.rpartition('/')[0]}/{MANIFEST_FILE}"
-    files[shard_manifest] += b"../../../notes.md\n" + MANIFEST_FILE.encode() + b"\n"  # out of it, itself
+    listed = files[shard_manifest]
+    files[shard_manifest] = listed + b"../../../notes.md\n"  # out of its directory
+    with pytest.raises(UnsafeOutput, match=f"manifest c1/{shard_manifest}") as refused:
+        owned_files(files, set(), "c1")
+    line = len(listed.splitlines()) + 1
+    assert refused.value.problems[0].file == f"c1/{shard_manifest}:{line}"
+    files[shard_manifest] = listed + MANIFEST_FILE.encode() + b"\n"  # itself
     owned = owned_files(files, set())
     assert set(files) - owned == {f"{acme}/extra.yaml", f"{acme}/{MANIFEST_FILE}", "notes.md"}
     # A shard manifest the group's does not list is not read: its tenants' files are foreign.

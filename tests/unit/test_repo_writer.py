@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from btp_gitops.generator.core.errors import OutputLocked, OutputNotWritable, UnsafeOutput
-from btp_gitops.generator.io import repo as repo_module
+from btp_gitops.generator.io import output_tree as output_tree_module
 from btp_gitops.generator.io.repo import (
     LocalFilesystem,
     TreeChanges,
@@ -338,7 +338,7 @@ def test_a_missing_directory_cannot_be_locked(tmp_path: Path) -> None:
 def test_the_umask_is_read_without_changing_it() -> None:
     mask = os.umask(0o037)
     try:
-        assert repo_module._umask() == 0o037
+        assert output_tree_module.current_umask() == 0o037
         assert os.umask(0o037) == 0o037
     finally:
         os.umask(mask)
@@ -358,10 +358,10 @@ def test_a_file_that_cannot_be_read_is_an_output_error(
 ) -> None:
     (tmp_path / "f").write_text("f")
 
-    def unreadable(path: str) -> tuple[bytes, repo_module.Identity]:
+    def unreadable(path: str) -> tuple[bytes, output_tree_module.Identity]:
         raise PermissionError(errno.EACCES, "Permission denied", path)
 
-    monkeypatch.setattr(repo_module, "_read_regular_with_identity", unreadable)
+    monkeypatch.setattr(output_tree_module, "_read_regular_with_identity", unreadable)
     with pytest.raises(OutputNotWritable) as caught:
         scan_tree(tmp_path)
     assert str(caught.value) == f"cannot read {tmp_path / 'f'}: Permission denied"
@@ -425,7 +425,7 @@ def test_the_umask_is_found_without_proc_too(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(Path, "read_text", no_proc)
     mask = os.umask(0o037)
     try:
-        assert repo_module._umask() == 0o037
+        assert output_tree_module.current_umask() == 0o037
         assert os.umask(0o037) == 0o037  # and left as it was
     finally:
         os.umask(mask)
