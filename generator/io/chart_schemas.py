@@ -65,7 +65,7 @@ class _Pairs(list[tuple[str, Any]]):
 
 @dataclass
 class _Budget:
-    remaining: int = MAX_ARCHIVE_BYTES
+    remaining: int
 
 
 class _CountingReader(io.RawIOBase):
@@ -97,7 +97,7 @@ class _Refused(Exception):
 def check_schema_references(chart: Path, shown_chart: str, requested_by: str = "") -> None:
     """Refuse `chart` (exit 4) when a schema of it or of a subchart reaches outside that schema."""
     try:
-        for where, data in _schemas_of_directory(chart, _Budget(), depth=0):
+        for where, data in _schemas_of_directory(chart, _Budget(MAX_ARCHIVE_BYTES), depth=0):
             _check_schema(where, data)
     except _Refused as refused:
         raise ChartRenderFailed(f"chart {shown_chart}{requested_by}: {refused}") from None
