@@ -89,7 +89,10 @@ def serve(memory_mib: int, cpu_seconds: int, output_mib: int) -> None:
     for line in sys.stdin.buffer:
         request = json.loads(line)
         _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-        resource.setrlimit(resource.RLIMIT_CPU, (math.ceil(_cpu_used()) + cpu_seconds, hard))
+        soft = math.ceil(_cpu_used()) + cpu_seconds
+        resource.setrlimit(
+            resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard)
+        )
         body = json.dumps(_render(helm_python, request, output_mib * MIB)).encode()
         replies.write(HEADER.pack(len(body)) + body)
         replies.flush()
