@@ -3,8 +3,8 @@
 A chart's templates are a program (`repeat`, `range until`, recursion through `include`) and the
 chart may come from a fork's pull request or from one team's application behind the Argo CD plugin,
 whose sidecar every team shares. So both engines render in a child process the kernel holds to
-these limits (`RLIMIT_DATA`, `RLIMIT_CPU`), watched with a wall-clock deadline, and whose output
-is refused past a size. A chart that overruns one is refused with exit 4, naming the chart and the
+these limits (`RLIMIT_AS`, `RLIMIT_CPU`), watched with a wall-clock deadline, and whose output is
+refused past a size. A chart that overruns one is refused with exit 4, naming the chart and the
 limit, and nothing is written.
 
 The defaults are far above what real charts need (the SAP BTP service operator's chart: ~100 MiB
