@@ -272,20 +272,22 @@ def test_templates_read_only_the_chart_files(tmp_path: Path) -> None:
 # --- limits --------------------------------------------------------------------------------------
 
 BOMB = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n  x: %s\n"
-REPEAT = '{{ repeat (int .Values.n) "xxxxxxxxxxxxxxxx" | quote }}'
-NESTED_RANGE = '"{{ range until (int .Values.n) }}{{ range until (int $.Values.n) }}x{{ end }}{{ end }}"'
+REPEAT = '{{ repeat (int .Values.size) "xxxxxxxxxxxxxxxx" | quote }}'
+NESTED_RANGE = (
+    '"{{ range until (int .Values.size) }}{{ range until (int $.Values.size) }}x{{ end }}{{ end }}"'
+)
 
 
-def _bomb(tmp_path: Path, body: str, n: int) -> None:
+def _bomb(tmp_path: Path, body: str, size: int) -> None:
     """Render the source once as it is, then give its chart the bomb (the output must stay)."""
     source = _source_with_chart(tmp_path)
     result = run_measured("render", "src", "--out", "out", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    (source / ".chart" / "values.schema.json").unlink()  # it allows no value `n`
+    (source / ".chart" / "values.schema.json").unlink()  # it allows no value `size`
     (source / ".chart" / "templates" / "bomb.yaml").write_text(BOMB % body)
     config_path = source / "btpoperatorconfig.yaml"
     config = yaml.safe_load(config_path.read_text())
-    config["spec"]["chart"]["values"] = {"n": n}
+    config["spec"]["chart"]["values"] = {"size": size}
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 

@@ -86,7 +86,7 @@ def test_cli_engine_refuses_a_schema_reference_to_a_server(tmp_path: Path, helm:
         ({"BTP_GITOPS_CHART_CPU_SECONDS": "2"}, NESTED_RANGE, "used more than 2 s of CPU"),
         (
             {"BTP_GITOPS_CHART_OUTPUT_MIB": "1"},
-            REPEAT.replace("(int .Values.n)", "262144"),
+            REPEAT.replace("(int .Values.size)", "262144"),
             "produced more than 1 MiB",
         ),
     ],
@@ -97,10 +97,10 @@ def test_cli_engine_renders_under_the_limits(
     chart = tmp_path / "chart"
     shutil.copytree(CHART, chart)
     (chart / "values.schema.json").unlink()
-    (chart / "values.yaml").write_text((chart / "values.yaml").read_text() + "\nn: 67108864\n")
+    (chart / "values.yaml").write_text((chart / "values.yaml").read_text() + "\nsize: 67108864\n")
     if template == NESTED_RANGE:
         (chart / "values.yaml").write_text(
-            (chart / "values.yaml").read_text().replace("n: 67108864", "n: 20000")
+            (chart / "values.yaml").read_text().replace("size: 67108864", "size: 20000")
         )
     (chart / "templates" / "bomb.yaml").write_text(BOMB % template)
     result = run_measured(
