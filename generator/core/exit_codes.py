@@ -39,7 +39,10 @@ MEANINGS: Final[Mapping[ExitCode, str]] = {
     ExitCode.CHANGES: "changes found (`diff --exit-code`, `crds --check`); never an error",
     ExitCode.USAGE: "wrong command-line usage, or a controller setting that cannot work",
     ExitCode.INPUT: "invalid input: a source, a rendered object, credentials, a policy or a cluster to read",
-    ExitCode.CHART: "a chart cannot be found or rendered, or renders non-deterministically",
+    ExitCode.CHART: (
+        "a chart cannot be found or rendered, renders non-deterministically, reaches outside itself or "
+        "overruns its limits"
+    ),
     ExitCode.OUTPUT: "the result cannot be written, would contain a credential, or a Git repository failed",
     ExitCode.ERROR: "an error btp-gitops raised on purpose that no other code names",
     ExitCode.CONTROLLER: "the controller or the subscription server stopped: the cluster or a service failed",

@@ -1,21 +1,25 @@
-"""Helm engines: Helm's own Go engine embedded in-process (default) or the `helm` CLI.
+"""Helm engines: Helm's own Go engine embedded (default) or the `helm` CLI.
 
-Both render offline (`lookup` returns nothing, no cluster is contacted) and give the same
+Both render in a child process bounded in memory, CPU time, wall-clock time and output size
+(io.chart_limits), refuse a chart whose schemas refer outside themselves (io.chart_schemas), render
+offline (`lookup` returns nothing, no cluster is contacted) and give the same
 `RenderedChart`: one text per template file, without NOTES.txt, partials or empty output.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 import tempfile
 from typing import Any
 
 import yaml
 
 from btp_gitops.generator.charts.renderer import ChartRequest, RenderedChart
-from btp_gitops.generator.core.errors import ChartNotFound, ChartRenderFailed, Problem, SourceSyntaxError
+from btp_gitops.generator.core.errors import ChartNotFound, Problem, SourceSyntaxError
 from btp_gitops.generator.core.yamlio import dump_object, load_values_document, yaml_problem_location
+from btp_gitops.generator.io.chart_limits import ChartLimits
+from btp_gitops.generator.io.chart_schemas import check_schema_references
+from btp_gitops.generator.io.helm_process import run_helm_cli, shared_worker
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.io.sources import display_path
 
@@ -76,26 +80,27 @@ def _keep_template(path: str, text: str) -> bool:
 
 
 class EmbeddedHelm:
-    """Helm's Go engine in-process through helm-python-sdk: no binary, no subprocess."""
+    """Helm's Go engine through helm-python-sdk: no binary, rendered in a child process that the
+    limits bound (io.chart_limits, io.helm_process), after its schemas' references are checked."""
+
+    def __init__(self, limits: ChartLimits | None = None) -> None:
+        self.limits = ChartLimits.from_environment() if limits is None else limits
 
     def render_chart(self, request: ChartRequest) -> RenderedChart:
-        import helm_python  # noqa: PLC0415 - loading the native library costs ~0.1 s; only when used
-
         _check_chart_dir(request)
+        describe = f"chart {display_path(request.chart)}{_requested_by(request)}"
+        check_schema_references(request.chart, display_path(request.chart), _requested_by(request))
         values = user_values(request)
-        try:
-            with helm_python.Chart.load(str(request.chart)) as chart:
-                metadata = chart.metadata
-                rendered = chart.render(
-                    values, name=request.release, namespace=request.namespace, is_install=True
-                )
-                crds = {f"{metadata['name']}/{c['name']}": c["data"] for c in chart.crds}
-        except helm_python.HelmChartLoadError as error:
-            raise ChartNotFound(f"cannot load chart {display_path(request.chart)}: {error}") from error
-        except helm_python.HelmError as error:
-            raise ChartRenderFailed(
-                f"chart {display_path(request.chart)}{_requested_by(request)} failed to render: {error}"
-            ) from error
+        reply = shared_worker(self.limits).render(
+            {
+                "chart": str(request.chart),
+                "values": values,
+                "release": request.release,
+                "namespace": request.namespace,
+            },
+            describe,
+        )
+        metadata, rendered, crds = reply["metadata"], reply["templates"], reply["crds"]
         return RenderedChart(
             name=str(metadata["name"]),
             version=str(metadata["version"]),
@@ -111,12 +116,15 @@ _SOURCE_COMMENT = re.compile(r"^# Source: (\S+)\s*$", re.MULTILINE)
 class HelmCli:
     """The `helm` binary (v3 or v4): `helm template`, split back into templates by `# Source:`."""
 
-    def __init__(self, binary: str = "helm") -> None:
+    def __init__(self, binary: str = "helm", limits: ChartLimits | None = None) -> None:
         self.binary = binary
+        self.limits = ChartLimits.from_environment() if limits is None else limits
 
     def render_chart(self, request: ChartRequest) -> RenderedChart:
         _check_chart_dir(request)
         metadata = _chart_metadata(request)
+        describe = f"chart {display_path(request.chart)}{_requested_by(request)}"
+        check_schema_references(request.chart, display_path(request.chart), _requested_by(request))
         values = user_values(request)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", encoding="utf-8") as values_file:
             values_file.write(dump_object(values))
@@ -132,18 +140,10 @@ class HelmCli:
                 values_file.name,
                 "--include-crds",
             ]
-            try:
-                completed = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
-            except FileNotFoundError as error:
-                raise ChartRenderFailed(f"helm CLI not found: {self.binary}") from error
-        if completed.returncode != 0:
-            raise ChartRenderFailed(
-                f"chart {display_path(request.chart)}{_requested_by(request)} failed to render with "
-                f"{self.binary}: {completed.stderr.strip()}"
-            )
+            stdout, _ = run_helm_cli(command, self.limits, describe)
         templates: dict[str, str] = {}
         crds: dict[str, str] = {}
-        pieces = _SOURCE_COMMENT.split(completed.stdout)
+        pieces = _SOURCE_COMMENT.split(stdout)
         for source, text in zip(pieces[1::2], pieces[2::2], strict=True):
             body = re.sub(r"\n---\s*$", "\n", text.strip("\n") + "\n")
             target = crds if "/crds/" in source else templates
