@@ -166,8 +166,8 @@ def _enter(  # noqa: PLR0917 - the walk's state, passed down
 def lstat_beneath(root: Path, relative: PurePath | str) -> os.stat_result | None:
     """The `lstat` of `root/relative`; None when it is missing or a directory on its way is a link
     or not a directory (nothing there belongs to the tree as Git sees it)."""
-    directories, name = _split(relative)
     try:
+        directories, name = _split(relative)
         with _directory(root, directories) as parent:
             return os.stat(name, dir_fd=parent, follow_symlinks=False)
     except (FileNotFoundError, RefusedPath):
@@ -274,8 +274,8 @@ def discard_beneath(root: Path, relative: PurePath | str) -> None:
 def remove_empty_directory_beneath(root: Path, relative: PurePath | str) -> bool:
     """Remove the directory `root/relative` if it is one (not a link to one) and empty; whether it
     was removed."""
-    directories, name = _split(relative)
     try:
+        directories, name = _split(relative)
         with _directory(root, directories) as parent:
             if not stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
                 return False
