@@ -157,15 +157,17 @@ def test_a_committed_tenants_link_makes_a_subscribe_fail_and_writes_nothing_outs
     repo: SourceRepo, remote: Path, tmp_path: Path
 ) -> None:
     target = outside(tmp_path)
+    (target / "record.yaml").write_text(CANARY_RECORD)
     push_links(remote, tmp_path, {"tenants": "../outside"}, remove=("tenants",))
 
+    assert index_of(repo).tenant_named(NAMESPACE, CANARY) is None  # a linked directory is not entered
     with pytest.raises(PermanentError) as refused:
         apply(repo, subscribe_tenant(subscription()))
 
     assert str(refused.value) == (
         f"cannot write {NEW_RECORD}: tenants: a symbolic link, which the controller never follows in its clone"
     )
-    assert list(target.iterdir()) == []
+    assert list(target.iterdir()) == [target / "record.yaml"]
     assert text_at(repo, NEW_RECORD) is None
 
 
