@@ -79,6 +79,7 @@ from typing import Protocol, TypeVar
 
 import git
 
+from btp_gitops.controller.clone_files import discard_beneath
 from btp_gitops.controller.errors import GitPushRejected, GitTimeout, OutcomeUnknown
 from btp_gitops.generator.core import BtpGitopsError, GitError
 
@@ -1019,8 +1020,7 @@ class SourceRepo:
             self._run_git("checkout", "--quiet", self._tracking, "--", *chunk)
         for path in wanted:
             if path not in present:
-                with contextlib.suppress(FileNotFoundError):
-                    (self._tree / path).unlink()
+                discard_beneath(self._tree, path)  # nothing beyond a link in the clone is touched
 
     def _tree_paths(self, commit: str, paths: list[str]) -> list[str]:
         found: list[str] = []

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from btp_gitops.controller.cap.tenant_operations import Snapshot, SourceSnapshots
 from btp_gitops.controller.clients.cluster_side import PENDING_CALLBACK_LABEL
+from btp_gitops.controller.clone_files import remove_empty_directory_beneath
 from btp_gitops.controller.kube import CONFIG_MAP, JOB, NAMESPACE, KubeClient, KubeObject
 from btp_gitops.controller.records import (
     TENANTS_DIRECTORY,
@@ -103,9 +104,7 @@ class RetireApplication:
         for version in versions:
             remove_version(self.namespace, version.name)(tree)
         remove_document(tree, DocumentRef(app.path, CAP_APPLICATION, self.namespace, self.name))
-        tenants_directory = tree / app.path.parent / TENANTS_DIRECTORY
-        if tenants_directory.is_dir() and not any(tenants_directory.iterdir()):
-            tenants_directory.rmdir()
+        remove_empty_directory_beneath(tree, app.path.parent / TENANTS_DIRECTORY)  # never a link
         return (
             f"CAPApplication {self.namespace}/{self.name}: retired, removed with {len(versions)} "
             f"version(s) and {len(tenants)} tenant record(s)"

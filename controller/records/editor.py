@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from btp_gitops.controller.clone_files import RefusedPath, remove_beneath, write_beneath
 from btp_gitops.controller.errors import PermanentError
 from btp_gitops.controller.records.index import note_written, source_schemas
-from btp_gitops.controller.records.unreadable import MAX_PROBLEMS_SHOWN, unreadable_source
+from btp_gitops.controller.records.source_files import read_source
+from btp_gitops.controller.records.unreadable import MAX_PROBLEMS_SHOWN, unreadable_source, unwritable
 from btp_gitops.generator.core import (
     SourceDocument,
     SourceSyntaxProblem,
@@ -96,18 +98,21 @@ def _documents(text: str, shown: str) -> list[Any]:
 
 
 class _YamlFile:
-    """A source file as pieces holding at most one document each."""
+    """A source file as pieces holding at most one document each (`path`: relative to the tree,
+    which it is read from and written to without following a link: clone_files)."""
 
     def __init__(self, path: Path, pieces: list[_Piece]) -> None:
         self.path = path
         self.pieces = pieces
 
     @classmethod
-    def read(cls, path: Path, shown: Path) -> _YamlFile:
+    def read(cls, tree: Path, shown: Path) -> _YamlFile:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_source(tree, shown)[1].decode("utf-8")
             documents = _documents(text, str(shown))
-        except (OSError, UnicodeDecodeError, SourceSyntaxProblem) as error:
+        except RefusedPath as error:
+            raise unreadable_source(str(error)) from error
+        except (UnicodeDecodeError, SourceSyntaxProblem) as error:
             raise unreadable_source(f"{shown}: {type(error).__name__}") from error
         pieces = cls._pieces(text, str(shown))
         if pieces is None or [p.body for p in pieces if p.body is not None] != documents:
@@ -115,7 +120,7 @@ class _YamlFile:
                 f"{shown}: its documents are not separated by plain '---' lines, so it cannot be "
                 "edited without losing its comments; edit it by hand"
             )
-        return cls(path, pieces)
+        return cls(shown, pieces)
 
     @staticmethod
     def _pieces(text: str, shown: str) -> list[_Piece] | None:
@@ -153,12 +158,15 @@ class _YamlFile:
         """Write the pieces back; a file left without any document is deleted. The index keeps
         what was written (records.index.note_written), so it never reads the file back; `checked`:
         the bodies just checked against their schemas (`checked`), not checked again there."""
-        if all(piece.body is None for piece in self.pieces):
-            self.path.unlink()
-            note_written(tree, relative, None)
-            return
-        data = "".join(piece.separator + piece.text for piece in self.pieces).encode("utf-8")
-        self.path.write_bytes(data)
+        try:
+            if all(piece.body is None for piece in self.pieces):
+                remove_beneath(tree, self.path)
+                note_written(tree, relative, None)
+                return
+            data = "".join(piece.separator + piece.text for piece in self.pieces).encode("utf-8")
+            write_beneath(tree, self.path, data, new=False)
+        except RefusedPath as error:
+            raise unwritable(relative, error) from error
         note_written(tree, relative, data, checked)
 
 
@@ -173,7 +181,7 @@ def checked(body: dict[str, Any], what: str) -> dict[str, Any]:
 
 
 def _find(tree: Path, ref: DocumentRef) -> tuple[_YamlFile, _Piece]:
-    file = _YamlFile.read(tree / ref.path, ref.path)
+    file = _YamlFile.read(tree, ref.path)
     piece = file.find(ref)
     if piece is None or piece.body is None:
         raise PermanentError(f"{ref} is not in {ref.path} any more")
@@ -207,12 +215,15 @@ def describe(body: dict[str, Any]) -> str:
 
 
 def write_new_document(tree: Path, path: Path, body: dict[str, Any]) -> None:
-    """Write `body`, checked, as the only document of a new file; refuse to overwrite a file."""
-    target = tree / path
-    if target.exists():
-        raise PermanentError(f"{path} exists but holds no record of {describe(body)}: not overwritten")
+    """Write `body`, checked, as the only document of a new file; refuse to overwrite a file (or a
+    link, or anything else by its name), and to write through a link on its way."""
     checked(body, describe(body))
-    target.parent.mkdir(parents=True, exist_ok=True)
     data = dump_object(body).encode("utf-8")
-    target.write_bytes(data)
+    try:
+        write_beneath(tree, path, data, new=True)
+    except FileExistsError:
+        message = f"{path} exists but holds no record of {describe(body)}: not overwritten"
+        raise PermanentError(message) from None
+    except RefusedPath as error:
+        raise unwritable(path, error) from error
     note_written(tree, path, data, [body])

@@ -1,11 +1,12 @@
 """The reader of the source tree: what its CAP documents say, indexed, and the documents themselves.
 
-`SourceIndex.of_tree` loads every YAML file of the tree as a render does
-(`generator.io.sources.load_sources`, strict), checks its CAPApplication, CAPApplicationVersion and
-CAPTenant documents against their schemas, and indexes them. Parsed files are kept between calls
-and parsed again only when their size, times or inode changed (or their bytes, for a file written
-within the file system's timestamp granularity of being read, as Git does for its index): every
-change of a batch indexes the tree anew, and that must cost a walk of the tree, not a parse of it.
+`SourceIndex.of_tree` loads every YAML file of the tree as a render does (records.source_files:
+strict, never through a symbolic link, nor a file that is not regular or too large), checks its
+CAPApplication, CAPApplicationVersion and CAPTenant documents against their schemas, and indexes
+them. Parsed files are kept between calls and parsed again only when their size, times or inode
+changed (or their bytes, for a file written within the file system's timestamp granularity of
+being read, as Git does for its index): every change of a batch indexes the tree anew, and that
+must cost a walk of the tree, not a parse of it.
 
 The index is the controller's one reader of the tree: models (the generator's `Application`,
 `Version`, `Tenant`) are built from the documents it holds (`SourceIndex.document`), never from
@@ -28,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from btp_gitops.controller.records.unreadable import problems_of, unreadable_source, unreadable_tree
-from btp_gitops.generator.core import BtpGitopsError, SchemaRegistry, SourceDocument, get_path, problems_in
+from btp_gitops.controller.records import source_files as files
+from btp_gitops.controller.records.unreadable import unreadable_source, unreadable_tree
+from btp_gitops.generator.core import SchemaRegistry, SourceDocument, get_path, problems_in
 from btp_gitops.generator.domains.cap import (
     CAP_APPLICATION,
     CAP_APPLICATION_VERSION,
@@ -44,7 +46,7 @@ from btp_gitops.generator.domains.cap import (
     sha1_hex,
     tenant_from_source,
 )
-from btp_gitops.generator.io import YAML_SUFFIXES, load_schema_registry, load_sources
+from btp_gitops.generator.io import load_schema_registry
 
 # A spec.btp.services entry: name, secret, class (`service_class`); the generator's own view.
 ServiceBinding = BtpService
@@ -501,21 +503,6 @@ def _signature(stat: os.stat_result) -> tuple[int, int, int, int]:
     return (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
 
 
-def _yaml_files(root: Path) -> list[str]:
-    """Every YAML file under `root` as `generator.io.sources.source_files` finds them (same order:
-    by path components), without walking hidden directories such as `.git` at all. Plain strings:
-    with thousands of records, building and comparing Path objects was most of an index's cost."""
-    found = []
-    for directory, subdirectories, names in os.walk(root):
-        subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
-        found += [
-            os.path.join(directory, name)
-            for name in names
-            if not name.startswith(".") and name.endswith(YAML_SUFFIXES)
-        ]
-    return sorted(found, key=lambda path: path.split(os.sep))
-
-
 class _ParsedFiles:
     """Per tree root, the contents of each of its YAML files as last read (or written)."""
 
@@ -527,7 +514,12 @@ class _ParsedFiles:
         with self._lock:
             previous = self._by_root.get(root, {})
             try:
-                current = {path: self._current(root, path, previous.get(path)) for path in _yaml_files(root)}
+                current = {
+                    path: self._current(root, path, previous.get(path), status)
+                    for path, status in files.yaml_files(root)
+                }
+            except files.RefusedPath as error:
+                raise unreadable_source(files.refusal(root, error)) from error
             except OSError as error:
                 raise unreadable_source(f"{root}: {error.strerror}") from error
             self._by_root[root] = current  # files gone from the tree leave the cache here
@@ -539,11 +531,12 @@ class _ParsedFiles:
         with self._lock:
             cache = self._by_root.setdefault(root, {})
             cached = cache.pop(path, None)
-            if not _is_source_file(root, relative) or not os.path.isfile(path):
+            status = files.source_status(root, relative)
+            if status is None:
                 return None
             try:
                 contents = self._current(
-                    root, path, dataclasses.replace(cached, own=False) if cached else None
+                    root, path, dataclasses.replace(cached, own=False) if cached else None, status
                 )
             except OSError as error:
                 raise unreadable_source(f"{path}: {error.strerror}") from error
@@ -560,13 +553,13 @@ class _ParsedFiles:
         path = str(root / relative)
         with self._lock:
             cache = self._by_root.setdefault(root, {})
-            if data is None or not _is_source_file(root, relative):
+            status = files.source_status(root, relative) if data is not None else None
+            if data is None or status is None:
                 cache.pop(path, None)
                 return None
             checked_at = time.time_ns()
-            signature = _signature(os.stat(path))
             contents = _parse_file(
-                root, Path(path), signature, hashlib.sha256(data).digest(), checked_at, checked=checked
+                root, relative, data, _signature(status), hashlib.sha256(data).digest(), checked_at, checked
             )
             cache[path] = dataclasses.replace(contents, own=True)
             return cache[path]
@@ -581,42 +574,42 @@ class _ParsedFiles:
                 if cached is not None and cached.own:
                     cache[path] = dataclasses.replace(cached, own=False)
 
-    def _current(self, root: Path, path: str, cached: _FileContents | None) -> _FileContents:
-        signature = _signature(os.stat(path))
+    def _current(
+        self, root: Path, path: str, cached: _FileContents | None, status: os.stat_result
+    ) -> _FileContents:
+        """What the file holds now; `status`: its `lstat`, from the walk."""
+        signature = _signature(status)
         if cached is not None and cached.signature == signature and not cached.racy():
             return cached
         checked_at = time.time_ns()
-        with open(path, "rb") as file:
-            digest = hashlib.sha256(file.read()).digest()
+        relative = Path(path).relative_to(root)
+        try:
+            status, data = files.read_source(root, relative)  # a link, FIFO, device, big file: refused
+        except files.RefusedPath as error:
+            return _FileContents(relative, signature, b"", checked_at, problems=(files.refusal(root, error),))
+        signature, digest = _signature(status), hashlib.sha256(data).digest()
         if cached is not None and cached.digest == digest:
             return dataclasses.replace(cached, signature=signature, checked_at_ns=checked_at, own=False)
-        return _parse_file(root, Path(path), signature, digest, checked_at)
-
-
-def _is_source_file(root: Path, relative: Path) -> bool:
-    """Whether `_yaml_files` lists it: a YAML file, no hidden part in its path."""
-    return relative.name.endswith(YAML_SUFFIXES) and not any(part.startswith(".") for part in relative.parts)
+        return _parse_file(root, relative, data, signature, digest, checked_at)
 
 
 _PARSED_FILES = _ParsedFiles()
 
 
-def _parse_file(
+def _parse_file(  # noqa: PLR0917 - the file's parts, each passed by whoever read it
     root: Path,
-    path: Path,
+    relative: Path,
+    data: bytes,
     signature: tuple[int, int, int, int],
     digest: bytes,
     checked_at: int,
-    *,
     checked: Sequence[dict[str, Any]] = (),
 ) -> _FileContents:
-    """The file's documents, records and problems; a document equal to one of the `checked`
-    bodies (checked against its schema by whoever just wrote it) is not checked again."""
-    relative = path.relative_to(root)
-    try:
-        documents = load_sources([path])
-    except BtpGitopsError as error:
-        return _FileContents(relative, signature, digest, checked_at, problems=tuple(problems_of(error)))
+    """The file's documents, records and problems (`data`: its bytes); a document equal to one of
+    the `checked` bodies (checked against its schema by whoever just wrote it) is not checked again."""
+    documents, unparsed = files.documents_of(root, relative, data)
+    if unparsed:
+        return _FileContents(relative, signature, digest, checked_at, problems=tuple(unparsed))
     applications, tenants, versions, problems, kept = [], [], [], [], []
     for document in documents:
         kind = (document.api_version, document.kind)

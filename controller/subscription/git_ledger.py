@@ -33,6 +33,7 @@ the push landed.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import math
 import threading
 import time
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from btp_gitops.controller.clients.targets import AppTarget, ServiceRef
-from btp_gitops.controller.errors import OutcomeUnknown, TemporaryError
+from btp_gitops.controller.errors import OutcomeUnknown, TemporaryError, UnreadableSource
 from btp_gitops.controller.gitstore import SourceRepo, TreeChange
 from btp_gitops.controller.records import (
     ApplicationRecord,
@@ -64,6 +65,8 @@ from btp_gitops.generator.domains.cap import (
     TenantType,
     tenant_from_source,
 )
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -212,7 +215,12 @@ class GitTenantLedger:
         self._repo.read(lambda _tree: None, refresh=True)
 
     def _index_new_head(self, tree: Path, head: str) -> None:
-        self._snapshot_of_head(tree, head)
+        try:
+            self._snapshot_of_head(tree, head)
+        except UnreadableSource as error:
+            # A commit anyone can push: the server keeps serving (each request that needs the
+            # records answers 503 and logs why) until a commit repairs the tree.
+            log.warning("the tenant records at %s cannot be read: %s", head[:12], error.message)
 
     def _index_commit(self, tree: Path, commit: str) -> None:
         """Index our commit while its push is in flight; published once it landed."""

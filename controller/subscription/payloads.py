@@ -104,6 +104,8 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
         ) from error
     except RecursionError as error:
         raise InvalidPayload("", "the body nests too deeply") from error
+    except ValueError as error:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise InvalidPayload("", "the body holds a number too long to read") from error
     if not isinstance(document, dict):
         raise InvalidPayload("", f"a JSON object is expected, got {_json_type(document)}")
     return document

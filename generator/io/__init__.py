@@ -12,12 +12,16 @@ from btp_gitops.generator.core.faces import lazy_face
 
 if TYPE_CHECKING:
     from btp_gitops.generator.io import bundled
+    from btp_gitops.generator.io.input_files import MAX_FILE_BYTES
     from btp_gitops.generator.io.schemas import load_schema_registry
-    from btp_gitops.generator.io.sources import YAML_SUFFIXES, load_sources
+    from btp_gitops.generator.io.sources import YAML_SUFFIXES, display_path, documents_in_text, load_sources
 
 __all__ = [
+    "MAX_FILE_BYTES",
     "YAML_SUFFIXES",
     "bundled",
+    "display_path",
+    "documents_in_text",
     "load_schema_registry",
     "load_sources",
 ]
@@ -26,7 +30,8 @@ __getattr__ = lazy_face(
     __name__,
     {
         "bundled": ("bundled",),
+        "input_files": ("MAX_FILE_BYTES",),
         "schemas": ("load_schema_registry",),
-        "sources": ("YAML_SUFFIXES", "load_sources"),
+        "sources": ("YAML_SUFFIXES", "display_path", "documents_in_text", "load_sources"),
     },
 )
