@@ -27,7 +27,7 @@ from typing import Any
 from btp_gitops import __version__
 from btp_gitops.generator.core.errors import BtpGitopsError
 from btp_gitops.generator.core.exit_codes import exit_code_for
-from btp_gitops.generator.core.redact import redact
+from btp_gitops.generator.core.redact import printable, redact
 
 Handler = Callable[[argparse.Namespace], int]
 Register = Callable[[Any], None]  # adds one command's parser to the subparsers action
@@ -127,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except BtpGitopsError as error:
         for line in error.lines():
-            print(f"error: {line}" if line == error.message else line, file=sys.stderr)
+            # A file name or value from a pushed tree may hold escape sequences: shown, not acted on.
+            print(printable(f"error: {line}" if line == error.message else line), file=sys.stderr)
         return exit_code_for(error)
     except KeyboardInterrupt as error:
         return exit_code_for(error)
@@ -138,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code_for(error)
     except Exception as error:
         print("internal error in btp-gitops (please report it with this trace):", file=sys.stderr)
-        print(redact(traceback.format_exc()), end="", file=sys.stderr)  # it may quote input values
+        print(printable(redact(traceback.format_exc())), end="", file=sys.stderr)  # it may quote input values
         return exit_code_for(error)
 
 

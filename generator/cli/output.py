@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import TextIO
 
 from btp_gitops.generator.core.errors import Problem
+from btp_gitops.generator.core.redact import printable
 from btp_gitops.generator.core.report import Note
 
 
 def print_notes(notes: list[Note], stream: TextIO) -> None:
     for note in notes:
-        print(f"  {note.level}: {note.reason}: {note.subject}: {note.message}", file=stream)
+        print(printable(f"  {note.level}: {note.reason}: {note.subject}: {note.message}"), file=stream)
 
 
 def print_module_problems(problems: list[Problem], stream: TextIO) -> None:
@@ -22,4 +23,4 @@ def print_module_problems(problems: list[Problem], stream: TextIO) -> None:
         file=stream,
     )
     for problem in problems:
-        print(f"  {problem.render()}", file=stream)
+        print(printable(f"  {problem.render()}"), file=stream)

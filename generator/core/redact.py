@@ -32,6 +32,9 @@ _QUOTED = re.compile(
     rf"""(?<!\w)(?:'((?:[^'\\\n]|\\.){{{_LONG},}})'|"((?:[^"\\\n]|\\.){{{_LONG},}})")(?!\w)"""
 )
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1},}}")
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators and bidirectional
+# overrides a terminal or a log viewer acts on; "\n" and "\t" are a message's own layout.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def redact(text: str) -> str:
@@ -87,3 +90,14 @@ def _shorten_quoted(match: re.Match[str]) -> str:
 
 def _prefix(run: str) -> str:
     return f"{run[:SHORT_PREFIX]}... ({len(run)} characters)"
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but line breaks and tabs escaped, for a terminal or a
+    CI log: a file name or value someone else pushed (`\\x1b[2J`) is shown, never acted on."""
+    return _CONTROL.sub(_escaped, text)

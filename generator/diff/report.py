@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from btp_gitops.generator.core.redact import printable
 from btp_gitops.generator.diff.compare import CLUSTER_ROOT, Change, ChangeKind, ClusterDiff
 
 DEFAULT_MAX_LENGTH = 60_000  # GitHub's comment limit (65,536) minus room for what a workflow adds
@@ -54,21 +55,6 @@ def totals(diff: ClusterDiff) -> str:
 
 
 # --- text -------------------------------------------------------------------------------------
-
-
-# C0 and C1 controls, DEL, and the Unicode line and paragraph separators and bidirectional
-# overrides a terminal or a log viewer acts on; "\n" and "\t" are the report's own layout.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def printable(text: str) -> str:
-    """`text` with every control character but line breaks and tabs escaped (see the docstring)."""
-    return _CONTROL.sub(_escaped, text)
 
 
 def text_report(diff: ClusterDiff, title: DiffTitle) -> str:
