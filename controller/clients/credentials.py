@@ -76,6 +76,9 @@ class SaasRegistryCredentials:
     uaadomain: str
     callback_timeout_ms: int | None
     credential_type: str = ""
+    certurl: str = ""  # x509 bindings: the UAA's mTLS host (tokens from <certurl>/oauth/token)
+    certificate: str = field(default="", repr=False)  # x509 bindings: client certificate (PEM chain)
+    key: str = field(default="", repr=False)  # x509 bindings: its private key (PEM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,9 @@ class SubscriptionManagerCredentials:
     clientsecret: str = field(repr=False)
     callback_timeout_ms: int | None = None
     credential_type: str = ""
+    certurl: str = ""
+    certificate: str = field(default="", repr=False)
+    key: str = field(default="", repr=False)
 
 
 def decode_binding(data: Mapping[str, str], secret_name: str) -> Credentials:
@@ -303,6 +309,9 @@ class CredentialReader:
             uaadomain=_text(credentials, "uaadomain", where, required=False),
             callback_timeout_ms=saas_callback_timeout(credentials.get("appUrls")),
             credential_type=_text(credentials, "credential-type", where, required=False),
+            certurl=_text(credentials, "certurl", where, required=False),
+            certificate=_text(credentials, "certificate", where, required=False),
+            key=_text(credentials, "key", where, required=False),
         )
 
     def subscription_manager(self, app: AppTarget) -> SubscriptionManagerCredentials:
@@ -323,6 +332,9 @@ class CredentialReader:
                 credentials.get("app_urls") or credentials.get("appUrls")
             ),
             credential_type=_text(credentials, "credential-type", where, required=False),
+            certurl=_text(credentials, "certurl", where, required=False),
+            certificate=_text(credentials, "certificate", where, required=False),
+            key=_text(credentials, "key", where, required=False),
         )
 
     def dependency_xsappnames(self, app: AppTarget) -> list[str]:
