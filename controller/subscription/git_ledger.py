@@ -416,7 +416,8 @@ def _app_target(index: SourceIndex, record: ApplicationRecord) -> AppTarget:
         provider_subaccount_id=record.provider_subaccount_id,
         identifier_hash=record.identifier_hash,
         services=tuple(
-            ServiceRef(s.name, s.secret, s.service_class, s.name in dependencies) for s in record.services
+            ServiceRef(s.name, s.secret, s.service_class, dependencies.get(s.name, "Auto"))
+            for s in record.services
         ),
         annotations=dict(record.annotations),
         provider_tenant_id=record.provider_tenant_id,
@@ -425,14 +426,14 @@ def _app_target(index: SourceIndex, record: ApplicationRecord) -> AppTarget:
     )
 
 
-def _subscription_dependencies(index: SourceIndex, record: ApplicationRecord) -> set[str]:
-    """Names of the services with `subscriptionDependency: true` (the records' view leaves the flag out)."""
+def _subscription_dependencies(index: SourceIndex, record: ApplicationRecord) -> dict[str, str]:
+    """Each service's `subscriptionDependency` as written (the records' view leaves it out)."""
     document = index.document(record.path, CAP_APPLICATION, record.namespace, record.name)
     services = get_path(document.body, "spec", "btp", "services")
     return {
-        str(s.get("name"))
+        str(s.get("name")): str(s["subscriptionDependency"])
         for s in services or []
-        if isinstance(s, dict) and s.get("subscriptionDependency") is True
+        if isinstance(s, dict) and isinstance(s.get("subscriptionDependency"), str)
     }
 
 
