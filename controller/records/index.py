@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from btp_gitops.controller.records.read_kinds import READ_KINDS as _READ_KINDS
 from btp_gitops.controller.records.unreadable import problems_of, unreadable_source, unreadable_tree
 from btp_gitops.generator.core import BtpGitopsError, SchemaRegistry, SourceDocument, get_path, problems_in
 from btp_gitops.generator.domains.cap import (
@@ -49,7 +50,6 @@ from btp_gitops.generator.io import YAML_SUFFIXES, load_schema_registry, load_so
 # A spec.btp.services entry: name, secret, class (`service_class`); the generator's own view.
 ServiceBinding = BtpService
 
-_READ_KINDS = frozenset({CAP_APPLICATION, CAP_APPLICATION_VERSION, CAP_TENANT})
 _RACY_WINDOW_NS = 2_000_000_000  # wider than any file system's timestamp granularity we meet
 
 # Where one document is: its file (relative to the tree root), kind, namespace and name.
@@ -631,7 +631,7 @@ def _parse_file(
             applications.append(_application_record(document, relative))
         elif kind == CAP_TENANT:
             tenants.append(_tenant_record(document, relative))
-        else:
+        elif kind == CAP_APPLICATION_VERSION:  # Domains and ClusterDomains: documents only
             versions.append(_version_record(document, relative))
     return _FileContents(
         relative,

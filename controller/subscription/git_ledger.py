@@ -54,6 +54,7 @@ from btp_gitops.controller.records import (
     subscribe_tenant,
     unsubscribe_tenant,
 )
+from btp_gitops.controller.subscription.domains import ApplicationDomains, resolve_domains
 from btp_gitops.controller.subscription.ledger import SubscriptionEntry, TenantTarget
 from btp_gitops.generator.core import get_path
 from btp_gitops.generator.domains.cap import (
@@ -280,6 +281,17 @@ class GitTenantLedger:
             return _tenant_target(snapshot.index, record, current) if record and current else None
 
         return self._find(lookup)
+
+    def application_domains(self, app: AppTarget) -> ApplicationDomains:
+        # As fresh as a hit of the other lookups: a Domain added since is seen within that time.
+        self._refresher.refresh(self._clock() - self._max_staleness)
+        index = self._current().index
+        record = index.application(app.namespace, app.name)
+        if record is None:
+            return ApplicationDomains()
+        body = index.document(record.path, CAP_APPLICATION, record.namespace, record.name).body
+        candidates = [*index.documents_of_namespace(app.namespace), *index.documents_of_namespace("")]
+        return resolve_domains(body, candidates)
 
     def find_tenant_by_subscription(self, subscription_guid: str, tenant_id: str) -> TenantTarget | None:
         def lookup(snapshot: _Snapshot) -> TenantTarget | None:
