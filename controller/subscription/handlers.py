@@ -14,7 +14,8 @@ Order of checks for every callback (each step answers with its own status):
    misrouted SaaS registry still gets an honest 404;
 4. the credentials against that application's binding Secrets -> 401 / 403 (503 when the Secrets
    cannot be read now);
-5. a subdomain another tenant of the application holds (as far as the records seen show) -> 409;
+5. a subscriptionDomain that is none of the application's domains -> 406 (`domains`); a subdomain
+   another tenant of the application holds (as far as the records seen show) -> 409;
 6. the work: cluster objects first (idempotent), then the tenant record, which the ledger returns
    from only once it is pushed. 202 after that, never before; 503 with a JSON error and
    `Retry-After` when the record could not be written (the pending callback opened for it is
@@ -24,8 +25,9 @@ Order of checks for every callback (each step answers with its own status):
    got there first): 409, the callback withdrawn and a new tenant's subscription context deleted.
 
 A SaaS registry PUT answers 202 `{"message", "tenant", "subscriptionUrl"}` (`applicationUrl` for
-the subscription manager): the SaaS registry ignores the body of an asynchronous answer, the URL is
-what the completion callback reports too. DELETE answers 202 or 404 (no such tenant).
+the subscription manager; the message CAP Operator's: created, exists, or updated for a known
+tenant with a new subscription GUID): the SaaS registry ignores the body of an asynchronous
+answer, the URL is what the completion callback reports too. DELETE answers 202 or 404 (no such tenant).
 """
 
 from __future__ import annotations
