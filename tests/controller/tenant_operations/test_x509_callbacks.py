@@ -131,7 +131,15 @@ def mtls_uaa(uaa_pki: UaaPki, tmp_path: Path) -> Iterator[MtlsUaa]:
 
 def x509_binding(uaa: MtlsUaa, peer: SaasPeer, client: Issued, *, sms: bool) -> dict[str, str]:
     """The credentials of an x509 binding as the SAP BTP service operator writes them."""
-    base = {"subscription_manager_url": peer.url} if sms else {"saas_registry_url": peer.url}
+    base = (
+        {
+            "subscription_manager_url": peer.url,
+            "callback_certificate_subject": json.dumps({"C": "DE", "O": "SAP SE", "CN": "sms"}),
+            "callback_certificate_issuer": json.dumps({"C": "DE", "O": "SAP SE", "CN": "sms CA"}),
+        }
+        if sms
+        else {"saas_registry_url": peer.url}
+    )
     return {
         "credential-type": "x509",
         "clientid": CLIENT_ID,
