@@ -29,6 +29,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from btp_gitops.controller.clients.dependencies import (
+    SubscriptionDependency,
+    dependency_mode,
+    qualifies,
+    xsappname_of,
+)
 from btp_gitops.controller.clients.targets import (
     PRIMARY_XSUAA_ANNOTATION,
     SAAS_REGISTRY_CLASS,
@@ -76,6 +82,9 @@ class SaasRegistryCredentials:
     uaadomain: str
     callback_timeout_ms: int | None
     credential_type: str = ""
+    certurl: str = ""  # x509 bindings: the UAA's mTLS host (tokens from <certurl>/oauth/token)
+    certificate: str = field(default="", repr=False)  # x509 bindings: client certificate (PEM chain)
+    key: str = field(default="", repr=False)  # x509 bindings: its private key (PEM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +97,9 @@ class SubscriptionManagerCredentials:
     clientsecret: str = field(repr=False)
     callback_timeout_ms: int | None = None
     credential_type: str = ""
+    certurl: str = ""
+    certificate: str = field(default="", repr=False)
+    key: str = field(default="", repr=False)
 
 
 def decode_binding(data: Mapping[str, str], secret_name: str) -> Credentials:
@@ -101,6 +113,22 @@ def decode_binding(data: Mapping[str, str], secret_name: str) -> Credentials:
             raise CredentialsUnavailable(f"Secret {secret_name}: key {CREDENTIALS_KEY} is not a JSON object")
         return parsed
     return {key: value.decode("utf-8", errors="replace") for key, value in raw.items()}
+
+
+def binding_metadata_text(data: Mapping[str, str], name: str) -> str:
+    """A metadata property (`metaDataProperties` of `.metadata`, e.g. `plan`) of a binding
+    Secret's `data` as text; "" when it is not there or unreadable."""
+    try:
+        raw = {key: base64.b64decode(value, validate=True) for key, value in data.items()}
+        metadata = json.loads(raw[METADATA_KEY]) if METADATA_KEY in raw else {}
+    except (binascii.Error, ValueError, RecursionError):
+        return ""
+    listed = metadata.get("metaDataProperties") if isinstance(metadata, dict) else None
+    for descriptor in listed if isinstance(listed, list) else []:
+        if isinstance(descriptor, dict) and descriptor.get("name") == name:
+            key = str(descriptor.get("sourceName") or name)
+            return raw[key].decode("utf-8", errors="replace") if key in raw else ""
+    return ""
 
 
 def _described_credentials(raw: Mapping[str, bytes], secret_name: str) -> Credentials:
@@ -303,6 +331,9 @@ class CredentialReader:
             uaadomain=_text(credentials, "uaadomain", where, required=False),
             callback_timeout_ms=saas_callback_timeout(credentials.get("appUrls")),
             credential_type=_text(credentials, "credential-type", where, required=False),
+            certurl=_text(credentials, "certurl", where, required=False),
+            certificate=_text(credentials, "certificate", where, required=False),
+            key=_text(credentials, "key", where, required=False),
         )
 
     def subscription_manager(self, app: AppTarget) -> SubscriptionManagerCredentials:
@@ -323,16 +354,24 @@ class CredentialReader:
                 credentials.get("app_urls") or credentials.get("appUrls")
             ),
             credential_type=_text(credentials, "credential-type", where, required=False),
+            certurl=_text(credentials, "certurl", where, required=False),
+            certificate=_text(credentials, "certificate", where, required=False),
+            key=_text(credentials, "key", where, required=False),
         )
 
     def dependency_xsappnames(self, app: AppTarget) -> list[str]:
-        """The `xsappname` of every service marked `subscriptionDependency`, in the order listed."""
+        """The `xsappname` of every service that is a subscription dependency (`clients.dependencies`),
+        in the order listed, each once."""
         names: list[str] = []
         for service in app.services:
-            if not service.subscription_dependency:
+            mode = dependency_mode(service.subscription_dependency)
+            if mode is SubscriptionDependency.NEVER:
                 continue
-            xsappname = self.binding(app, service).get("xsappname")
-            if isinstance(xsappname, str) and xsappname:
+            credentials, plan = self.binding_and_plan(app, service)
+            if not qualifies(mode, service.service_class, credentials, plan):
+                continue
+            xsappname = xsappname_of(credentials)
+            if xsappname:
                 names.append(xsappname)
             else:
                 log.warning(
@@ -342,3 +381,13 @@ class CredentialReader:
                     app.name,
                 )
         return list(dict.fromkeys(names))
+
+    def binding_and_plan(self, app: AppTarget, service: ServiceRef) -> tuple[Credentials, str]:
+        """The credentials and the service plan of a binding Secret (the plan: a `plan` credential,
+        else the `plan` key the SAP service binding format lists among its metadata)."""
+        credentials = self.binding(app, service)
+        plan = credentials.get("plan")
+        if isinstance(plan, str) and plan:
+            return credentials, plan
+        secret = self._reads.get(app.namespace, service.secret) or {}
+        return credentials, binding_metadata_text(secret.get("data") or {}, "plan")

@@ -2,7 +2,10 @@
 operation finished, failed or timed out.
 
 1. A client-credentials token: `POST <uaa url>/oauth/token` with `grant_type=client_credentials`
-   and `client_id`, authenticated by HTTP Basic (client id and secret of the binding).
+   and `client_id`, authenticated by HTTP Basic (client id and secret of the binding); for a
+   binding with `credential-type: x509` (a client `certificate` and `key` instead of a secret) as
+   CAP Operator sends it: `POST <certurl>/oauth/token` over mutual TLS with that certificate and
+   no Authorization header (`client_certificate`).
 2. `PUT <saas_registry_url><STATUS_CALLBACK path>` with the token and the JSON
    `{"status": "SUCCEEDED" | "FAILED", "message", "additionalOutput"?, "subscriptionUrl"}`
    (`applicationUrl` instead of `subscriptionUrl` for the subscription manager).
@@ -27,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from btp_gitops.controller.clients.client_certificate import client_context
 from btp_gitops.controller.clients.credentials import (
     SaasRegistryCredentials,
     SubscriptionManagerCredentials,
@@ -35,6 +39,7 @@ from btp_gitops.controller.errors import ConfigurationError, TemporaryError
 
 log = logging.getLogger("btp_gitops.subscription")
 
+X509 = "x509"
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"
 MAX_TOKEN_RESPONSE_BYTES = 1 << 20
@@ -60,48 +65,92 @@ def check_callback_path(path: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CallbackTarget:
-    """Where and as whom to call back, from one binding's credentials."""
+    """Where and as whom to call back, from one binding's credentials: a client secret, or (x509
+    bindings) a client certificate and key presented to the token endpoint."""
 
     token_url: str
     client_id: str
     client_secret: str = field(repr=False)
     callback_base_url: str
     url_field: str  # subscriptionUrl (SaaS registry) or applicationUrl (subscription manager)
+    client_certificate: str = field(default="", repr=False)  # PEM chain (x509 bindings)
+    client_key: str = field(default="", repr=False)
+    service: str = "saas-registry"  # names the binding in errors
+
+    @property
+    def uses_certificate(self) -> bool:
+        return bool(self.client_certificate)
 
     @classmethod
     def of_saas_registry(cls, credentials: SaasRegistryCredentials) -> CallbackTarget:
         c = credentials
-        _require_client_credentials(
+        return cls._of(
             "saas-registry",
             c.credential_type,
+            c.saas_registry_url,
+            "subscriptionUrl",
             url=c.url,
+            certurl=c.certurl,
             clientid=c.clientid,
             clientsecret=c.clientsecret,
-            saas_registry_url=c.saas_registry_url,
-        )
-        return cls(
-            _token_url(c.url), c.clientid, c.clientsecret, c.saas_registry_url.rstrip("/"), "subscriptionUrl"
+            certificate=c.certificate,
+            key=c.key,
+            base_name="saas_registry_url",
         )
 
     @classmethod
     def of_subscription_manager(cls, credentials: SubscriptionManagerCredentials) -> CallbackTarget:
         c = credentials
-        _require_client_credentials(
+        return cls._of(
             "subscription-manager",
             c.credential_type,
+            c.subscription_manager_url,
+            "applicationUrl",
             url=c.url,
+            certurl=c.certurl,
             clientid=c.clientid,
             clientsecret=c.clientsecret,
-            subscription_manager_url=c.subscription_manager_url,
+            certificate=c.certificate,
+            key=c.key,
+            base_name="subscription_manager_url",
         )
-        base = c.subscription_manager_url.rstrip("/")
-        return cls(_token_url(c.url), c.clientid, c.clientsecret, base, "applicationUrl")
+
+    @classmethod
+    def _of(
+        cls,
+        service: str,
+        credential_type: str,
+        base: str,
+        url_field: str,
+        *,
+        url: str,
+        certurl: str,
+        clientid: str,
+        clientsecret: str,
+        certificate: str,
+        key: str,
+        base_name: str,
+    ) -> CallbackTarget:
+        if credential_type == X509:
+            _require(
+                service,
+                {
+                    "certurl": certurl,
+                    "clientid": clientid,
+                    "certificate": certificate,
+                    "key": key,
+                    base_name: base,
+                },
+            )
+            return cls(
+                _token_url(certurl), clientid, "", base.rstrip("/"), url_field, certificate, key, service
+            )
+        _require(service, {"url": url, "clientid": clientid, "clientsecret": clientsecret, base_name: base})
+        return cls(_token_url(url), clientid, clientsecret, base.rstrip("/"), url_field, service=service)
 
 
-def _require_client_credentials(service: str, credential_type: str, **fields: str) -> None:
-    """Client id and secret plus http(s) URLs; x509 bindings (mTLS token requests) are not supported."""
-    if credential_type == "x509":
-        raise ConfigurationError(f"the {service} binding uses x509 credentials, which are not supported")
+def _require(service: str, fields: Mapping[str, str]) -> None:
+    """Every field set, and the URLs http(s). Messages name fields, never values."""
     missing = [name for name, value in fields.items() if not value]
     if missing:
         raise ConfigurationError(f"the {service} binding lacks {', '.join(missing)} for callbacks")
@@ -135,24 +184,32 @@ class CallbackStatus:
 class SaasCallbackClient:
     """Gets a token and sends one status callback; stateless apart from its TLS settings."""
 
-    def __init__(self, ssl_context: ssl.SSLContext | None = None, timeout: float = 30.0) -> None:
-        self._ssl = ssl_context or ssl.create_default_context()
+    def __init__(self, ca_file: str | None = None, timeout: float = 30.0) -> None:
+        """`ca_file`: the CAs the token endpoints and registries are checked against (None: the
+        system's)."""
+        self._ca_file = ca_file
+        self._ssl = ssl.create_default_context(cafile=ca_file)
         self._timeout = timeout
 
     def fetch_token(self, target: CallbackTarget) -> str:
-        basic = base64.b64encode(f"{target.client_id}:{target.client_secret}".encode()).decode("ascii")
         form = urllib.parse.urlencode({"grant_type": "client_credentials", "client_id": target.client_id})
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
+        context = self._ssl
+        if target.uses_certificate:
+            # mTLS: the certificate authenticates the client; built per token (rotations apply).
+            context = client_context(
+                target.client_certificate,
+                target.client_key,
+                ca_file=self._ca_file,
+                what=f"the {target.service} binding",
+            )
+        else:
+            basic = base64.b64encode(f"{target.client_id}:{target.client_secret}".encode()).decode("ascii")
+            headers["Authorization"] = f"Basic {basic}"
         request = urllib.request.Request(
-            target.token_url,
-            data=form.encode("ascii"),
-            method="POST",
-            headers={
-                "Authorization": f"Basic {basic}",
-                "Content-Type": "application/x-www-form-urlencoded",
-                "Accept": "application/json",
-            },
+            target.token_url, data=form.encode("ascii"), method="POST", headers=headers
         )
-        status, body = self._send(request, "token request")
+        status, body = self._send(request, "token request", context)
         try:
             token = json.loads(body).get("access_token")
         except (ValueError, AttributeError, RecursionError) as error:
@@ -176,10 +233,14 @@ class SaasCallbackClient:
         log.info("status callback %s to %s answered %d", outcome, _where(url), answered)
         return answered
 
-    def _send(self, request: urllib.request.Request, what: str) -> tuple[int, bytes]:
+    def _send(
+        self, request: urllib.request.Request, what: str, context: ssl.SSLContext | None = None
+    ) -> tuple[int, bytes]:
         host = _where(request.full_url)
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout, context=self._ssl) as response:
+            with urllib.request.urlopen(
+                request, timeout=self._timeout, context=context or self._ssl
+            ) as response:
                 return int(response.status), response.read(MAX_TOKEN_RESPONSE_BYTES)
         except urllib.error.HTTPError as error:
             error.close()

@@ -24,7 +24,7 @@ class ServiceRef:
     name: str
     secret: str
     service_class: str
-    subscription_dependency: bool = False
+    subscription_dependency: str = "Auto"  # Always | Auto | Never (clients.dependencies)
 
 
 @dataclass(frozen=True, slots=True)

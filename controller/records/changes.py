@@ -161,6 +161,8 @@ def _apply_subscription(body: dict[str, Any], subscription: Subscription) -> Non
     if subscription.subscription_guid:
         labels[SUBSCRIPTION_GUID] = subscription.subscription_guid
     annotations = _metadata_map(body, "annotations")
+    if subscription.subscription_guid:  # CAP Operator sets the GUID as a label and an annotation
+        annotations[SUBSCRIPTION_GUID] = subscription.subscription_guid
     if subscription.subscription_context_secret:
         annotations[SUBSCRIPTION_CONTEXT_ANNOTATION] = subscription.subscription_context_secret
     if subscription.global_account_id:
@@ -224,8 +226,8 @@ class _Subscribe:
 def subscribe_tenant(subscription: Subscription) -> TreeChange:
     """Record a subscription: a new record named `consumer_tenant_name` (`<ca>-provider` for the
     application's provider tenant), or the existing record of the tenant updated (subdomain,
-    subscription GUID label, subscription context and global account annotations; a deprovisioning
-    mark is cleared: a re-subscribe). An existing record's status is kept."""
+    subscription GUID label and annotation, subscription context and global account annotations;
+    a deprovisioning mark is cleared: a re-subscribe). An existing record's status is kept."""
     return _Subscribe(subscription)
 
 

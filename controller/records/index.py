@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from btp_gitops.controller.records import source_files as files
+from btp_gitops.controller.records.read_kinds import READ_KINDS as _READ_KINDS
 from btp_gitops.controller.records.unreadable import unreadable_source, unreadable_tree
 from btp_gitops.generator.core import SchemaRegistry, SourceDocument, get_path, problems_in
 from btp_gitops.generator.domains.cap import (
@@ -51,7 +52,6 @@ from btp_gitops.generator.io import load_schema_registry
 # A spec.btp.services entry: name, secret, class (`service_class`); the generator's own view.
 ServiceBinding = BtpService
 
-_READ_KINDS = frozenset({CAP_APPLICATION, CAP_APPLICATION_VERSION, CAP_TENANT})
 _RACY_WINDOW_NS = 2_000_000_000  # wider than any file system's timestamp granularity we meet
 
 # Where one document is: its file (relative to the tree root), kind, namespace and name.
@@ -624,7 +624,7 @@ def _parse_file(  # noqa: PLR0917 - the file's parts, each passed by whoever rea
             applications.append(_application_record(document, relative))
         elif kind == CAP_TENANT:
             tenants.append(_tenant_record(document, relative))
-        else:
+        elif kind == CAP_APPLICATION_VERSION:  # Domains and ClusterDomains: documents only
             versions.append(_version_record(document, relative))
     return _FileContents(
         relative,

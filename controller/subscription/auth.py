@@ -28,10 +28,13 @@ Bearer tokens, in this order (each failure is an `AuthenticationFailed` with the
 Client certificates (`/sms/...`): the `X-Forwarded-Client-Cert` header set by the ingress gateway,
 in Envoy's format (`By=...;Hash=...;Cert="<url-encoded PEM>";Subject="...";URI=...`, elements
 separated by commas; the first element is the original client, later ones are hops in the mesh) or
-as a bare URL-encoded PEM (what CAP Operator reads). The certificate must be there (Envoy's
+as a bare URL-encoded PEM (what CAP Operator reads), percent-encoded or query-encoded (`+` for a
+space, as Go's `url.QueryEscape` writes it). The certificate must be there (Envoy's
 `Subject` alone carries no issuer): missing or unreadable is 401. Its subject and issuer must equal
 the subscription manager binding's `callback_certificate_subject` / `callback_certificate_issuer`
-(403 otherwise), compared as sets of (attribute, value) pairs, so neither order nor notation matter:
+(403 otherwise), compared as CAP Operator compares them, on C, O, OU, L and CN only (other
+attributes of either side are ignored), as multisets of (attribute, value) pairs, so neither
+order nor notation matter:
 JSON objects (`{"C": "DE", "OU": ["a", "b"], "CN": "x"}`, a value `"*"` accepts any values of that
 attribute), RFC 4514 strings (`CN=x,OU=a,C=DE`) or OpenSSL one-liners (`/C=DE/OU=a/CN=x`). The
 header is trustworthy only when the gateway sanitizes it (Istio `SANITIZE_SET`) and the server is
@@ -413,6 +416,8 @@ def audience_matches(claims: Mapping[str, Any], expected: TokenExpectation) -> b
 
 # --- client certificates ---------------------------------------------------------------------------
 
+# The attributes of a subject or issuer CAP Operator compares (its JSON form of a DN has no others).
+COMPARED_ATTRIBUTES = frozenset({"C", "O", "OU", "L", "CN"})
 _NAMES = {"S": "ST", "E": "EMAILADDRESS", "EMAIL": "EMAILADDRESS", "SN": "SN"}
 _OID_NAMES = {NameOID.EMAIL_ADDRESS: "EMAILADDRESS"}
 DistinguishedName = tuple[tuple[str, str], ...]
@@ -422,24 +427,29 @@ def forwarded_client_certificate(header: str | None) -> x509.Certificate:
     """The client certificate an ingress gateway forwarded, or 401."""
     if not header or not header.strip():
         raise AuthenticationFailed("the request has no X-Forwarded-Client-Cert header")
-    pem = _certificate_pem(header.strip())
-    if pem is None:
+    encoded = _encoded_certificate(header.strip())
+    if encoded is None:
         raise AuthenticationFailed("X-Forwarded-Client-Cert carries no client certificate (Cert=)")
-    try:
-        return x509.load_pem_x509_certificate(pem.encode("utf-8"))
-    except ValueError as error:
-        raise AuthenticationFailed("the forwarded client certificate cannot be read") from error
+    # Percent-encoded (Envoy), or query-encoded with `+` for spaces (Go's url.QueryEscape, which
+    # BTP's router and CAP Operator's url.QueryUnescape use). A literal `+` of the base64 text
+    # stays one in the first reading, so the second is tried only when the first cannot be read.
+    for decode in (urllib.parse.unquote, urllib.parse.unquote_plus):
+        try:
+            return x509.load_pem_x509_certificate(decode(encoded).encode("utf-8"))
+        except ValueError:
+            continue
+    raise AuthenticationFailed("the forwarded client certificate cannot be read")
 
 
-def _certificate_pem(header: str) -> str | None:
-    bare = urllib.parse.unquote(header)
-    if bare.lstrip().startswith("-----BEGIN"):
-        return bare
+def _encoded_certificate(header: str) -> str | None:
+    """The (still URL-encoded) PEM of the header: the whole value, or the first element's Cert."""
+    if urllib.parse.unquote_plus(header).lstrip().startswith("-----BEGIN"):
+        return header
     first = next(iter(_split_unquoted(header, ",")), "")
     for pair in _split_unquoted(first, ";"):
         key, _, value = pair.partition("=")
         if key.strip().lower() == "cert":
-            return urllib.parse.unquote(_unquote(value.strip()))
+            return _unquote(value.strip())
     return None
 
 
@@ -513,13 +523,17 @@ def expected_pairs(expected: Any) -> tuple[DistinguishedName, frozenset[str]]:
 
 
 def name_matches(actual: DistinguishedName, expected: Any) -> bool:
+    """Whether a certificate's name matches a configured one on the attributes CAP Operator
+    compares (`COMPARED_ATTRIBUTES`): each attribute's values as a multiset, any others of either
+    side (ST, serialNumber, ...) ignored."""
     try:
         wanted, wildcards = expected_pairs(expected)
     except ValueError as error:
         raise TemporaryError(f"the subscription manager's certificate name is unusable: {error}") from error
-    if not wanted and not wildcards:
+    wanted = tuple(pair for pair in wanted if pair[0] in COMPARED_ATTRIBUTES)
+    if not wanted and not wildcards & COMPARED_ATTRIBUTES:
         raise TemporaryError("the subscription manager's certificate name is empty")
-    relevant = tuple(pair for pair in actual if pair[0] not in wildcards)
+    relevant = tuple(pair for pair in actual if pair[0] in COMPARED_ATTRIBUTES and pair[0] not in wildcards)
     return relevant == wanted
 
 

@@ -55,6 +55,7 @@ from btp_gitops.controller.records import (
     subscribe_tenant,
     unsubscribe_tenant,
 )
+from btp_gitops.controller.subscription.domains import ApplicationDomains, resolve_domains
 from btp_gitops.controller.subscription.ledger import SubscriptionEntry, TenantTarget
 from btp_gitops.generator.core import get_path
 from btp_gitops.generator.domains.cap import (
@@ -289,6 +290,17 @@ class GitTenantLedger:
 
         return self._find(lookup)
 
+    def application_domains(self, app: AppTarget) -> ApplicationDomains:
+        # As fresh as a hit of the other lookups: a Domain added since is seen within that time.
+        self._refresher.refresh(self._clock() - self._max_staleness)
+        index = self._current().index
+        record = index.application(app.namespace, app.name)
+        if record is None:
+            return ApplicationDomains()
+        body = index.document(record.path, CAP_APPLICATION, record.namespace, record.name).body
+        candidates = [*index.documents_of_namespace(app.namespace), *index.documents_of_namespace("")]
+        return resolve_domains(body, candidates)
+
     def find_tenant_by_subscription(self, subscription_guid: str, tenant_id: str) -> TenantTarget | None:
         def lookup(snapshot: _Snapshot) -> TenantTarget | None:
             for record in snapshot.tenants_with_id(tenant_id):
@@ -424,7 +436,8 @@ def _app_target(index: SourceIndex, record: ApplicationRecord) -> AppTarget:
         provider_subaccount_id=record.provider_subaccount_id,
         identifier_hash=record.identifier_hash,
         services=tuple(
-            ServiceRef(s.name, s.secret, s.service_class, s.name in dependencies) for s in record.services
+            ServiceRef(s.name, s.secret, s.service_class, dependencies.get(s.name, "Auto"))
+            for s in record.services
         ),
         annotations=dict(record.annotations),
         provider_tenant_id=record.provider_tenant_id,
@@ -433,14 +446,14 @@ def _app_target(index: SourceIndex, record: ApplicationRecord) -> AppTarget:
     )
 
 
-def _subscription_dependencies(index: SourceIndex, record: ApplicationRecord) -> set[str]:
-    """Names of the services with `subscriptionDependency: true` (the records' view leaves the flag out)."""
+def _subscription_dependencies(index: SourceIndex, record: ApplicationRecord) -> dict[str, str]:
+    """Each service's `subscriptionDependency` as written (the records' view leaves it out)."""
     document = index.document(record.path, CAP_APPLICATION, record.namespace, record.name)
     services = get_path(document.body, "spec", "btp", "services")
     return {
-        str(s.get("name"))
+        str(s.get("name")): str(s["subscriptionDependency"])
         for s in services or []
-        if isinstance(s, dict) and s.get("subscriptionDependency") is True
+        if isinstance(s, dict) and isinstance(s.get("subscriptionDependency"), str)
     }
 
 

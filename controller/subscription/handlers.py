@@ -14,7 +14,8 @@ Order of checks for every callback (each step answers with its own status):
    misrouted SaaS registry still gets an honest 404;
 4. the credentials against that application's binding Secrets -> 401 / 403 (503 when the Secrets
    cannot be read now);
-5. a subdomain another tenant of the application holds (as far as the records seen show) -> 409;
+5. a subscriptionDomain that is none of the application's domains -> 406 (`domains`); a subdomain
+   another tenant of the application holds (as far as the records seen show) -> 409;
 6. the work: cluster objects first (idempotent), then the tenant record, which the ledger returns
    from only once it is pushed. 202 after that, never before; 503 with a JSON error and
    `Retry-After` when the record could not be written (the pending callback opened for it is
@@ -24,8 +25,9 @@ Order of checks for every callback (each step answers with its own status):
    got there first): 409, the callback withdrawn and a new tenant's subscription context deleted.
 
 A SaaS registry PUT answers 202 `{"message", "tenant", "subscriptionUrl"}` (`applicationUrl` for
-the subscription manager): the SaaS registry ignores the body of an asynchronous answer, the URL is
-what the completion callback reports too. DELETE answers 202 or 404 (no such tenant).
+the subscription manager; the message CAP Operator's: created, exists, or updated for a known
+tenant with a new subscription GUID): the SaaS registry ignores the body of an asynchronous
+answer, the URL is what the completion callback reports too. DELETE answers 202 or 404 (no such tenant).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from btp_gitops.controller.subscription.auth import (
     trusted_key_url,
     unverified_header,
 )
+from btp_gitops.controller.subscription.domains import application_url, url_domain
 from btp_gitops.controller.subscription.ledger import (
     DEFAULT_CONTEXT_SECRET_SUFFIX,
     SubscriptionEntry,
@@ -86,6 +89,7 @@ STATUS_CALLBACK_HEADER = "STATUS_CALLBACK"
 CLIENT_CERT_HEADER = "X-Forwarded-Client-Cert"
 CREATED = "resource created successfully"
 UPDATED = "resource exists"
+GUID_UPDATED = "resource updated successfully"  # an existing tenant with a new subscription GUID
 DELETED = "resource deleted successfully"
 
 
@@ -289,9 +293,20 @@ def callback_path(request: Request) -> str:
         raise InvalidPayload(STATUS_CALLBACK_HEADER, str(error)) from error
 
 
-def app_url(sub_domain: str, payload_domain: str, app: AppTarget) -> str:
-    domain = payload_domain or app.subscription_domain
-    return f"https://{sub_domain}.{domain}" if domain else ""
+def subscribe_url(service: SubscriptionService, app: AppTarget, sub_domain: str, requested: str) -> str:
+    """The application URL of a subscribe (`domains.url_domain`); 406 for a subscriptionDomain
+    the application does not use. The domains are looked up only when the answer needs them."""
+    if not requested and app.subscription_domain:
+        return application_url(sub_domain, app.subscription_domain)
+    return application_url(sub_domain, url_domain(requested, app, service.ledger.application_domains(app)))
+
+
+def unsubscribe_url(service: SubscriptionService, app: AppTarget, sub_domain: str) -> str:
+    """The application URL of an unsubscribe: the default one (annotation, else first domain), as
+    CAP Operator's DELETE builds it; its body's subscriptionDomain is not read."""
+    if app.subscription_domain:
+        return application_url(sub_domain, app.subscription_domain)
+    return application_url(sub_domain, service.ledger.application_domains(app).first)
 
 
 def url_field(kind: SubscriptionKind) -> str:
@@ -335,6 +350,7 @@ def subscribe(service: SubscriptionService, request: Request, payload: Subscript
     app = service.application(payload.kind, request, payload.identifier_hash)
     timeout_ms = service.authenticate(payload.kind, request, app)
     check_subscribable(app, payload)
+    url = subscribe_url(service, app, payload.sub_domain, payload.subscription_domain)
     path = callback_path(request)
     holder = service.ledger.subdomain_holder(app, payload.sub_domain, payload.tenant_id)
     if holder is not None:
@@ -349,7 +365,6 @@ def subscribe(service: SubscriptionService, request: Request, payload: Subscript
     service.cluster.store_subscription_context(
         app, secret_name, payload.tenant_id, payload.subscription_guid, payload.raw
     )
-    url = app_url(payload.sub_domain, payload.subscription_domain, app)
     callback = None
     if path:
         callback = PendingCallback(
@@ -384,7 +399,9 @@ def subscribe(service: SubscriptionService, request: Request, payload: Subscript
         if existing is None:
             service.remove_context(app, secret_name)
         raise NotSubscribable(error.message) from error
-    message = UPDATED if existing else CREATED
+    message = CREATED if existing is None else UPDATED
+    if existing is not None and existing.subscription_guid != payload.subscription_guid:
+        message = GUID_UPDATED  # the record's GUID label and annotation were updated
     return Response(202, {"message": message, "tenant": tenant_name, url_field(payload.kind): url})
 
 
@@ -408,7 +425,6 @@ def unsubscribe(
     *,
     kind: SubscriptionKind,
     timeout_ms: int | None,
-    payload_domain: str = "",
 ) -> Response:
     path = callback_path(request)
     callback = None
@@ -421,7 +437,7 @@ def unsubscribe(
             Operation.DEPROVISIONING,
             path,
             service.deadline(timeout_ms),
-            app_url(tenant.sub_domain, payload_domain, tenant.app),
+            unsubscribe_url(service, tenant.app, tenant.sub_domain),
             str(kind),
         )
     recorded = service.open_then_record(
@@ -440,14 +456,7 @@ def saas_unsubscribe(service: SubscriptionService, request: Request, params: Map
     tenant = service.ledger.find_tenant(app, payload.tenant_id)
     if tenant is None:
         raise NotFound("the application has no tenant with this id")
-    return unsubscribe(
-        service,
-        request,
-        tenant,
-        kind=payload.kind,
-        timeout_ms=timeout_ms,
-        payload_domain=payload.subscription_domain,
-    )
+    return unsubscribe(service, request, tenant, kind=payload.kind, timeout_ms=timeout_ms)
 
 
 def sms_unsubscribe(service: SubscriptionService, request: Request, params: Mapping[str, str]) -> Response:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from btp_gitops.controller.clients.targets import AppTarget
+from btp_gitops.controller.subscription.domains import ApplicationDomains
 
 DEFAULT_CONTEXT_SECRET_SUFFIX = "-subscription-context"
 
@@ -69,6 +70,10 @@ class TenantLedger(Protocol):
     def find_application(self, identifier_hash: str) -> AppTarget | None: ...
 
     def find_tenant(self, app: AppTarget, tenant_id: str) -> TenantTarget | None: ...
+
+    def application_domains(self, app: AppTarget) -> ApplicationDomains:
+        """The hosts of the Domains and ClusterDomains `app` uses, as the records have them."""
+        ...
 
     def find_tenant_by_subscription(self, subscription_guid: str, tenant_id: str) -> TenantTarget | None:
         """The tenant with this subscription GUID and tenant id, in any application."""

@@ -242,12 +242,12 @@ def _sub_domain(value: str, where: str) -> str:
 
 def _subscription_domain(document: dict[str, Any], key: str, prefix: str = "") -> str:
     params = document.get(key)
-    if params is None:
+    if params is None or params == "":  # an empty string stands for no parameters (CAP Operator ignores it)
         return ""
     if not isinstance(params, dict):
         raise InvalidPayload(prefix + key, f"expected an object, got {_json_type(params)}")
     domain = params.get("subscriptionDomain")
-    if domain is None:
+    if domain is None or domain == "":
         return ""
     where = f"{prefix}{key}.subscriptionDomain"
     if not isinstance(domain, str):

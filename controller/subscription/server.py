@@ -68,6 +68,7 @@ from btp_gitops.controller.errors import AuthenticationFailed, ConfigurationErro
 from btp_gitops.controller.kube import KubeClient
 from btp_gitops.controller.subscription import handlers
 from btp_gitops.controller.subscription.auth import JwksCache, TokenVerifier
+from btp_gitops.controller.subscription.domains import DomainNotServed
 from btp_gitops.controller.subscription.handlers import (
     HandlerSettings,
     NotFound,
@@ -224,6 +225,8 @@ def response_for_error(error: Exception, route: Route | None) -> Response:
         return error_response(404, error.message)
     if isinstance(error, NotSubscribable):
         return error_response(409, error.message)
+    if isinstance(error, DomainNotServed):  # CAP Operator's answer to a domain it does not serve
+        return error_response(406, error.message)
     if isinstance(error, TemporaryError):
         log.warning("request not completed (%s): %s", error.reason, error.message)
         return unavailable(

@@ -243,6 +243,7 @@ def test_a_new_subscription_writes_a_record_in_the_generators_style(repo: Source
         "  annotations:\n"
         "    sme.sap.com/global-account-id: ga-5e6f7a8b\n"
         "    sme.sap.com/subscription-context-secret: newco-subscription-context\n"
+        "    sme.sap.com/subscription-guid: 0f1e2d3c-4b5a-4968-8776-655443322110\n"
         "  labels:\n"
         "    sme.sap.com/subscription-guid: 0f1e2d3c-4b5a-4968-8776-655443322110\n"
         "spec:\n"
@@ -276,6 +277,7 @@ def test_a_subscription_of_a_recorded_tenant_updates_it_and_keeps_its_status_and
     assert record["metadata"]["annotations"] == {
         "sme.sap.com/subscription-context-secret": "acme-subscription-context",
         "sme.sap.com/global-account-id": "ga-5e6f7a8b",
+        "sme.sap.com/subscription-guid": "0f1e2d3c-4b5a-4968-8776-655443322110",
     }
     assert record["status"] == yaml.safe_load(before)["status"]
     assert index_of(repo).tenant_named(NAMESPACE, f"{APP}-consumer-{sha1_hex(ACME_ID)[:8]}") is None

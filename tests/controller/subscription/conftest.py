@@ -62,7 +62,9 @@ GLOBAL_ACCOUNT = "2dddd48d-b45f-45a5-b861-a80872a0c8a8"
 XSAPPNAME = "bookshop!t42"
 SAAS_CLIENT_ID = "sb-bookshop!b7"
 DEPENDENCY_XSAPPNAME = "destination-xsappname!b404"
-SUBSCRIPTION_DOMAIN = "shop.example.com"
+SUBSCRIPTION_DOMAIN = "shop.example.com"  # the application's subscription-domain annotation
+APP_DOMAIN = "bookshop.apps.example.com"  # its first domainRefs entry, a Domain
+PARTNER_DOMAIN = "partners.example.net"  # its second, a ClusterDomain
 SMS_SUBJECT: dict[str, str | list[str]] = {
     "C": "DE",
     "O": "SAP SE",
@@ -325,12 +327,8 @@ def application_documents(namespace: str) -> str:
         {"class": "xsuaa", "name": f"{APP}-uaa", "secret": f"{APP}-uaa-binding"},
         {"class": "saas-registry", "name": f"{APP}-registry", "secret": f"{APP}-registry-binding"},
         {"class": "subscription-manager", "name": f"{APP}-sms", "secret": f"{APP}-sms-binding"},
-        {
-            "class": "destination",
-            "name": f"{APP}-destination",
-            "secret": f"{APP}-destination-binding",
-            "subscriptionDependency": True,
-        },
+        # a dependency by CAP Operator's Auto rule (its class); html5-apps-repo is none
+        {"class": "destination", "name": f"{APP}-destination", "secret": f"{APP}-destination-binding"},
         {"class": "html5-apps-repo", "name": f"{APP}-html5", "secret": f"{APP}-html5-binding"},
     ]
     multi_tenant = {
@@ -346,6 +344,7 @@ def application_documents(namespace: str) -> str:
             "providerSubaccountId": PROVIDER_SUBACCOUNT,
             "provider": {"subDomain": "bookshop-provider", "tenantId": PROVIDER_TENANT},
             "btp": {"services": services},
+            "domainRefs": [{"kind": "Domain", "name": APP}, {"kind": "ClusterDomain", "name": "partners"}],
         },
     }
     services_only = {
@@ -358,7 +357,26 @@ def application_documents(namespace: str) -> str:
             "btp": {"services": services[:2]},
         },
     }
-    return yaml.safe_dump_all([multi_tenant, services_only], sort_keys=False)
+    return yaml.safe_dump_all([multi_tenant, services_only, *domain_documents(namespace)], sort_keys=False)
+
+
+def domain_documents(namespace: str) -> list[dict[str, Any]]:
+    """The Domain and ClusterDomain the multi-tenant application refers to."""
+    selector = {"app": "istio-ingressgateway", "istio": "ingressgateway"}
+    return [
+        {
+            "apiVersion": "sme.sap.com/v1alpha1",
+            "kind": "Domain",
+            "metadata": {"name": APP, "namespace": namespace},
+            "spec": {"domain": APP_DOMAIN, "ingressSelector": selector},
+        },
+        {
+            "apiVersion": "sme.sap.com/v1alpha1",
+            "kind": "ClusterDomain",
+            "metadata": {"name": "partners"},
+            "spec": {"domain": PARTNER_DOMAIN, "ingressSelector": selector},
+        },
+    ]
 
 
 @dataclass(frozen=True)

@@ -147,9 +147,9 @@ def test_dependencies_skip_services_without_an_xsappname(
     )
     app = app_with(
         kube_namespace,
-        ServiceRef("a", "a", "destination", subscription_dependency=True),
-        ServiceRef("b", "b", "connectivity", subscription_dependency=True),
-        ServiceRef("c", "c", "html5-apps-repo"),
+        ServiceRef("a", "a", "destination"),  # Auto: a destination is a dependency
+        ServiceRef("b", "b", "connectivity", subscription_dependency="Always"),
+        ServiceRef("c", "c", "html5-apps-repo"),  # Auto: not one
     )
 
     assert CredentialReader(kube).dependency_xsappnames(app) == ["a!b1"]

@@ -204,8 +204,12 @@ def test_nothing_listening(saas_registry: SaasRegistry, client: SaasCallbackClie
     ("change", "message"),
     [
         (
-            {"credential_type": "x509"},
-            "the saas-registry binding uses x509 credentials, which are not supported",
+            {"credential_type": "x509"},  # x509: a certificate, key and certurl instead of the secret
+            "the saas-registry binding lacks certurl, certificate, key for callbacks",
+        ),
+        (
+            {"credential_type": "x509", "certurl": "ftp://c", "certificate": "c", "key": "k"},
+            "the saas-registry binding's certurl is not an http(s) URL",
         ),
         ({"clientsecret": ""}, "the saas-registry binding lacks clientsecret for callbacks"),
         (
@@ -229,6 +233,27 @@ def test_unusable_bindings(change: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigurationError) as refused:
         CallbackTarget.of_saas_registry(SaasRegistryCredentials(**values))  # type: ignore[arg-type]
     assert refused.value.message == message
+
+
+def test_an_x509_binding_asks_its_certurl_and_keeps_certificate_and_key_out_of_reprs() -> None:
+    credentials = SaasRegistryCredentials(
+        clientid="c",
+        clientsecret="",
+        url="https://uaa.example.com",
+        saas_registry_url="https://saas.example.com",
+        uaadomain="example.com",
+        callback_timeout_ms=None,
+        credential_type="x509",
+        certurl="https://uaa.cert.example.com/",
+        certificate="-----BEGIN CERTIFICATE-----certificate-text",
+        key="-----BEGIN PRIVATE KEY-----key-text",
+    )
+
+    target = CallbackTarget.of_saas_registry(credentials)
+
+    assert (target.token_url, target.uses_certificate) == ("https://uaa.cert.example.com/oauth/token", True)
+    for shown in (repr(credentials), repr(target)):
+        assert "key-text" not in shown and "certificate-text" not in shown
 
 
 @pytest.mark.kube

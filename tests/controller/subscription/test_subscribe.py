@@ -35,6 +35,7 @@ from btp_gitops.controller.records import consumer_tenant_name
 from tests.controller.subscription.conftest import (
     APP,
     DEPENDENCY_XSAPPNAME,
+    PARTNER_DOMAIN,
     PROVIDER_SUBACCOUNT,
     PROVIDER_TENANT,
     SERVICES_ONLY_APP,
@@ -96,6 +97,7 @@ def test_subscribe_records_the_tenant_before_answering_202(running: Running, tok
             "namespace": running.namespace,
             "labels": {"sme.sap.com/subscription-guid": f"guid-{TENANT}"},
             "annotations": {
+                "sme.sap.com/subscription-guid": f"guid-{TENANT}",
                 "sme.sap.com/subscription-context-secret": f"{name}-subscription-context",
                 "sme.sap.com/global-account-id": payload["globalAccountGUID"],
             },
@@ -135,14 +137,12 @@ def test_subscribing_again_updates_the_same_record(running: Running, tokens: Tok
     first = running.client.send(
         "PUT", f"/provision/tenants/{TENANT}", saas_payload(TENANT, "acme"), bearer(tokens())
     )
-    again = saas_payload(
-        TENANT, "acme-renamed", subscriptionParams={"subscriptionDomain": "other.example.com"}
-    )
+    again = saas_payload(TENANT, "acme-renamed", subscriptionParams={"subscriptionDomain": PARTNER_DOMAIN})
     second = running.client.send("PUT", f"/provision/tenants/{TENANT}", again, bearer(tokens()))
 
     assert (first.status, second.status) == (202, 202)
     assert second.json["message"] == "resource exists"
-    assert second.json["subscriptionUrl"] == "https://acme-renamed.other.example.com"
+    assert second.json["subscriptionUrl"] == f"https://acme-renamed.{PARTNER_DOMAIN}"
     record = record_on_remote(running, TENANT)
     assert record is not None and record["spec"] == {
         "capApplicationInstance": APP,

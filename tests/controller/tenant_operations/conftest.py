@@ -345,6 +345,7 @@ def open_callback(
     operation: Operation,
     *,
     deadline: dt.datetime | None = None,
+    subscription_type: str = "SaaS",
 ) -> KubeObject:
     """The pending callback as the subscription server opens it (its own code does)."""
     target = AppTarget(namespace, APP, APP, "0d3e5f6a-1b2c-4d5e-8f90-a1b2c3d4e5f6", "unused")
@@ -357,7 +358,7 @@ def open_callback(
         callback_path=f"/saas-manager/v1/subscription-callback/{tenant_id}/result",
         deadline=deadline or dt.datetime.now(dt.UTC) + dt.timedelta(minutes=15),
         app_url=f"https://{tenant}.bookshop.apps.example.com",
-        subscription_type="SaaS",
+        subscription_type=subscription_type,
     )
     ClusterSide(kube).open_callback(callback)
     found = kube.get(CONFIG_MAP, pending_callback_name(tenant, operation), namespace)
