@@ -278,3 +278,27 @@ def test_a_chart_rendering_the_same_text_twice_gives_that_render_and_pins_nothin
         "data.CLUSTER_ID",
         "spec.template.metadata.annotations.checksum/config",
     ]
+
+
+def test_a_chart_object_kubernetes_would_refuse_is_a_chart_error(tmp_path: Path, run_cli: RunCli) -> None:
+    """Labels and data keys of the chart's output are checked as the API server checks them: every
+    problem at once, naming the template, the object and the field; nothing written."""
+    chart = tmp_path / "chart"
+    shutil.copytree(CHART, chart)
+    (chart / "templates" / "odd.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: odd\n  namespace: {{ .Release.Namespace }}\n"
+        "  labels:\n    team/owner/extra: a\n    tier: two words\ndata:\n  1: one\n"
+    )
+    out = tmp_path / "module-resources"
+    result = run_cli("module-resources", "--chart", chart, "--out", out)
+    assert result.returncode == 4, result.stderr
+    where = "sap-btp-operator/templates/odd.yaml: document 1 (ConfigMap kyma-system/odd): "
+    assert [line.strip() for line in result.stderr.splitlines()[1:]] == [
+        f"{where}metadata.labels: label key 'team/owner/extra' is not a qualified name: an optional "
+        "DNS-1123 subdomain and '/', then at most 63 of A-Z, a-z, 0-9, '-', '_' and '.', starting "
+        "and ending with a letter or digit",
+        f"{where}metadata.labels.tier: label value 'two words' must be empty or at most 63 of A-Z, "
+        "a-z, 0-9, '-', '_' and '.', starting and ending with a letter or digit",
+        f"{where}data: keys must be strings, found an integer 1",
+    ]
+    assert not out.exists()
