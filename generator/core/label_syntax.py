@@ -8,12 +8,15 @@ ends with a letter or digit. A label value is empty or such a name. A data key i
 of these; checking them when an object is read turns that late refusal into an error that names
 the file, the object and the field.
 
-The patterns match whole strings (`fullmatch`): `$` would let a trailing newline through.
+The patterns match whole strings (`fullmatch`): `$` would let a trailing newline through. A
+stream of 50,000 objects carries the same few label keys and many repeated values: the answers
+are cached (bounded), so each distinct string is matched once.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from btp_gitops.generator.core.redact import shown
 
@@ -35,6 +38,7 @@ def _is_name(text: str) -> bool:
     return len(text) <= MAX_NAME and _NAME.fullmatch(text) is not None
 
 
+@lru_cache(maxsize=4096)
 def is_label_key(key: str) -> bool:
     prefix, slash, name = key.rpartition("/")
     if slash and (len(prefix) > MAX_PREFIX or _SUBDOMAIN.fullmatch(prefix) is None):
@@ -42,8 +46,14 @@ def is_label_key(key: str) -> bool:
     return _is_name(name)
 
 
+@lru_cache(maxsize=4096)
 def is_label_value(value: str) -> bool:
     return value == "" or _is_name(value)
+
+
+@lru_cache(maxsize=4096)
+def is_data_key(key: str) -> bool:
+    return len(key) <= MAX_DATA_KEY and key not in {".", ".."} and _DATA_KEY.fullmatch(key) is not None
 
 
 def label_key_message(key: str) -> str | None:
@@ -58,6 +68,4 @@ def label_value_message(value: str) -> str | None:
 
 def data_key_message(key: str) -> str | None:
     """Why `key` cannot be a key of a ConfigMap's or Secret's data, or None when it can."""
-    if len(key) <= MAX_DATA_KEY and key not in {".", ".."} and _DATA_KEY.fullmatch(key):
-        return None
-    return f"key {shown(key)} must be {DATA_KEY_RULE}"
+    return None if is_data_key(key) else f"key {shown(key)} must be {DATA_KEY_RULE}"

@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from btp_gitops.generator.core.label_syntax import data_key_message, label_key_message, label_value_message
+from btp_gitops.generator.core.label_syntax import (
+    data_key_message,
+    is_data_key,
+    is_label_key,
+    is_label_value,
+    label_key_message,
+    label_value_message,
+)
 
 MAX_ANNOTATIONS_BYTES = 256 * 1024
 _DATA_FIELDS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
@@ -40,6 +47,8 @@ def _label_problems(labels: dict[str, str]) -> list[tuple[str, str]]:
     it would be unreadable), a bad value at its key."""
     problems = []
     for key, value in labels.items():
+        if is_label_key(key) and is_label_value(value):
+            continue  # the common case, answered from the caches
         if message := label_key_message(key):
             problems.append(("metadata.labels", message))
         elif message := label_value_message(value):
@@ -56,6 +65,8 @@ def _data_problems(value: Any, path: str) -> list[tuple[str, str]]:
         return [(path, f"must be a mapping of strings to strings, not {_type_name(value)}")]
     problems = []
     for key, item in value.items():
+        if isinstance(key, str) and is_data_key(key) and (item is None or isinstance(item, str)):
+            continue
         if not isinstance(key, str):
             problems.append((path, f"keys must be strings, found {_type_name(key)} {key!r:.40}"))
         elif message := data_key_message(key):
@@ -92,7 +103,8 @@ def shape_problems(body: dict[str, Any]) -> list[tuple[str, str]]:
     if isinstance(kind, str) and kind in _WEBHOOK_CONFIGURATIONS:
         problems += _list_of_mappings_problems(body.get("webhooks"), "webhooks")
     for field in _DATA_FIELDS.get(kind, ()) if isinstance(kind, str) else ():
-        problems += _data_problems(body.get(field), field)
+        if (data := body.get(field)) is not None:
+            problems += _data_problems(data, field)
     return problems
 
 
