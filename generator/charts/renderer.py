@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from btp_gitops.generator.core.errors import ChartRenderFailed
+from btp_gitops.generator.core.errors import ChartRenderFailed, Problem
+from btp_gitops.generator.core.object_shape import object_ref_of, shape_problems
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, split_documents
@@ -44,9 +45,12 @@ class ChartRenderer(Protocol):
 
 
 def manifests_of(rendered: RenderedChart, include_crds: bool = True) -> list[Manifest]:
-    """Parse a chart's output into manifests whose origin is the template they came from."""
+    """Parse a chart's output into manifests whose origin is the template they came from. Objects
+    the API server would refuse for their shape (core.object_shape: labels, data keys) are
+    refused here, all at once, naming the template, the object and the field."""
     sources = {**(rendered.crds if include_crds else {}), **rendered.templates}
     manifests: list[Manifest] = []
+    problems: list[Problem] = []
     budget = AliasBudget()  # one for the whole chart: its templates are as untrusted as its values
     for origin, text in sources.items():
         for position, piece in enumerate(split_documents(text), start=1):
@@ -62,5 +66,12 @@ def manifests_of(rendered: RenderedChart, include_crds: bool = True) -> list[Man
                 raise ChartRenderFailed(
                     f"{origin}: document {position} is not a Kubernetes object (no metadata mapping)"
                 )
+            if body.get("kind") != "List":
+                problems += [
+                    Problem(origin, message, position, object_ref_of(body), field)
+                    for field, message in shape_problems(body)
+                ]
             manifests.append(Manifest(body, origin))
+    if problems:
+        raise ChartRenderFailed(f"chart {rendered.name}: objects Kubernetes would refuse", problems)
     return manifests

@@ -18,7 +18,7 @@ from btp_gitops.generator.core.errors import Problem, UsageError
 from btp_gitops.generator.core.redact import shown
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
 
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # whole strings (fullmatch): `$` lets a final "\n" by
 MAX_LABEL = 63
 MAX_SUBDOMAIN = 253
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -34,7 +34,7 @@ class NameRule(Enum):
 
 
 def _is_label(text: str) -> bool:
-    return len(text) <= MAX_LABEL and _LABEL.match(text) is not None
+    return len(text) <= MAX_LABEL and _LABEL.fullmatch(text) is not None
 
 
 def is_name(value: object, rule: NameRule) -> bool:

@@ -2,17 +2,30 @@
 
 An input object (a source document, a document of a Helm stream) is refused, with the field path,
 unless its `metadata` is a mapping, its name (or generateName) a non-empty string, its namespace
-a string when given, and its labels and annotations mappings of strings to strings; annotations
-together may not exceed the 256 KiB the Kubernetes API server allows
-(`TotalAnnotationSizeLimitB`). The transforms can then rely on these fields, and the API server
-is never handed an object it would refuse for its shape.
+a string when given, and its labels and annotations mappings of strings to strings; label keys
+and values must be what Kubernetes takes (core.label_syntax: a CAPTenant record's labels are
+copied onto the objects rendered for it); annotations together may not exceed the 256 KiB the
+Kubernetes API server allows (`TotalAnnotationSizeLimitB`). The `data` (and `binaryData`,
+`stringData`) of a ConfigMap or Secret must map keys Kubernetes takes to strings (a YAML `1: x`
+has an integer key). The transforms can then rely on these fields, and the API server is never
+handed an object it would refuse for its shape.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from btp_gitops.generator.core.label_syntax import (
+    data_key_message,
+    is_data_key,
+    is_label_key,
+    is_label_value,
+    label_key_message,
+    label_value_message,
+)
+
 MAX_ANNOTATIONS_BYTES = 256 * 1024
+_DATA_FIELDS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
 
 
 def _string_map_problems(value: Any, path: str) -> list[tuple[str, str]]:
@@ -25,6 +38,40 @@ def _string_map_problems(value: Any, path: str) -> list[tuple[str, str]]:
         if not isinstance(key, str) or not key:
             return [(path, f"keys must be non-empty strings, found {key!r:.40}")]
         if not isinstance(item, str):
+            problems.append((f"{path}.{key}", f"must be a string, not {_type_name(item)}"))
+    return problems
+
+
+def _label_problems(labels: dict[str, str]) -> list[tuple[str, str]]:
+    """Keys and values Kubernetes refuses; a bad key is shown at the map (a field path made of
+    it would be unreadable), a bad value at its key."""
+    problems = []
+    for key, value in labels.items():
+        if is_label_key(key) and is_label_value(value):
+            continue  # the common case, answered from the caches
+        if message := label_key_message(key):
+            problems.append(("metadata.labels", message))
+        elif message := label_value_message(value):
+            problems.append((f"metadata.labels.{key}", message))
+    return problems
+
+
+def _data_problems(value: Any, path: str) -> list[tuple[str, str]]:
+    """A ConfigMap's or Secret's data: keys Kubernetes takes, values strings (null is read as
+    empty by the API server)."""
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        return [(path, f"must be a mapping of strings to strings, not {_type_name(value)}")]
+    problems = []
+    for key, item in value.items():
+        if isinstance(key, str) and is_data_key(key) and (item is None or isinstance(item, str)):
+            continue
+        if not isinstance(key, str):
+            problems.append((path, f"keys must be strings, found {_type_name(key)} {key!r:.40}"))
+        elif message := data_key_message(key):
+            problems.append((path, message))
+        elif item is not None and not isinstance(item, str):
             problems.append((f"{path}.{key}", f"must be a string, not {_type_name(item)}"))
     return problems
 
@@ -55,6 +102,9 @@ def shape_problems(body: dict[str, Any]) -> list[tuple[str, str]]:
     kind = body.get("kind")
     if isinstance(kind, str) and kind in _WEBHOOK_CONFIGURATIONS:
         problems += _list_of_mappings_problems(body.get("webhooks"), "webhooks")
+    for field in _DATA_FIELDS.get(kind, ()) if isinstance(kind, str) else ():
+        if (data := body.get(field)) is not None:
+            problems += _data_problems(data, field)
     return problems
 
 
@@ -74,7 +124,9 @@ def metadata_problems(body: dict[str, Any]) -> list[tuple[str, str]]:
     namespace = metadata.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         problems.append(("metadata.namespace", f"must be a string, not {_type_name(namespace)}"))
-    problems += _string_map_problems(metadata.get("labels"), "metadata.labels")
+    labels = metadata.get("labels")
+    found = _string_map_problems(labels, "metadata.labels")
+    problems += found or (_label_problems(labels) if isinstance(labels, dict) else [])
     annotations = metadata.get("annotations")
     found = _string_map_problems(annotations, "metadata.annotations")
     problems += found
@@ -91,3 +143,14 @@ def metadata_problems(body: dict[str, Any]) -> list[tuple[str, str]]:
                 )
             )
     return problems
+
+
+def object_ref_of(body: dict[str, Any]) -> str | None:
+    """ "Kind namespace/name" of an object whose shape is wrong, from what of it is readable (None
+    without a name): for its error message."""
+    metadata = body.get("metadata")
+    if not isinstance(metadata, dict) or not isinstance(name := metadata.get("name"), str) or not name:
+        return None
+    namespace = metadata.get("namespace")
+    where = f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
+    return f"{body.get('kind')} {where}"

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from btp_gitops.generator.core.errors import PathNotAllowed, Problem, SourceSyntaxError, raise_if_problems
-from btp_gitops.generator.core.object_shape import shape_problems
+from btp_gitops.generator.core.object_shape import object_ref_of, shape_problems
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
@@ -114,8 +114,7 @@ def documents_in_text(
             shape = [] if body.get("kind") == "List" else shape_problems(body)
             if shape:
                 problems += [
-                    Problem(file=shown, document=index, field_path=field, message=message)
-                    for field, message in shape
+                    Problem(shown, message, index, object_ref_of(body), field) for field, message in shape
                 ]
                 continue
             yield SourceDocument(file=shown, document=index, body=body, directory=where)

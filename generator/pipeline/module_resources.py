@@ -4,14 +4,15 @@
     -> apply/<template file>, excluded/to-exclude.yml, delete/to-delete.yml, .release.yml
     -> write atomically
 
-`delete/to-delete.yml` is one release step, as BTP Manager computed it: the documents of the
-previous release's `apply/` that this release no longer produces, matched on group, kind,
-namespace and name (empty when the object set did not change). A release is the `--release` tag
-with the chart's name and version, recorded in `.release.yml`. Regenerating the same release keeps
-its list (minus anything produced again, plus anything the regeneration stopped producing), so
-the command is idempotent and a re-run never loses a deletion; a new release starts afresh from
-the previous `apply/`. An artifact written before the record existed is read the old way: the
-list is kept when the object set is unchanged.
+`delete/to-delete.yml` is one release step, as BTP Manager's release script computes it: the
+documents of the previous release's `apply/` that this release no longer produces, matched on
+group, kind, namespace and name (empty when the object set did not change); the previous
+`delete/` is not carried over. A release is the `--release` tag with the chart's name and
+version, recorded in `.release.yml`. Regenerating the same release keeps its list (minus anything
+produced again, plus anything the regeneration stopped producing), so the command is idempotent
+and a re-run never loses a deletion; a new release, and an artifact without the record (BTP
+Manager's own, or one written before the record existed), start afresh from the previous
+`apply/`.
 
 The format (file names, `# Source:` lines, reading back) is domains.btp_operator.artifact, which
 the controller reads the artifact with too.
@@ -131,12 +132,10 @@ def removed_documents(
     """The delete list of `release`: see the module's docstring for the rule."""
     before = previous_apply_documents(previous)
     dropped = [d for d in before if object_key(d.body) not in current_keys]
-    last_release = recorded_release(previous)
-    same_release = last_release == release
-    # An artifact from before the record: keep the list when the object set is unchanged.
-    unrecorded_rerun = last_release is None and {object_key(d.body) for d in before} == current_keys
+    # Only a record of this very release says the previous list is this release's own; without
+    # one (BTP Manager's artifact) the list is a past step's, which its script never carries over.
     kept: list[SourcedDocument] = []
-    if DELETE_FILE in previous and (same_release or unrecorded_rerun):
+    if DELETE_FILE in previous and recorded_release(previous) == release:
         kept = _previous_documents(DELETE_FILE, previous[DELETE_FILE])
     listed: dict[ObjectKey, SourcedDocument] = {}
     for document in kept + dropped:

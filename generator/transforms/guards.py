@@ -6,7 +6,9 @@ Secret inside a List is found like a top-level one. It refuses
 
 - a Secret (`kind: Secret`) with `data` or `stringData`, wherever it sits, unless every value in
   both is PEM certificates and nothing else (core.keys.is_certificate_bundle): public data, such
-  as the client CA Istio reads from `<credentialName>-cacert`;
+  as the client CA Istio reads from `<credentialName>-cacert`; for module-resources
+  (`placeholders`), unless every value is a placeholder: empty, or under a key of
+  PUBLIC_SECRET_CONSTANTS exactly one of the constants listed for it;
 - a private key in any string of any object, keys of maps included, in any encoding core.keys
   recognises (PEM, OpenSSH, PuTTY, base64 or hex of those, DER PKCS#8 / PKCS#1 / SEC1 in base64);
 - a private key anywhere in the text of any output file (kustomization, wiring, records).
@@ -21,6 +23,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from btp_gitops.generator.core.errors import CredentialInOutput, Problem
@@ -33,6 +36,19 @@ REFUSAL = (
 )
 
 Path = tuple[str | int, ...]
+
+# The only values other than empty ones a placeholder Secret of module-resources may hold, by key:
+# constants of the SAP BTP service operator's chart, the same on every landscape (the path of the
+# OAuth token endpoint is not a credential; BTP Manager's artifact carries it in the operator's
+# Secret, which the cluster fills with the real values). Exact text, nothing derived from it.
+PUBLIC_SECRET_CONSTANTS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {"tokenurlsuffix": frozenset({"/oauth/token"})}
+)
+_PLACEHOLDER_REFUSAL = (
+    "Secret with a value: module-resources keeps a Secret only with empty values (and "
+    + ", ".join(f"{key}: {' or '.join(sorted(v))}" for key, v in sorted(PUBLIC_SECRET_CONSTANTS.items()))
+    + ")"
+)
 _SECRET_KIND = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?Secret(?![\w-])""")
 
 
@@ -73,19 +89,39 @@ def _certificates_only(node: dict[str, Any]) -> bool:
     return bool(texts) and all(text is not None and is_certificate_bundle(text) for text in texts)
 
 
-def _secret_field_with_data(node: dict[str, Any], placeholders: bool) -> str | None:
-    """`data` or `stringData` if `node` is a Secret that has values there, else None. A Secret of
-    public certificates only has none that count."""
+def _is_placeholder(field: str, key: object, value: object) -> bool:
+    """An empty value, or one of the public constants listed for its key: in `data` the canonical
+    base64 of the constant, in `stringData` the constant itself."""
+    if value in ("", None):
+        return True
+    constants = PUBLIC_SECRET_CONSTANTS.get(key) if isinstance(key, str) else None
+    if constants is None or not isinstance(value, str):
+        return False
+    if field == "stringData":
+        return value in constants
+    return any(value == base64.b64encode(c.encode("utf-8")).decode("ascii") for c in constants)
+
+
+def _secret_fields_with_data(node: dict[str, Any], placeholders: bool) -> list[Path]:
+    """Where a Secret holds values that count: `data`, `stringData` (or, with `placeholders`, each
+    of their keys whose value is not a placeholder). None for an object that is not a Secret or
+    a Secret of public certificates only."""
     if node.get("kind") != "Secret" or _certificates_only(node):
-        return None
+        return []
+    found: list[Path] = []
     for field in ("data", "stringData"):
         values = node.get(field)
+        if not values:
+            continue
         if placeholders and isinstance(values, dict):
-            # Only a value that is not empty counts.
-            values = [value for value in values.values() if value not in ("", None)]
-        if values:
-            return field
-    return None
+            found += [(field, str(k)) for k, v in values.items() if not _is_placeholder(field, k, v)]
+        else:
+            found.append((field,))
+    return found
+
+
+def _data_message(path: Path, placeholders: bool) -> str:
+    return _PLACEHOLDER_REFUSAL if placeholders and len(path) > 1 else "Secret with data"
 
 
 def _where(path: Path) -> str:
@@ -112,9 +148,9 @@ def object_problems(manifest: Manifest, placeholders: bool = False) -> list[Prob
             continue
         if isinstance(node.get("kind"), str):
             objects[path] = describe(node)
-        if field := _secret_field_with_data(node, placeholders):
+        for where in _secret_fields_with_data(node, placeholders):
             inside = " (inside a list)" if path else ""
-            problems.append(found((*path, field), f"Secret with data{inside}"))
+            problems.append(found((*path, *where), f"{_data_message(where, placeholders)}{inside}"))
         for key in node:
             if isinstance(key, str) and len(key) >= MIN_KEY_TEXT and (what := private_key_in(key)):
                 problems.append(found(path, f"a map key is {_article(what)}"))
@@ -150,14 +186,16 @@ def credential_problems(
     for manifest in manifests:
         if walk:
             problems += object_problems(manifest, placeholders)
-        elif isinstance(manifest.body, dict) and (
-            field := _secret_field_with_data(manifest.body, placeholders)
-        ):
-            problems.append(
+        elif isinstance(manifest.body, dict):
+            problems += [
                 Problem(
-                    manifest.origin, "Secret with data", object_ref=describe(manifest.body), field_path=field
+                    manifest.origin,
+                    _data_message(where, placeholders),
+                    object_ref=describe(manifest.body),
+                    field_path=_where(where),
                 )
-            )
+                for where in _secret_fields_with_data(manifest.body, placeholders)
+            ]
     problems += [Problem(file=name, message=f"contains {_article(what)}") for name, what in keyed]
     return problems
 
@@ -169,7 +207,9 @@ def assert_no_credentials(
     text. `serialized` maps output file names to their text: every byte we would write.
 
     `placeholders` is for module-resources: BTP Manager's artifact ships the operator's Secret
-    with every value empty (filled in the cluster); such a Secret passes, one value does not.
+    with its credentials empty (filled in the cluster) and `tokenurlsuffix: /oauth/token`; a
+    Secret passes when every value is empty or a constant of PUBLIC_SECRET_CONSTANTS for its
+    key, and any other value is refused at its key.
     """
     problems = credential_problems(manifests, serialized, placeholders)
     if problems:

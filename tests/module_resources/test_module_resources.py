@@ -199,9 +199,10 @@ def test_a_sequence_of_chart_releases(tmp_path: Path, run_cli: RunCli) -> None:
     assert yaml.safe_load((out / ".release.yml").read_text())["release"] == "sap-btp-operator-next"
 
 
-def test_an_artifact_from_before_the_release_record_is_migrated(tmp_path: Path, run_cli: RunCli) -> None:
-    """An artifact written by an earlier btp-gitops (apply/*.yml, no .release.yml, a last step's
-    to-delete): its files take the templates' names, and an unchanged object set keeps the list."""
+def test_an_artifact_without_the_release_record_is_migrated(tmp_path: Path, run_cli: RunCli) -> None:
+    """An artifact without .release.yml (BTP Manager's own, or one an earlier btp-gitops wrote with
+    apply/*.yml names) and a last step's to-delete: its files take the templates' names, and the
+    list is computed afresh from its apply/, as BTP Manager's script does: the old entries go."""
     out = tmp_path / "module-resources"
     _generate(run_cli, CHART, out)
     legacy_delete = (
@@ -215,10 +216,7 @@ def test_an_artifact_from_before_the_release_record_is_migrated(tmp_path: Path, 
 
     _generate(run_cli, CHART, out)
     assert all(name.endswith(".yaml") for name in _apply_files(out))
-    assert read_tree(out) == {
-        **read_tree(ROOT / "module-resources"),
-        "delete/to-delete.yml": legacy_delete.encode(),
-    }
+    assert read_tree(out) == read_tree(ROOT / "module-resources")
 
 
 @pytest.mark.parametrize(
@@ -278,3 +276,27 @@ def test_a_chart_rendering_the_same_text_twice_gives_that_render_and_pins_nothin
         "data.CLUSTER_ID",
         "spec.template.metadata.annotations.checksum/config",
     ]
+
+
+def test_a_chart_object_kubernetes_would_refuse_is_a_chart_error(tmp_path: Path, run_cli: RunCli) -> None:
+    """Labels and data keys of the chart's output are checked as the API server checks them: every
+    problem at once, naming the template, the object and the field; nothing written."""
+    chart = tmp_path / "chart"
+    shutil.copytree(CHART, chart)
+    (chart / "templates" / "odd.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: odd\n  namespace: {{ .Release.Namespace }}\n"
+        "  labels:\n    team/owner/extra: a\n    tier: two words\ndata:\n  1: one\n"
+    )
+    out = tmp_path / "module-resources"
+    result = run_cli("module-resources", "--chart", chart, "--out", out)
+    assert result.returncode == 4, result.stderr
+    where = "sap-btp-operator/templates/odd.yaml: document 1 (ConfigMap kyma-system/odd): "
+    assert [line.strip() for line in result.stderr.splitlines()[1:]] == [
+        f"{where}metadata.labels: label key 'team/owner/extra' is not a qualified name: an optional "
+        "DNS-1123 subdomain and '/', then at most 63 of A-Z, a-z, 0-9, '-', '_' and '.', starting "
+        "and ending with a letter or digit",
+        f"{where}metadata.labels.tier: label value 'two words' must be empty or at most 63 of A-Z, "
+        "a-z, 0-9, '-', '_' and '.', starting and ending with a letter or digit",
+        f"{where}data: keys must be strings, found an integer 1",
+    ]
+    assert not out.exists()

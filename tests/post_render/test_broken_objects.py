@@ -84,6 +84,45 @@ CHART_LABEL = "    helm.sh/chart: sap-btp-operator-1.2.3\n"
             "MutatingWebhookConfiguration x, line 1",
             "webhooks: must be a list, not a mapping",
         ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sap-btp-operator-config\n"
+            f"  labels:\n{CHART_LABEL}data:\n  1: x\n  CLUSTER_ID: c1\n",
+            "ConfigMap sap-btp-operator-config, line 1",
+            "data: keys must be strings, found an integer 1",
+        ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  replicas: 3\n",
+            "ConfigMap x, line 1",
+            "data.replicas: must be a string, not an integer",
+        ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\nbinaryData:\n  a b: eA==\n",
+            "ConfigMap x, line 1",
+            "binaryData: key 'a b' must be at most 253 of A-Z, a-z, 0-9, '-', '_' and '.', and not '.' or '..'",
+        ),
+        (
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\nstringData:\n  ..: x\n",
+            "Secret x, line 1",
+            "stringData: key '..' must be at most 253 of A-Z, a-z, 0-9, '-', '_' and '.', and not '.' or '..'",
+        ),
+        (
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\ndata: [a]\n",
+            "Secret x, line 1",
+            "data: must be a mapping of strings to strings, not a list",
+        ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels:\n    bad key!: a\n",
+            "ConfigMap x, line 1",
+            "metadata.labels: label key 'bad key!' is not a qualified name: an optional DNS-1123 "
+            "subdomain and '/', then at most 63 of A-Z, a-z, 0-9, '-', '_' and '.', starting and "
+            "ending with a letter or digit",
+        ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels:\n    tier: gold plated\n",
+            "ConfigMap x, line 1",
+            "metadata.labels.tier: label value 'gold plated' must be empty or at most 63 of A-Z, a-z, "
+            "0-9, '-', '_' and '.', starting and ending with a letter or digit",
+        ),
     ],
     ids=[
         "name-int",
@@ -99,6 +138,13 @@ CHART_LABEL = "    helm.sh/chart: sap-btp-operator-1.2.3\n"
         "apiversion-list",
         "webhook-string",
         "webhooks-map",
+        "operator-configmap-integer-key",
+        "configmap-integer-value",
+        "binarydata-key-space",
+        "secret-key-dotdot",
+        "secret-data-list",
+        "label-key-syntax",
+        "label-value-syntax",
     ],
 )
 def test_broken_object_is_refused(post_render_cli: PostRender, body: str, where: str, expected: str) -> None:
@@ -122,6 +168,14 @@ def test_a_list_item_is_checked_like_an_object(post_render_cli: PostRender) -> N
         "List item 0, line 2, Source: sap-btp-operator/templates/broken.yaml): "
         "metadata.name: must be a string, not an integer\n"
     )
+
+
+def test_configmap_data_kubernetes_takes_passes(post_render_cli: PostRender) -> None:
+    """Null reads as empty for the API server; dotted keys and empty values are keys and values."""
+    stream = HEAD + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a.b_c-1:\n  .env: ''\n"
+    result = post_render_cli(stream, "--chart-version", "1.2.3")
+    assert result.returncode == 0, result.stderr
+    assert "a.b_c-1: null" in result.stdout
 
 
 def test_generate_name_and_null_labels_pass(post_render_cli: PostRender) -> None:

@@ -197,17 +197,22 @@ values = st.recursive(
     max_leaves=12,
 )
 names = st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)
+# What the API server takes (core.label_syntax): anything else is refused on reading, not passed on.
+label_keys = st.from_regex(r"[a-z](?:[a-z0-9-]{0,19}[a-z0-9])?", fullmatch=True)
+label_values = st.from_regex(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,20}[A-Za-z0-9])?)?", fullmatch=True)
+data_keys = st.from_regex(r"[-._A-Za-z0-9]{1,12}", fullmatch=True).filter(lambda key: key not in {".", ".."})
 objects = st.builds(
-    lambda kind, name, labels, data: {
+    lambda kind, name, labels, data, text_data: {
         "apiVersion": "v1",
         "kind": kind,
         "metadata": {"name": name, "labels": labels},
-        "data": data,
+        "data": text_data if kind in {"ConfigMap", "Secret"} else data,
     },
     st.sampled_from(["ConfigMap", "Secret", "Service", "Thing"]),
     names,
-    st.dictionaries(names, st.text(max_size=10), max_size=3),
+    st.dictionaries(label_keys, label_values, max_size=3),
     st.dictionaries(st.text(max_size=10), values, max_size=4),
+    st.dictionaries(data_keys, st.text(max_size=10) | st.none(), max_size=4),
 )
 
 

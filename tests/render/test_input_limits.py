@@ -115,7 +115,8 @@ def test_aliases_are_counted_over_the_whole_stream() -> None:
     """Many documents each under the limit still add up: the budget is the stream's, not each one's."""
     level = '  l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n'
     level += "".join(f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 5))
-    document = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm{n}\ndata:\n" + level
+    # A custom kind: a ConfigMap's data must map strings to strings (core.object_shape).
+    document = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w{n}\nspec:\n" + level
     per_document = 10**5  # about what the deepest level expands to
     count = MAX_ALIAS_NODES // per_document + 2
     stream = "".join(f"---\n{document.format(n=n)}" for n in range(count))
@@ -272,7 +273,9 @@ def test_annotations_over_256_kib_are_refused(tmp_path: Path, run_cli: RunCli) -
     for result in (rendered, streamed):
         assert result.returncode == ExitCode.INPUT, result.stderr
         assert message in result.stderr
-    assert "annotated.yaml: document 1: metadata.annotations: 256 KiB" in rendered.stderr
+    assert (
+        "annotated.yaml: document 1 (ConfigMap annotated): metadata.annotations: 256 KiB" in rendered.stderr
+    )
     fine = subprocess.run(
         [str(CLI), "post-render", "--chart-version", "1.0.0"],
         input=f"---\n{under}",

@@ -409,7 +409,7 @@ def test_module_resources_refuses_a_secret_value_or_a_key_and_keeps_placeholders
     result = run_cli("module-resources", "--chart", chart, "--out", out, cwd=ROOT)
 
     assert result.returncode == ExitCode.OUTPUT, result.stderr
-    assert "(Secret v): data: Secret with data" in result.stderr
+    assert "(Secret v): data.clientsecret: Secret with a value" in result.stderr
     assert (
         "(ConfigMap k): binaryData.id: contains base64 of a DER PKCS#8 private key (Ed25519)" in result.stderr
     )
