@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import btp_gitops
+from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.validation import SchemaRegistry
@@ -147,8 +148,18 @@ def rendered_app(payload: dict[str, Any]) -> AppRender | None:
         notes = [Note(Level(n["level"]), n["reason"], n["subject"], n["message"]) for n in payload["notes"]]
     except ValueError:
         return None
-    manifests = [Manifest(o["body"], o["origin"], o["text"]) for o in payload["objects"]]
+    # The text is what is written, the body what the guard checks: a text that could spell a
+    # Secret (the word, or an escape) is written again from the body, so that the two cannot
+    # differ in what the credential guard looks for.
+    manifests = [
+        Manifest(o["body"], o["origin"], None if _could_spell_secret(o["text"]) else o["text"])
+        for o in payload["objects"]
+    ]
     return AppRender(payload["app"], manifests, notes, payload.get("group"))
+
+
+def _could_spell_secret(text: str | None) -> bool:
+    return text is not None and ("Secret" in text or "\\" in text)
 
 
 def _app_shape(app: Any) -> bool:
@@ -165,6 +176,7 @@ def _app_shape(app: Any) -> bool:
     return all(
         isinstance(o, dict)
         and isinstance(o.get("body"), dict)
+        and not shape_problems(o["body"])
         and isinstance(o.get("origin"), str)
         and (o.get("text") is None or isinstance(o.get("text"), str))
         for o in objects

@@ -46,6 +46,8 @@ import contextlib
 import hashlib
 import json
 import os
+import posixpath
+import re
 import secrets
 import zlib
 from collections.abc import Iterable, Sequence
@@ -53,7 +55,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core.errors import InputError
+from btp_gitops.generator.core.layout import KUSTOMIZATION, TENANTS_DIR, kustomization
+from btp_gitops.generator.core.names import NameRule, name_message, path_message
+from btp_gitops.generator.core.object_shape import shape_problems
+from btp_gitops.generator.core.objects import object_key
 from btp_gitops.generator.io.cache_files import (
     atomic_write_at,
     open_directory,
@@ -63,6 +69,7 @@ from btp_gitops.generator.io.cache_files import (
 
 FORMAT = 2
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
+MAX_OBJECTS_BYTES = 8 << 20  # one app's objects, decompressed (as a render cache entry's limit)
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
 DELTA_SHARE = 8  # a delta holds at most 1/DELTA_SHARE of the records (or DELTA_MIN), else a new base
 DELTA_MIN = 64
@@ -73,6 +80,42 @@ _DELTA = ".delta"
 
 Identity = tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
 Key = str  # an object's key as core.objects.ObjectKey.text gives it
+
+
+# What a pack's app may name, checked on reading as a render checks a fresh app before writing:
+# the common forms by one match each (20,000 apps are read per render), anything else by the
+# render's own rules (core.names, core.layout).
+_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
+_LAYOUT_PATH = re.compile(r"(?:[a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9._-]*\Z")  # a file, or in a stage
+_LISTING = re.compile(
+    r"apiVersion: kustomize\.config\.k8s\.io/v1beta1\nkind: Kustomization\nresources:\n"
+    r"(?:- [a-z][a-z0-9_-]*\.[a-z0-9._-]*\n)*\Z"
+)
+
+
+def _subdomain(name: str) -> bool:
+    return (len(name) <= 253 and _SUBDOMAIN.match(name) is not None) or name_message(
+        name, NameRule.SUBDOMAIN
+    ) is None
+
+
+def _layout_holds(texts: dict[str, str]) -> bool:
+    """Every path a plain relative one, and every kustomization.yaml one the layout writes for
+    the files beside it: resources in the same directory, nothing else (a forged one could
+    generate a Secret or pull in files from elsewhere)."""
+    if not all(_LAYOUT_PATH.match(path) or path_message(path) is None for path in texts):
+        return False
+    for path, text in texts.items():
+        if (path == KUSTOMIZATION or path.endswith("/" + KUSTOMIZATION)) and not _LISTING.match(text):
+            directory = posixpath.dirname(path)
+            beside = [
+                posixpath.basename(other)
+                for other in texts
+                if other != path and posixpath.dirname(other) == directory
+            ]
+            if text != kustomization(beside):
+                return False
+    return True
 
 
 def identity_of(status: os.stat_result) -> Identity:
@@ -88,8 +131,23 @@ def pack_name(scope: str, sources: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
-class PackDamaged(BtpGitopsError):
-    """A pack whose checksums hold but whose objects do not decode: written by something else."""
+class PackDamaged(InputError):
+    """A pack whose checksums hold but whose objects do not decode, decompress beyond
+    `MAX_OBJECTS_BYTES`, have the shape of no Kubernetes object or are not the objects its keys
+    name: written by something else. Exit 3, naming the pack's app; never a traceback."""
+
+
+def inflate(data: bytes, limit: int) -> bytes | None:
+    """`data` decompressed (zlib) when it is one whole stream of at most `limit` bytes; None when
+    it is not, or would be larger (a bomb of compressed spaces stops at `limit`, not at its end)."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error:
+        return None
+    if len(out) > limit or inflater.unconsumed_tail or not inflater.eof or inflater.unused_data:
+        return None
+    return out
 
 
 @dataclass(slots=True)
@@ -112,19 +170,31 @@ class PackedApp:
         return bytes(self.blob[start:end])
 
     def objects_payload(self) -> list[tuple[dict[str, Any], str]]:
+        """The app's objects, checked as any input: bounded, each of an object's shape, and the
+        very objects its keys (which the duplicate check used) name."""
+        text = inflate(self.objects_bytes(), MAX_OBJECTS_BYTES)
         try:
-            payload = json.loads(zlib.decompress(self.objects_bytes()))
-        except (ValueError, RecursionError, zlib.error):
+            payload = json.loads(text) if text is not None else None
+        except (ValueError, RecursionError):
             payload = None
         if not isinstance(payload, list) or not all(
-            isinstance(o, list) and len(o) == 2 and isinstance(o[0], dict) and isinstance(o[1], str)
+            isinstance(o, list)
+            and len(o) == 2
+            and isinstance(o[0], dict)
+            and isinstance(o[1], str)
+            and not shape_problems(o[0])
             for o in payload
         ):
-            raise PackDamaged(
-                f"the render pack holds objects of app {self.app} that cannot be read: it was not "
-                "written by btp-gitops; remove the cache directory's packs/ or render with --no-cache"
-            )
+            raise self._damaged("cannot be read")
+        if [object_key(body).text() for body, _ in payload] != self.keys:
+            raise self._damaged("are not the ones its index names")
         return [(body, origin) for body, origin in payload]
+
+    def _damaged(self, what: str) -> PackDamaged:
+        return PackDamaged(
+            f"the render pack holds objects of app {self.app} that {what}: it was not written by "
+            "btp-gitops; remove the cache directory's packs/ or render with --no-cache"
+        )
 
 
 @dataclass(slots=True)
@@ -268,6 +338,11 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
     name, group, notes, keys, files, stages, objects = item
     if type(name) is not str or (group is not None and type(group) is not str) or type(notes) is not list:
         return None
+    if group is None:
+        if name == TENANTS_DIR or not _subdomain(name):
+            return None
+    elif not (_subdomain(name) and _subdomain(group)):
+        return None
     for note in notes:
         if type(note) is not dict or len(note) != 4:
             return None
@@ -290,7 +365,12 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
             texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
     except ValueError:  # not three parts, or not UTF-8 (UnicodeDecodeError)
         return None
-    if stages is not None and (type(stages) is not list or not all(type(s) is str for s in stages)):
+    if not _layout_holds(texts):
+        return None
+    if stages is not None and (
+        type(stages) is not list
+        or not all(type(s) is str and "/" not in s and path_message(s) is None for s in stages)
+    ):
         return None
     if type(objects) is not list or len(objects) != 2:
         return None
