@@ -19,11 +19,15 @@ not cached: the domain checks every record, cached or not, each render.
 
 Entries are untrusted input too: each carries a sha256 of its payload and its own name; an entry
 that is not a regular file, too large, a link, corrupt, truncated or another key's is ignored
-(the record is read and rendered as without a cache), never an error. Entries are opened relative
+(the record is read and rendered as without a cache), never an error; so is one whose objects
+do not have an object's shape. A cached record whose app is rendered again (its application
+changed) is checked against its schema, as a source is (pipeline.cached_sources). Entries are opened relative
 to the cache directory, no link followed. A write goes to a temporary file renamed into place,
 so concurrent renders sharing a directory each see whole entries. The directory is bounded: when
 a render wrote entries and the directory holds more than `max_bytes`, the entries used least
-recently (a hit refreshes an entry's time at most once a day) are removed down to 90 % of it.
+recently (a hit refreshes an entry's time at most once a day) are removed down to 90 % of it;
+only files that are entries by name (hex shard, hex key, `.json`), kind (a regular file, no link
+followed) and header (their own key) are counted or removed, never anything else in the directory.
 What it holds is counted by scanning it (20,000 entries: a tenth of a warm render), so the
 directory keeps a ledger, `usage`: the bytes found by the last scan plus those written since,
 and the renders since. A render that wrote entries adds their bytes and scans only when the
@@ -38,8 +42,10 @@ import functools
 import hashlib
 import json
 import os
+import re
+import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -68,7 +74,7 @@ _TOUCH_AFTER = 24 * 3600.0  # a hit refreshes the entry's time when it is older 
 _SUFFIX = ".json"
 
 
-def default_cache_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
+def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
     """`$XDG_CACHE_HOME/btp-gitops/render`, else `~/.cache/btp-gitops/render`."""
     base = environ.get("XDG_CACHE_HOME") or ""
     root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
@@ -306,17 +312,22 @@ class RenderCache:
 
     def _scan(self, root: int) -> int:
         """Every entry's size and time; the least recently used removed when over max_bytes.
-        What is left (bytes)."""
+        What is left (bytes). Only entries count and go: a file named as an entry is (hex shard,
+        hex key, `.json`), a regular file (no link followed), whose header names its own key
+        (`_is_entry`, read just before it is removed); anything else in the directory is left
+        alone."""
         found: list[tuple[float, int, str, str]] = []
         with os.scandir(root) as shards:
-            names = [s.name for s in shards if len(s.name) == 2 and s.is_dir(follow_symlinks=False)]
+            names = [
+                s.name for s in shards if _SHARD_NAME.fullmatch(s.name) and s.is_dir(follow_symlinks=False)
+            ]
         for shard_name in sorted(names):
             shard_fd = self._shard_named(shard_name, create=False)
             if shard_fd is None:
                 continue
             with os.scandir(shard_fd) as entries:
                 for entry in entries:
-                    if entry.is_file(follow_symlinks=False):
+                    if _ENTRY_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
                         info = entry.stat(follow_symlinks=False)
                         found.append((info.st_mtime, info.st_size, shard_name, entry.name))
         total = sum(size for _, size, _, _ in found)
@@ -327,7 +338,7 @@ class RenderCache:
             if total <= self.max_bytes * 0.9:
                 break
             shard_fd = self._shard_named(shard_name, create=False)
-            if shard_fd is None:
+            if shard_fd is None or not _is_entry(shard_fd, shard_name, name):
                 continue
             try:
                 os.unlink(name, dir_fd=shard_fd)
@@ -335,6 +346,32 @@ class RenderCache:
             except OSError:
                 pass
         return total
+
+
+_SHARD_NAME = re.compile(r"[0-9a-f]{2}")
+_ENTRY_NAME = re.compile(r"[0-9a-f]{62}\.json")
+_PEEK_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _is_entry(shard_fd: int, shard_name: str, name: str) -> bool:
+    """Whether the file `name` of a shard is an entry: a regular file (not followed if a link)
+    whose header line starts as `_encode` writes it, with the key its place names."""
+    key = shard_name + name.removesuffix(_SUFFIX)
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), dir_fd=shard_fd
+        )
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, 128)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return re.match(rb'\{"format": [0-9]+, "key": "' + key.encode() + rb'", ', head) is not None
 
 
 def _encode(key: str, entry: Entry) -> bytes | None:

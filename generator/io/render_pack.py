@@ -93,6 +93,9 @@ _LISTING = re.compile(
 )
 
 
+_PACK_NAME = re.compile(r"[0-9a-f]{64}\.pack")
+
+
 def _subdomain(name: str) -> bool:
     return (len(name) <= 253 and _SUBDOMAIN.match(name) is not None) or name_message(
         name, NameRule.SUBDOMAIN
@@ -524,7 +527,8 @@ def _keep_latest(packs: int) -> None:
     found: list[tuple[int, str]] = []
     with os.scandir(packs) as listing:
         for entry in listing:
-            if entry.name.endswith(_SUFFIX) and entry.is_file(follow_symlinks=False):
+            # A pack by its name (the sha256 pack_name gives), a regular file: nothing else is removed.
+            if _PACK_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
                 with contextlib.suppress(OSError):
                     found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
     found.sort(reverse=True)
