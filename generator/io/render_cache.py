@@ -17,12 +17,14 @@ used only when the digest of the application inputs it records is today's; other
 is rendered again and the entry replaced. Cross-tenant rules (names, tenant ids, subdomains) are
 not cached: the domain checks every record, cached or not, each render.
 
-Entries are untrusted input too: each carries a sha256 of its payload and its own name; an entry
-that is not a regular file, too large, a link, corrupt, truncated or another key's is ignored
-(the record is read and rendered as without a cache), never an error; so is one whose objects
-do not have an object's shape. A cached record whose app is rendered again (its application
-changed) is checked against its schema, as a source is (pipeline.cached_sources). Entries are opened relative
-to the cache directory, no link followed. A write goes to a temporary file renamed into place,
+Entries are untrusted input too: each carries its own name and an HMAC of it and its payload
+under the user's cache key (io.cache_key: not in the cache directory, so whoever can write the
+directory cannot sign an entry); an entry whose MAC does not hold, that is not a regular file,
+too large, a link, corrupt, truncated or another key's is ignored (the record is read and
+rendered as without a cache), never an error; so is one whose objects do not have an object's
+shape. A cached record whose app is rendered again (its application changed) is checked against
+its schema, as a source is (pipeline.cached_sources). Entries are opened relative to the cache
+directory, no link followed. A write goes to a temporary file renamed into place,
 so concurrent renders sharing a directory each see whole entries. The directory is bounded: when
 a render wrote entries and the directory holds more than `max_bytes`, the entries used least
 recently (a hit refreshes an entry's time at most once a day) are removed down to 90 % of it;
@@ -63,8 +65,9 @@ from btp_gitops.generator.io.cache_files import (
     open_subdirectory,
     read_whole_at,
 )
+from btp_gitops.generator.io.cache_key import cache_secret, new_mac, same_mac
 
-FORMAT = 1
+FORMAT = 2  # 2: an HMAC (io.cache_key) instead of a sha256
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
 MAX_ENTRY_BYTES = 8 << 20  # an entry larger than this is not read (a tenant's app is a few KiB)
 RESCAN_AFTER = 64  # renders adding to the ledger before the directory is scanned again
@@ -192,8 +195,12 @@ def _app_shape(app: Any) -> bool:
 class RenderCache:
     """A cache directory the command owns (`--cache-dir`); see the module docstring."""
 
-    def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES, secret: bytes | None = None
+    ) -> None:
         self.directory = directory
+        self._secret = secret  # io.cache_key's; asked for on first use when not given
+        self._secret_asked = secret is not None
         self.max_bytes = max_bytes
         self._root: int | None = None
         self._shards: dict[str, int] = {}
@@ -202,6 +209,13 @@ class RenderCache:
         self.written_bytes = 0
         self.scans = 0  # of the whole directory, to bound it
         self.packs_written = 0
+
+    @property
+    def secret(self) -> bytes | None:
+        """The key entries and packs are signed with (io.cache_key); None: no cache at all."""
+        if not self._secret_asked:
+            self._secret, self._secret_asked = cache_secret(), True
+        return self._secret
 
     # --- keys ------------------------------------------------------------------------------
 
@@ -248,18 +262,20 @@ class RenderCache:
 
     def read(self, key: str) -> Entry | None:
         """The entry of `key` when it is whole and its own; None otherwise (never an error)."""
-        shard = self._shard(key, create=False)
-        if shard is None:
+        secret = self.secret
+        shard = self._shard(key, create=False) if secret is not None else None
+        if shard is None or secret is None:
             return None
         data = read_whole_at(shard, key[2:] + _SUFFIX, MAX_ENTRY_BYTES, touch_after=_TOUCH_AFTER)
-        entry = _decode(key, data) if data is not None else None
+        entry = _decode(key, data, secret) if data is not None else None
         if entry is not None:
             self.hits += 1
         return entry
 
     def write(self, key: str, entry: Entry) -> None:
         """Store an entry (atomically); a directory that cannot be written is no error."""
-        data = _encode(key, entry)
+        secret = self.secret
+        data = _encode(key, entry, secret) if secret is not None else None
         if data is None:
             return
         shard = self._shard(key, create=True)
@@ -374,7 +390,14 @@ def _is_entry(shard_fd: int, shard_name: str, name: str) -> bool:
     return re.match(rb'\{"format": [0-9]+, "key": "' + key.encode() + rb'", ', head) is not None
 
 
-def _encode(key: str, entry: Entry) -> bytes | None:
+def _mac(secret: bytes, key: str, body: bytes) -> str:
+    mac = new_mac(secret)
+    mac.update(key.encode() + b"\0")
+    mac.update(body)
+    return mac.hexdigest()
+
+
+def _encode(key: str, entry: Entry, secret: bytes) -> bytes | None:
     payload = entry.payload()
     try:
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -385,11 +408,11 @@ def _encode(key: str, entry: Entry) -> bytes | None:
     if json.loads(text) != payload:
         return None
     body = text.encode("utf-8", "surrogatepass")
-    head = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()})
+    head = json.dumps({"format": FORMAT, "key": key, "mac": _mac(secret, key, body)})
     return head.encode() + b"\n" + body
 
 
-def _decode(key: str, data: bytes) -> Entry | None:
+def _decode(key: str, data: bytes, secret: bytes) -> Entry | None:
     head, newline, body = data.partition(b"\n")
     if not newline:
         return None
@@ -399,7 +422,7 @@ def _decode(key: str, data: bytes) -> Entry | None:
             not isinstance(header, dict)
             or header.get("format") != FORMAT
             or header.get("key") != key
-            or header.get("sha256") != hashlib.sha256(body).hexdigest()
+            or not same_mac(_mac(secret, key, body), header.get("mac"))
         ):
             return None
         return Entry.of(json.loads(body))

@@ -25,8 +25,9 @@ the records that differ from the base's (added, changed, removed), naming the ba
 random id written into its header. A render that changed a few records writes the delta again, in O(changed);
 when the delta would hold more than an eighth of the records, the base is written anew (and a
 delta naming an older base is ignored). Each file is a header line (format, name, kind, id,
-stamp, lengths, the CRC-32 of the body: it finds damage as a cryptographic digest would, at less
-than half the cost, and a forger could rewrite either), an index (JSON: the records, each app's
+stamp, lengths, and an HMAC-SHA256 of the header's other fields and the body under the user's
+cache key, io.cache_key: the key is not in the cache directory, so whoever can write a pack there
+cannot sign one, and a pack whose MAC does not hold is not used), an index (JSON: the records, each app's
 file names and the spans of their texts) and a blob (the texts, UTF-8, and each app's objects as
 compressed JSON): reading a pack decodes the index and the file texts, not the objects.
 
@@ -34,9 +35,12 @@ A pack is named by the scope (code digest, schemas, target) and the source argum
 source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
 written least recently are removed). It is untrusted input like an entry: a file that is not a
 regular file, a link, larger than `MAX_PACK_BYTES`, truncated, corrupt, of another shape or
-another name's is ignored (the render proceeds without it); only a pack forged with a correct
-checksum but objects that do not decode fails the render that asks for those objects, with an
-error naming the pack. Written to a temporary file renamed into place, so concurrent renders
+another name's, unsigned, or whose apps name paths, directories or kustomizations a render
+would not write, is ignored (the render proceeds without it); only a pack signed with the key
+(stolen) whose objects do not decode, decompress beyond `MAX_OBJECTS_BYTES`, lack an object's
+shape or are not the ones its keys name fails the render that asks for those objects, with an
+error naming the pack (exit 3); the files of every app it hands the render pass the output
+guard (pipeline.reused_output). Written to a temporary file renamed into place, so concurrent renders
 each read whole files (the last one written wins).
 """
 
@@ -66,8 +70,9 @@ from btp_gitops.generator.io.cache_files import (
     open_subdirectory,
     read_whole_at,
 )
+from btp_gitops.generator.io.cache_key import new_mac, same_mac
 
-FORMAT = 2
+FORMAT = 3  # 3: an HMAC (io.cache_key) instead of a CRC-32
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
 MAX_OBJECTS_BYTES = 8 << 20  # one app's objects, decompressed (as a render cache entry's limit)
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
@@ -245,14 +250,23 @@ class _File:
     removed: list[str]
 
 
-def read_pack(directory: Path, name: str) -> Pack | None:
+def _mac(secret: bytes, header: dict[str, Any], body: bytes | memoryview) -> str:
+    """The MAC of a pack file: its header's other fields (canonical JSON) and its body."""
+    mac = new_mac(secret)
+    fields = {key: value for key, value in header.items() if key != "mac"}
+    mac.update(json.dumps(fields, sort_keys=True).encode() + b"\n")
+    mac.update(body)
+    return mac.hexdigest()
+
+
+def read_pack(directory: Path, name: str, secret: bytes) -> Pack | None:
     """The pack `name` in the cache directory when it is whole and its own; None otherwise."""
     packs = _directory_fd(directory, create=False)
     if packs is None:
         return None
     try:
         base_data = read_whole_at(packs, name + _SUFFIX, MAX_PACK_BYTES)
-        base = _decode(name, "base", base_data) if base_data is not None else None
+        base = _decode(name, "base", base_data, secret) if base_data is not None else None
         if base is None:
             return None
         delta_data = read_whole_at(packs, name + _DELTA, MAX_PACK_BYTES)
@@ -262,7 +276,7 @@ def read_pack(directory: Path, name: str) -> Pack | None:
     pack = Pack(base.header["stamp"], records, dict(records), base.header["id"])
     if len(records) != len(base.records):
         return None
-    delta = _decode(name, "delta", delta_data) if delta_data is not None else None
+    delta = _decode(name, "delta", delta_data, secret) if delta_data is not None else None
     if delta is not None and delta.header.get("base") == pack.base_id:
         records = dict(records)
         for shown in delta.removed:
@@ -272,7 +286,7 @@ def read_pack(directory: Path, name: str) -> Pack | None:
     return pack
 
 
-def _decode(name: str, kind: str, data: bytes) -> _File | None:
+def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
     newline = data.find(b"\n", 0, 4096)
     if newline < 0:
         return None
@@ -288,7 +302,7 @@ def _decode(name: str, kind: str, data: bytes) -> _File | None:
             or type(header.get("index")) is not int
             or header.get("length") != len(body)
             or type(header.get("id")) is not str
-            or header.get("crc32") != zlib.crc32(body)
+            or not same_mac(_mac(secret, header, body), header.get("mac"))
         ):
             return None
         index = json.loads(bytes(body[: header["index"]]))
@@ -409,7 +423,14 @@ def exact_in_json(value: Any) -> bool:
 
 
 def _encode(
-    name: str, kind: str, stamp: int, records: Iterable[PackedRecord], *, removed: list[str], base: str
+    name: str,
+    kind: str,
+    stamp: int,
+    records: Iterable[PackedRecord],
+    *,
+    removed: list[str],
+    base: str,
+    secret: bytes,
 ) -> bytes | None:
     """A pack file's bytes; None when it cannot be written."""
     blob = bytearray()
@@ -463,8 +484,8 @@ def _encode(
         "stamp": stamp,
         "index": len(encoded),
         "length": len(body),
-        "crc32": zlib.crc32(body),
     }
+    header["mac"] = _mac(secret, header, body)
     data = json.dumps(header).encode() + b"\n" + body
     return data if len(data) <= MAX_PACK_BYTES else None
 
@@ -481,7 +502,9 @@ def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:
     )
 
 
-def save_pack(directory: Path, name: str, stamp: int, records: list[PackedRecord], pack: Pack | None) -> bool:
+def save_pack(
+    directory: Path, name: str, stamp: int, records: list[PackedRecord], pack: Pack | None, *, secret: bytes
+) -> bool:
     """Write what changed since `pack` (the one this render read): nothing when nothing did, a
     delta against its base when few records differ from the base, else a new base. A directory
     that cannot be written is no error (False)."""
@@ -496,9 +519,11 @@ def save_pack(directory: Path, name: str, stamp: int, records: list[PackedRecord
         changed = [record for record in records if _differs(pack.base.get(record.shown), record)]
         removed = sorted(shown for shown in pack.base if shown not in current)
         if len(changed) + len(removed) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
-            encoded = _encode(name, "delta", stamp, changed, removed=removed, base=pack.base_id)
+            encoded = _encode(
+                name, "delta", stamp, changed, removed=removed, base=pack.base_id, secret=secret
+            )
             return encoded is not None and _store(directory, name + _DELTA, encoded)
-    encoded = _encode(name, "base", stamp, records, removed=[], base="")
+    encoded = _encode(name, "base", stamp, records, removed=[], base="", secret=secret)
     if encoded is None or not _store(directory, name + _SUFFIX, encoded):
         return False
     packs = _directory_fd(directory, create=False)

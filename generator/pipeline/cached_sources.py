@@ -243,7 +243,10 @@ class CachedSources:
     ) -> bool:
         """After a render that passed every check: what changed in the pack (io.render_pack.save_pack)."""
         records = self.pack_records(renders, inputs, files, stages)
-        if not save_pack(cache.directory, self.pack_name, self.stamp, records, self.pack):
+        secret = cache.secret
+        if secret is None or not save_pack(
+            cache.directory, self.pack_name, self.stamp, records, self.pack, secret=secret
+        ):
             return False
         cache.packs_written += 1
         return True
@@ -302,7 +305,8 @@ def thawed() -> None:
 def _load(paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress) -> CachedSources:
     problems: list[Problem] = []
     name = pack_name(scope, paths)
-    pack = read_pack(cache.directory, name)
+    secret = cache.secret
+    pack = read_pack(cache.directory, name, secret) if secret is not None else None
     packed = pack.records if pack is not None else {}
     loaded = CachedSources([], [], pack=pack, pack_name=name, stamp=time.time_ns())
     files = source_file_names(paths)
