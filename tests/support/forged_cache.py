@@ -1,13 +1,15 @@
 """Forging render cache entries and render packs as an attacker would, in the tests.
 
-An attacker who can write the cache directory can rewrite any file in it; signing what they
-wrote needs the user's cache key (io.cache_key), which is not in that directory. The helpers sign
-with the key when asked to (`sign=True`: a stolen key, so that the checks behind the MAC are
-exercised too), and otherwise leave the MAC the file had (a forgery without the key).
+An attacker who can write the cache directory can rewrite any file in it and fix up any
+checksum anyone can compute (a CRC-32 or a sha256, as the formats before the MAC had); signing
+what they wrote needs the user's cache key (io.cache_key), which is not in that directory. The
+helpers sign with the key when asked to (`sign=True`: a stolen key, so that the checks behind the
+MAC are exercised too), and otherwise leave the MAC the file had (a forgery without the key).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zlib
 from collections.abc import Callable
@@ -15,13 +17,28 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.io import render_cache, render_pack
-from btp_gitops.generator.io.cache_key import cache_secret
 
 
 def secret() -> bytes:
+    from btp_gitops.generator.io.cache_key import cache_secret  # noqa: PLC0415 - not in older formats
+
     key = cache_secret()
     assert key is not None
     return key
+
+
+def _seal_pack(fields: dict[str, Any], body: bytes, *, sign: bool) -> None:
+    if "crc32" in fields:  # the format before the MAC: anyone fixes it up
+        fields["crc32"] = zlib.crc32(body)
+    elif sign:
+        fields["mac"] = render_pack._mac(secret(), fields, body)
+
+
+def _seal_entry(header: dict[str, Any], body: bytes, *, sign: bool) -> None:
+    if "sha256" in header:  # the format before the MAC: anyone fixes it up
+        header["sha256"] = hashlib.sha256(body).hexdigest()
+    elif sign:
+        header["mac"] = render_cache._mac(secret(), header["key"], body)
 
 
 def packs(directory: Path) -> list[Path]:
@@ -43,8 +60,7 @@ def write_pack(pack: Path, fields: dict[str, Any], index: dict[str, Any], blob: 
     encoded = json.dumps(index).encode()
     body = encoded + blob
     fields = {**fields, "index": len(encoded), "length": len(body)}
-    if sign:
-        fields["mac"] = render_pack._mac(secret(), fields, body)
+    _seal_pack(fields, body, sign=sign)
     pack.write_bytes(json.dumps(fields).encode() + b"\n" + body)
 
 
@@ -84,13 +100,12 @@ def objects_of(app: list[Any], blob: bytes | bytearray) -> list[Any]:
     return objects
 
 
-def resign_entry(entry: Path, change: Callable[[dict[str, Any]], None] | None = None) -> None:
-    """Rewrite an entry's payload with `change` and sign it with the user's key."""
+def forge_entry(entry: Path, change: Callable[[dict[str, Any]], None], *, sign: bool = True) -> None:
+    """Rewrite an entry's payload with `change`, sealed as `sign` says."""
     head, body = entry.read_bytes().split(b"\n", 1)
-    key = json.loads(head)["key"]
+    header = json.loads(head)
     payload = json.loads(body)
-    if change is not None:
-        change(payload)
+    change(payload)
     data = json.dumps(payload).encode()
-    header = {"format": render_cache.FORMAT, "key": key, "mac": render_cache._mac(secret(), key, data)}
+    _seal_entry(header, data, sign=sign)
     entry.write_bytes(json.dumps(header).encode() + b"\n" + data)
