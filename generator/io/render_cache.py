@@ -326,12 +326,16 @@ class RenderCache:
         self.scans += 1
         self._write_usage(root, self._scan(root), 0)
 
+    def _holds_entry(self, shard_name: str, name: str) -> bool:
+        shard_fd = self._shard_named(shard_name, create=False)
+        return shard_fd is not None and _is_entry(shard_fd, shard_name, name)
+
     def _scan(self, root: int) -> int:
         """Every entry's size and time; the least recently used removed when over max_bytes.
         What is left (bytes). Only entries count and go: a file named as an entry is (hex shard,
         hex key, `.json`), a regular file (no link followed), whose header names its own key
-        (`_is_entry`, read just before it is removed); anything else in the directory is left
-        alone."""
+        (`_is_entry`, read when the directory is over the bound); anything else in the directory
+        is left alone."""
         found: list[tuple[float, int, str, str]] = []
         with os.scandir(root) as shards:
             names = [
@@ -349,12 +353,17 @@ class RenderCache:
         total = sum(size for _, size, _, _ in found)
         if total <= self.max_bytes:
             return total
+        # Over the bound (rarely): the files named as entries are looked into, and only those
+        # that are count and may go, so that a file planted under an entry's name can neither be
+        # removed nor make the real entries go.
+        found = [f for f in found if self._holds_entry(f[2], f[3])]
+        total = sum(size for _, size, _, _ in found)
         found.sort()
         for _, size, shard_name, name in found:
             if total <= self.max_bytes * 0.9:
                 break
             shard_fd = self._shard_named(shard_name, create=False)
-            if shard_fd is None or not _is_entry(shard_fd, shard_name, name):
+            if shard_fd is None:
                 continue
             try:
                 os.unlink(name, dir_fd=shard_fd)
