@@ -27,14 +27,14 @@ def secret() -> bytes:
     return key
 
 
-def _seal_pack(fields: dict[str, Any], body: bytes, *, sign: bool) -> None:
+def seal_pack(fields: dict[str, Any], body: bytes, *, sign: bool) -> None:
     if "crc32" in fields:  # the format before the MAC: anyone fixes it up
         fields["crc32"] = zlib.crc32(body)
     elif sign:
         fields["mac"] = render_pack._mac(secret(), fields, body)
 
 
-def _seal_entry(header: dict[str, Any], body: bytes, *, sign: bool) -> None:
+def seal_entry(header: dict[str, Any], body: bytes, *, sign: bool) -> None:
     if "sha256" in header:  # the format before the MAC: anyone fixes it up
         header["sha256"] = hashlib.sha256(body).hexdigest()
     elif sign:
@@ -60,7 +60,7 @@ def write_pack(pack: Path, fields: dict[str, Any], index: dict[str, Any], blob: 
     encoded = json.dumps(index).encode()
     body = encoded + blob
     fields = {**fields, "index": len(encoded), "length": len(body)}
-    _seal_pack(fields, body, sign=sign)
+    seal_pack(fields, body, sign=sign)
     pack.write_bytes(json.dumps(fields).encode() + b"\n" + body)
 
 
@@ -107,5 +107,5 @@ def forge_entry(entry: Path, change: Callable[[dict[str, Any]], None], *, sign: 
     payload = json.loads(body)
     change(payload)
     data = json.dumps(payload).encode()
-    _seal_entry(header, data, sign=sign)
+    seal_entry(header, data, sign=sign)
     entry.write_bytes(json.dumps(header).encode() + b"\n" + data)
