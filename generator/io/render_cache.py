@@ -66,6 +66,7 @@ from btp_gitops.generator.io.cache_files import (
     read_whole_at,
 )
 from btp_gitops.generator.io.cache_key import cache_secret, new_mac, same_mac
+from btp_gitops.generator.transforms.secret_text import could_spell_secret
 
 FORMAT = 2  # 2: an HMAC (io.cache_key) instead of a sha256
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
@@ -161,14 +162,14 @@ def rendered_app(payload: dict[str, Any]) -> AppRender | None:
     # Secret (the word, or an escape) is written again from the body, so that the two cannot
     # differ in what the credential guard looks for.
     manifests = [
-        Manifest(o["body"], o["origin"], None if _could_spell_secret(o["text"]) else o["text"])
+        Manifest(o["body"], o["origin"], None if _may_be_secret(o["text"]) else o["text"])
         for o in payload["objects"]
     ]
     return AppRender(payload["app"], manifests, notes, payload.get("group"))
 
 
-def _could_spell_secret(text: str | None) -> bool:
-    return text is not None and ("Secret" in text or "\\" in text)
+def _may_be_secret(text: str | None) -> bool:
+    return text is not None and could_spell_secret(text)
 
 
 def _app_shape(app: Any) -> bool:

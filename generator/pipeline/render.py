@@ -416,10 +416,10 @@ def _render_cluster(
     if len(rendered) < len(apps):
         fresh_files = cluster_files(fresh_apps, [named for _, named in rendered])
         checked = {**carry_over(fresh_files, kyma_plan.untouched_apps, previous or {}), **wiring}
-    # A credential is the graver finding: reported even where a name would also be refused. Every
-    # byte written is searched for keys, the reused apps' files too; those apps' objects are
-    # checked on their text (reused_output: a pack is untrusted input).
-    assert_no_credentials([m for app in fresh_apps for m in app.manifests], files)
+    # A credential is the graver finding: reported even where a name would also be refused. The
+    # files of apps reused from the pack pass the same guard on their text (reused_output: a
+    # pack is untrusted input).
+    assert_no_credentials([m for app in fresh_apps for m in app.manifests], checked)
     check_reused_output(apps)
     reject_unsafe_paths(apps, {**checked, **kyma_plan.record_files})
     if cache is not None and cached is not None and tenants is not None:
