@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from btp_gitops.generator.core.errors import UsageError
+from btp_gitops.generator.io.render_cache import default_cache_dir
 
 PARAMETERS_ENV = "ARGOCD_APP_PARAMETERS"
 SOURCE_PATH_ENV = "ARGOCD_APP_SOURCE_PATH"
@@ -91,20 +92,47 @@ _PATH_OPTIONS = {
 }
 
 
+# Options that name what btp-gitops itself trusts, not what it reads as input: refused in the
+# plugin, whatever they name (option -> why).
+_REFUSED_OPTIONS = {
+    "helm_binary": (
+        "--helm-binary",
+        "charts render with the embedded Helm engine (a binary named here would run a file of the "
+        "repository in the sidecar)",
+    ),
+    "schemas": (
+        "--schemas",
+        "sources are validated with the schemas btp-gitops ships (schemas from the repository "
+        "would let its sources through unchecked)",
+    ),
+    "cache_dir": (
+        "--cache-dir",
+        "the render cache is the sidecar's own ($XDG_CACHE_HOME/btp-gitops/render, else "
+        "~/.cache/btp-gitops/render); --no-cache renders without it (a cache directory named here "
+        "could be one the repository holds, whose entries decide what a record renders into)",
+    ),
+}
+
+
 def contain_plugin_options(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
     """The plugin env (BTP_GITOPS_ARGS) is set by whoever may edit an Application, like the
     parameters: every path on the command line must stay inside the checked-out repository, and
-    no helm binary may be named (it would run a file of the repository in the sidecar)."""
-    if getattr(args, "helm_binary", None):
-        raise UsageError(
-            "--helm-binary cannot be used in Argo CD's plugin: charts render with the embedded Helm engine"
-        )
+    the options that name something btp-gitops trusts (a helm binary, its schemas, its cache)
+    are refused. The default cache directory is used only when it lies outside the repository
+    (the sidecar's home, not the checkout); else the render goes without a cache."""
+    for dest, (option, why) in _REFUSED_OPTIONS.items():
+        if getattr(args, dest, None):
+            raise UsageError(f"{option} cannot be used in Argo CD's plugin: {why}")
     cwd = Path.cwd()
     root = repository_root(cwd, environ.get(SOURCE_PATH_ENV))
     for dest, option in _PATH_OPTIONS.items():
         given = getattr(args, dest, None)
         for value in given if isinstance(given, list) else [given] if given else []:
             _contained(f"Argo CD plugin, {option}", str(value), cwd, root)
+    if hasattr(args, "no_cache") and not args.no_cache:
+        cache = default_cache_dir(environ).resolve()
+        if cache.is_relative_to(root.resolve()):
+            args.no_cache = True  # the sidecar's home inside the checkout: no cache rather than the repo's
 
 
 def _value(parameter: Parameter, entry: Mapping[str, object]) -> str | list[str] | bool:

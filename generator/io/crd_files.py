@@ -8,7 +8,8 @@ from pathlib import Path
 from btp_gitops.generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
 from btp_gitops.generator.crds.generate import SchemaFile
 from btp_gitops.generator.io import bundled
-from btp_gitops.generator.io.schemas import default_schema_dir
+from btp_gitops.generator.io.input_files import UnreadableInput, decoded_text, read_input_bytes
+from btp_gitops.generator.io.schemas import MAX_SCHEMA_BYTES, default_schema_dir
 
 
 def default_crd_dir() -> Path:
@@ -24,9 +25,10 @@ def read_schema_files(directory: Path | None = None) -> list[SchemaFile]:
     files, problems = [], []
     for path in sorted(root.rglob("*.json")):
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as error:
-            problems.append(Problem(file=str(path), message=f"cannot read: {error.strerror or error}"))
+            # Bounded, regular files only: a FIFO named *.json is refused, not waited on.
+            document = json.loads(decoded_text(read_input_bytes(path, MAX_SCHEMA_BYTES)))
+        except UnreadableInput as error:
+            problems.append(Problem(file=str(path), message=error.reason))
             continue
         except json.JSONDecodeError as error:
             problems.append(
@@ -34,6 +36,11 @@ def read_schema_files(directory: Path | None = None) -> list[SchemaFile]:
                     file=str(path),
                     message=f"invalid JSON: line {error.lineno}, column {error.colno}: {error.msg}",
                 )
+            )
+            continue
+        except (ValueError, RecursionError):
+            problems.append(
+                Problem(file=str(path), message="invalid JSON: a number too long, or nested too deeply")
             )
             continue
         if not isinstance(document, dict):

@@ -17,13 +17,19 @@ used only when the digest of the application inputs it records is today's; other
 is rendered again and the entry replaced. Cross-tenant rules (names, tenant ids, subdomains) are
 not cached: the domain checks every record, cached or not, each render.
 
-Entries are untrusted input too: each carries a sha256 of its payload and its own name; an entry
-that is not a regular file, too large, a link, corrupt, truncated or another key's is ignored
-(the record is read and rendered as without a cache), never an error. Entries are opened relative
-to the cache directory, no link followed. A write goes to a temporary file renamed into place,
+Entries are untrusted input too: each carries its own name and an HMAC of it and its payload
+under the user's cache key (io.cache_key: not in the cache directory, so whoever can write the
+directory cannot sign an entry); an entry whose MAC does not hold, that is not a regular file,
+too large, a link, corrupt, truncated or another key's is ignored (the record is read and
+rendered as without a cache), never an error; so is one whose objects do not have an object's
+shape. A cached record whose app is rendered again (its application changed) is checked against
+its schema, as a source is (pipeline.cached_sources). Entries are opened relative to the cache
+directory, no link followed. A write goes to a temporary file renamed into place,
 so concurrent renders sharing a directory each see whole entries. The directory is bounded: when
 a render wrote entries and the directory holds more than `max_bytes`, the entries used least
-recently (a hit refreshes an entry's time at most once a day) are removed down to 90 % of it.
+recently (a hit refreshes an entry's time at most once a day) are removed down to 90 % of it;
+only files that are entries by name (hex shard, hex key, `.json`), kind (a regular file, no link
+followed) and header (their own key) are counted or removed, never anything else in the directory.
 What it holds is counted by scanning it (20,000 entries: a tenth of a warm render), so the
 directory keeps a ledger, `usage`: the bytes found by the last scan plus those written since,
 and the renders since. A render that wrote entries adds their bytes and scans only when the
@@ -38,14 +44,17 @@ import functools
 import hashlib
 import json
 import os
+import re
+import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import btp_gitops
+from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.validation import SchemaRegistry
@@ -56,8 +65,10 @@ from btp_gitops.generator.io.cache_files import (
     open_subdirectory,
     read_whole_at,
 )
+from btp_gitops.generator.io.cache_key import cache_secret, new_mac, same_mac
+from btp_gitops.generator.transforms.secret_text import could_spell_secret
 
-FORMAT = 1
+FORMAT = 2  # 2: an HMAC (io.cache_key) instead of a sha256
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
 MAX_ENTRY_BYTES = 8 << 20  # an entry larger than this is not read (a tenant's app is a few KiB)
 RESCAN_AFTER = 64  # renders adding to the ledger before the directory is scanned again
@@ -67,7 +78,7 @@ _TOUCH_AFTER = 24 * 3600.0  # a hit refreshes the entry's time when it is older 
 _SUFFIX = ".json"
 
 
-def default_cache_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
+def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
     """`$XDG_CACHE_HOME/btp-gitops/render`, else `~/.cache/btp-gitops/render`."""
     base = environ.get("XDG_CACHE_HOME") or ""
     root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
@@ -147,8 +158,18 @@ def rendered_app(payload: dict[str, Any]) -> AppRender | None:
         notes = [Note(Level(n["level"]), n["reason"], n["subject"], n["message"]) for n in payload["notes"]]
     except ValueError:
         return None
-    manifests = [Manifest(o["body"], o["origin"], o["text"]) for o in payload["objects"]]
+    # The text is what is written, the body what the guard checks: a text that could spell a
+    # Secret (the word, or an escape) is written again from the body, so that the two cannot
+    # differ in what the credential guard looks for.
+    manifests = [
+        Manifest(o["body"], o["origin"], None if _may_be_secret(o["text"]) else o["text"])
+        for o in payload["objects"]
+    ]
     return AppRender(payload["app"], manifests, notes, payload.get("group"))
+
+
+def _may_be_secret(text: str | None) -> bool:
+    return text is not None and could_spell_secret(text)
 
 
 def _app_shape(app: Any) -> bool:
@@ -165,6 +186,7 @@ def _app_shape(app: Any) -> bool:
     return all(
         isinstance(o, dict)
         and isinstance(o.get("body"), dict)
+        and not shape_problems(o["body"])
         and isinstance(o.get("origin"), str)
         and (o.get("text") is None or isinstance(o.get("text"), str))
         for o in objects
@@ -174,8 +196,12 @@ def _app_shape(app: Any) -> bool:
 class RenderCache:
     """A cache directory the command owns (`--cache-dir`); see the module docstring."""
 
-    def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES, secret: bytes | None = None
+    ) -> None:
         self.directory = directory
+        self._secret = secret  # io.cache_key's; asked for on first use when not given
+        self._secret_asked = secret is not None
         self.max_bytes = max_bytes
         self._root: int | None = None
         self._shards: dict[str, int] = {}
@@ -184,6 +210,13 @@ class RenderCache:
         self.written_bytes = 0
         self.scans = 0  # of the whole directory, to bound it
         self.packs_written = 0
+
+    @property
+    def secret(self) -> bytes | None:
+        """The key entries and packs are signed with (io.cache_key); None: no cache at all."""
+        if not self._secret_asked:
+            self._secret, self._secret_asked = cache_secret(), True
+        return self._secret
 
     # --- keys ------------------------------------------------------------------------------
 
@@ -230,18 +263,20 @@ class RenderCache:
 
     def read(self, key: str) -> Entry | None:
         """The entry of `key` when it is whole and its own; None otherwise (never an error)."""
-        shard = self._shard(key, create=False)
-        if shard is None:
+        secret = self.secret
+        shard = self._shard(key, create=False) if secret is not None else None
+        if shard is None or secret is None:
             return None
         data = read_whole_at(shard, key[2:] + _SUFFIX, MAX_ENTRY_BYTES, touch_after=_TOUCH_AFTER)
-        entry = _decode(key, data) if data is not None else None
+        entry = _decode(key, data, secret) if data is not None else None
         if entry is not None:
             self.hits += 1
         return entry
 
     def write(self, key: str, entry: Entry) -> None:
         """Store an entry (atomically); a directory that cannot be written is no error."""
-        data = _encode(key, entry)
+        secret = self.secret
+        data = _encode(key, entry, secret) if secret is not None else None
         if data is None:
             return
         shard = self._shard(key, create=True)
@@ -292,24 +327,38 @@ class RenderCache:
         self.scans += 1
         self._write_usage(root, self._scan(root), 0)
 
+    def _holds_entry(self, shard_name: str, name: str) -> bool:
+        shard_fd = self._shard_named(shard_name, create=False)
+        return shard_fd is not None and _is_entry(shard_fd, shard_name, name)
+
     def _scan(self, root: int) -> int:
         """Every entry's size and time; the least recently used removed when over max_bytes.
-        What is left (bytes)."""
+        What is left (bytes). Only entries count and go: a file named as an entry is (hex shard,
+        hex key, `.json`), a regular file (no link followed), whose header names its own key
+        (`_is_entry`, read when the directory is over the bound); anything else in the directory
+        is left alone."""
         found: list[tuple[float, int, str, str]] = []
         with os.scandir(root) as shards:
-            names = [s.name for s in shards if len(s.name) == 2 and s.is_dir(follow_symlinks=False)]
+            names = [
+                s.name for s in shards if _SHARD_NAME.fullmatch(s.name) and s.is_dir(follow_symlinks=False)
+            ]
         for shard_name in sorted(names):
             shard_fd = self._shard_named(shard_name, create=False)
             if shard_fd is None:
                 continue
             with os.scandir(shard_fd) as entries:
                 for entry in entries:
-                    if entry.is_file(follow_symlinks=False):
+                    if _ENTRY_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
                         info = entry.stat(follow_symlinks=False)
                         found.append((info.st_mtime, info.st_size, shard_name, entry.name))
         total = sum(size for _, size, _, _ in found)
         if total <= self.max_bytes:
             return total
+        # Over the bound (rarely): the files named as entries are looked into, and only those
+        # that are count and may go, so that a file planted under an entry's name can neither be
+        # removed nor make the real entries go.
+        found = [f for f in found if self._holds_entry(f[2], f[3])]
+        total = sum(size for _, size, _, _ in found)
         found.sort()
         for _, size, shard_name, name in found:
             if total <= self.max_bytes * 0.9:
@@ -325,7 +374,40 @@ class RenderCache:
         return total
 
 
-def _encode(key: str, entry: Entry) -> bytes | None:
+_SHARD_NAME = re.compile(r"[0-9a-f]{2}")
+_ENTRY_NAME = re.compile(r"[0-9a-f]{62}\.json")
+_PEEK_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _is_entry(shard_fd: int, shard_name: str, name: str) -> bool:
+    """Whether the file `name` of a shard is an entry: a regular file (not followed if a link)
+    whose header line starts as `_encode` writes it, with the key its place names."""
+    key = shard_name + name.removesuffix(_SUFFIX)
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), dir_fd=shard_fd
+        )
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, 128)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return re.match(rb'\{"format": [0-9]+, "key": "' + key.encode() + rb'", ', head) is not None
+
+
+def _mac(secret: bytes, key: str, body: bytes) -> str:
+    mac = new_mac(secret)
+    mac.update(key.encode() + b"\0")
+    mac.update(body)
+    return mac.hexdigest()
+
+
+def _encode(key: str, entry: Entry, secret: bytes) -> bytes | None:
     payload = entry.payload()
     try:
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -336,11 +418,11 @@ def _encode(key: str, entry: Entry) -> bytes | None:
     if json.loads(text) != payload:
         return None
     body = text.encode("utf-8", "surrogatepass")
-    head = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()})
+    head = json.dumps({"format": FORMAT, "key": key, "mac": _mac(secret, key, body)})
     return head.encode() + b"\n" + body
 
 
-def _decode(key: str, data: bytes) -> Entry | None:
+def _decode(key: str, data: bytes, secret: bytes) -> Entry | None:
     head, newline, body = data.partition(b"\n")
     if not newline:
         return None
@@ -350,7 +432,7 @@ def _decode(key: str, data: bytes) -> Entry | None:
             not isinstance(header, dict)
             or header.get("format") != FORMAT
             or header.get("key") != key
-            or header.get("sha256") != hashlib.sha256(body).hexdigest()
+            or not same_mac(_mac(secret, key, body), header.get("mac"))
         ):
             return None
         return Entry.of(json.loads(body))

@@ -25,8 +25,9 @@ the records that differ from the base's (added, changed, removed), naming the ba
 random id written into its header. A render that changed a few records writes the delta again, in O(changed);
 when the delta would hold more than an eighth of the records, the base is written anew (and a
 delta naming an older base is ignored). Each file is a header line (format, name, kind, id,
-stamp, lengths, the CRC-32 of the body: it finds damage as a cryptographic digest would, at less
-than half the cost, and a forger could rewrite either), an index (JSON: the records, each app's
+stamp, lengths, and an HMAC-SHA256 of the header's other fields and the body under the user's
+cache key, io.cache_key: the key is not in the cache directory, so whoever can write a pack there
+cannot sign one, and a pack whose MAC does not hold is not used), an index (JSON: the records, each app's
 file names and the spans of their texts) and a blob (the texts, UTF-8, and each app's objects as
 compressed JSON): reading a pack decodes the index and the file texts, not the objects.
 
@@ -34,9 +35,12 @@ A pack is named by the scope (code digest, schemas, target) and the source argum
 source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
 written least recently are removed). It is untrusted input like an entry: a file that is not a
 regular file, a link, larger than `MAX_PACK_BYTES`, truncated, corrupt, of another shape or
-another name's is ignored (the render proceeds without it); only a pack forged with a correct
-checksum but objects that do not decode fails the render that asks for those objects, with an
-error naming the pack. Written to a temporary file renamed into place, so concurrent renders
+another name's, unsigned, or whose apps name paths, directories or kustomizations a render
+would not write, is ignored (the render proceeds without it); only a pack signed with the key
+(stolen) whose objects do not decode, decompress beyond `MAX_OBJECTS_BYTES`, lack an object's
+shape or are not the ones its keys name fails the render that asks for those objects, with an
+error naming the pack (exit 3); the files of every app it hands the render pass the output
+guard (pipeline.reused_output). Written to a temporary file renamed into place, so concurrent renders
 each read whole files (the last one written wins).
 """
 
@@ -46,6 +50,8 @@ import contextlib
 import hashlib
 import json
 import os
+import posixpath
+import re
 import secrets
 import zlib
 from collections.abc import Iterable, Sequence
@@ -53,16 +59,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from btp_gitops.generator.core.errors import BtpGitopsError
+from btp_gitops.generator.core.errors import InputError
+from btp_gitops.generator.core.layout import KUSTOMIZATION, TENANTS_DIR, kustomization
+from btp_gitops.generator.core.names import NameRule, name_message, path_message
+from btp_gitops.generator.core.object_shape import shape_problems
+from btp_gitops.generator.core.objects import object_key
 from btp_gitops.generator.io.cache_files import (
     atomic_write_at,
     open_directory,
     open_subdirectory,
     read_whole_at,
 )
+from btp_gitops.generator.io.cache_key import new_mac, same_mac
 
-FORMAT = 2
+FORMAT = 3  # 3: an HMAC (io.cache_key) instead of a CRC-32
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
+MAX_OBJECTS_BYTES = 8 << 20  # one app's objects, decompressed (as a render cache entry's limit)
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
 DELTA_SHARE = 8  # a delta holds at most 1/DELTA_SHARE of the records (or DELTA_MIN), else a new base
 DELTA_MIN = 64
@@ -73,6 +85,45 @@ _DELTA = ".delta"
 
 Identity = tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
 Key = str  # an object's key as core.objects.ObjectKey.text gives it
+
+
+# What a pack's app may name, checked on reading as a render checks a fresh app before writing:
+# the common forms by one match each (20,000 apps are read per render), anything else by the
+# render's own rules (core.names, core.layout).
+_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
+_LAYOUT_PATH = re.compile(r"(?:[a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9._-]*\Z")  # a file, or in a stage
+_LISTING = re.compile(
+    r"apiVersion: kustomize\.config\.k8s\.io/v1beta1\nkind: Kustomization\nresources:\n"
+    r"(?:- [a-z][a-z0-9_-]*\.[a-z0-9._-]*\n)*\Z"
+)
+
+
+_PACK_NAME = re.compile(r"[0-9a-f]{64}\.pack")
+
+
+def _subdomain(name: str) -> bool:
+    return (len(name) <= 253 and _SUBDOMAIN.match(name) is not None) or name_message(
+        name, NameRule.SUBDOMAIN
+    ) is None
+
+
+def _layout_holds(texts: dict[str, str]) -> bool:
+    """Every path a plain relative one, and every kustomization.yaml one the layout writes for
+    the files beside it: resources in the same directory, nothing else (a forged one could
+    generate a Secret or pull in files from elsewhere)."""
+    if not all(_LAYOUT_PATH.match(path) or path_message(path) is None for path in texts):
+        return False
+    for path, text in texts.items():
+        if (path == KUSTOMIZATION or path.endswith("/" + KUSTOMIZATION)) and not _LISTING.match(text):
+            directory = posixpath.dirname(path)
+            beside = [
+                posixpath.basename(other)
+                for other in texts
+                if other != path and posixpath.dirname(other) == directory
+            ]
+            if text != kustomization(beside):
+                return False
+    return True
 
 
 def identity_of(status: os.stat_result) -> Identity:
@@ -88,8 +139,23 @@ def pack_name(scope: str, sources: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
-class PackDamaged(BtpGitopsError):
-    """A pack whose checksums hold but whose objects do not decode: written by something else."""
+class PackDamaged(InputError):
+    """A pack whose checksums hold but whose objects do not decode, decompress beyond
+    `MAX_OBJECTS_BYTES`, have the shape of no Kubernetes object or are not the objects its keys
+    name: written by something else. Exit 3, naming the pack's app; never a traceback."""
+
+
+def inflate(data: bytes, limit: int) -> bytes | None:
+    """`data` decompressed (zlib) when it is one whole stream of at most `limit` bytes; None when
+    it is not, or would be larger (a bomb of compressed spaces stops at `limit`, not at its end)."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error:
+        return None
+    if len(out) > limit or inflater.unconsumed_tail or not inflater.eof or inflater.unused_data:
+        return None
+    return out
 
 
 @dataclass(slots=True)
@@ -112,19 +178,31 @@ class PackedApp:
         return bytes(self.blob[start:end])
 
     def objects_payload(self) -> list[tuple[dict[str, Any], str]]:
+        """The app's objects, checked as any input: bounded, each of an object's shape, and the
+        very objects its keys (which the duplicate check used) name."""
+        text = inflate(self.objects_bytes(), MAX_OBJECTS_BYTES)
         try:
-            payload = json.loads(zlib.decompress(self.objects_bytes()))
-        except (ValueError, RecursionError, zlib.error):
+            payload = json.loads(text) if text is not None else None
+        except (ValueError, RecursionError):
             payload = None
         if not isinstance(payload, list) or not all(
-            isinstance(o, list) and len(o) == 2 and isinstance(o[0], dict) and isinstance(o[1], str)
+            isinstance(o, list)
+            and len(o) == 2
+            and isinstance(o[0], dict)
+            and isinstance(o[1], str)
+            and not shape_problems(o[0])
             for o in payload
         ):
-            raise PackDamaged(
-                f"the render pack holds objects of app {self.app} that cannot be read: it was not "
-                "written by btp-gitops; remove the cache directory's packs/ or render with --no-cache"
-            )
+            raise self._damaged("cannot be read")
+        if [object_key(body).text() for body, _ in payload] != self.keys:
+            raise self._damaged("are not the ones its index names")
         return [(body, origin) for body, origin in payload]
+
+    def _damaged(self, what: str) -> PackDamaged:
+        return PackDamaged(
+            f"the render pack holds objects of app {self.app} that {what}: it was not written by "
+            "btp-gitops; remove the cache directory's packs/ or render with --no-cache"
+        )
 
 
 @dataclass(slots=True)
@@ -172,14 +250,23 @@ class _File:
     removed: list[str]
 
 
-def read_pack(directory: Path, name: str) -> Pack | None:
+def _mac(secret: bytes, header: dict[str, Any], body: bytes | memoryview) -> str:
+    """The MAC of a pack file: its header's other fields (canonical JSON) and its body."""
+    mac = new_mac(secret)
+    fields = {key: value for key, value in header.items() if key != "mac"}
+    mac.update(json.dumps(fields, sort_keys=True).encode() + b"\n")
+    mac.update(body)
+    return mac.hexdigest()
+
+
+def read_pack(directory: Path, name: str, secret: bytes) -> Pack | None:
     """The pack `name` in the cache directory when it is whole and its own; None otherwise."""
     packs = _directory_fd(directory, create=False)
     if packs is None:
         return None
     try:
         base_data = read_whole_at(packs, name + _SUFFIX, MAX_PACK_BYTES)
-        base = _decode(name, "base", base_data) if base_data is not None else None
+        base = _decode(name, "base", base_data, secret) if base_data is not None else None
         if base is None:
             return None
         delta_data = read_whole_at(packs, name + _DELTA, MAX_PACK_BYTES)
@@ -189,7 +276,7 @@ def read_pack(directory: Path, name: str) -> Pack | None:
     pack = Pack(base.header["stamp"], records, dict(records), base.header["id"])
     if len(records) != len(base.records):
         return None
-    delta = _decode(name, "delta", delta_data) if delta_data is not None else None
+    delta = _decode(name, "delta", delta_data, secret) if delta_data is not None else None
     if delta is not None and delta.header.get("base") == pack.base_id:
         records = dict(records)
         for shown in delta.removed:
@@ -199,7 +286,7 @@ def read_pack(directory: Path, name: str) -> Pack | None:
     return pack
 
 
-def _decode(name: str, kind: str, data: bytes) -> _File | None:
+def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
     newline = data.find(b"\n", 0, 4096)
     if newline < 0:
         return None
@@ -215,7 +302,7 @@ def _decode(name: str, kind: str, data: bytes) -> _File | None:
             or type(header.get("index")) is not int
             or header.get("length") != len(body)
             or type(header.get("id")) is not str
-            or header.get("crc32") != zlib.crc32(body)
+            or not same_mac(_mac(secret, header, body), header.get("mac"))
         ):
             return None
         index = json.loads(bytes(body[: header["index"]]))
@@ -268,6 +355,11 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
     name, group, notes, keys, files, stages, objects = item
     if type(name) is not str or (group is not None and type(group) is not str) or type(notes) is not list:
         return None
+    if group is None:
+        if name == TENANTS_DIR or not _subdomain(name):
+            return None
+    elif not (_subdomain(name) and _subdomain(group)):
+        return None
     for note in notes:
         if type(note) is not dict or len(note) != 4:
             return None
@@ -290,7 +382,12 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
             texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
     except ValueError:  # not three parts, or not UTF-8 (UnicodeDecodeError)
         return None
-    if stages is not None and (type(stages) is not list or not all(type(s) is str for s in stages)):
+    if not _layout_holds(texts):
+        return None
+    if stages is not None and (
+        type(stages) is not list
+        or not all(type(s) is str and "/" not in s and path_message(s) is None for s in stages)
+    ):
         return None
     if type(objects) is not list or len(objects) != 2:
         return None
@@ -326,7 +423,14 @@ def exact_in_json(value: Any) -> bool:
 
 
 def _encode(
-    name: str, kind: str, stamp: int, records: Iterable[PackedRecord], *, removed: list[str], base: str
+    name: str,
+    kind: str,
+    stamp: int,
+    records: Iterable[PackedRecord],
+    *,
+    removed: list[str],
+    base: str,
+    secret: bytes,
 ) -> bytes | None:
     """A pack file's bytes; None when it cannot be written."""
     blob = bytearray()
@@ -380,8 +484,8 @@ def _encode(
         "stamp": stamp,
         "index": len(encoded),
         "length": len(body),
-        "crc32": zlib.crc32(body),
     }
+    header["mac"] = _mac(secret, header, body)
     data = json.dumps(header).encode() + b"\n" + body
     return data if len(data) <= MAX_PACK_BYTES else None
 
@@ -398,7 +502,9 @@ def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:
     )
 
 
-def save_pack(directory: Path, name: str, stamp: int, records: list[PackedRecord], pack: Pack | None) -> bool:
+def save_pack(
+    directory: Path, name: str, stamp: int, records: list[PackedRecord], pack: Pack | None, *, secret: bytes
+) -> bool:
     """Write what changed since `pack` (the one this render read): nothing when nothing did, a
     delta against its base when few records differ from the base, else a new base. A directory
     that cannot be written is no error (False)."""
@@ -413,9 +519,11 @@ def save_pack(directory: Path, name: str, stamp: int, records: list[PackedRecord
         changed = [record for record in records if _differs(pack.base.get(record.shown), record)]
         removed = sorted(shown for shown in pack.base if shown not in current)
         if len(changed) + len(removed) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
-            encoded = _encode(name, "delta", stamp, changed, removed=removed, base=pack.base_id)
+            encoded = _encode(
+                name, "delta", stamp, changed, removed=removed, base=pack.base_id, secret=secret
+            )
             return encoded is not None and _store(directory, name + _DELTA, encoded)
-    encoded = _encode(name, "base", stamp, records, removed=[], base="")
+    encoded = _encode(name, "base", stamp, records, removed=[], base="", secret=secret)
     if encoded is None or not _store(directory, name + _SUFFIX, encoded):
         return False
     packs = _directory_fd(directory, create=False)
@@ -444,7 +552,8 @@ def _keep_latest(packs: int) -> None:
     found: list[tuple[int, str]] = []
     with os.scandir(packs) as listing:
         for entry in listing:
-            if entry.name.endswith(_SUFFIX) and entry.is_file(follow_symlinks=False):
+            # A pack by its name (the sha256 pack_name gives), a regular file: nothing else is removed.
+            if _PACK_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
                 with contextlib.suppress(OSError):
                     found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
     found.sort(reverse=True)

@@ -31,11 +31,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from btp_gitops.generator.core.errors import Problem, SourceSyntaxError, raise_if_problems
+from btp_gitops.generator.core.errors import InputError, Problem, SourceSyntaxError, raise_if_problems
+from btp_gitops.generator.core.names import metadata_name_problems
 from btp_gitops.generator.core.objects import Manifest, object_key
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
 from btp_gitops.generator.domains.cap import CAP_TENANT, TenantRenders
 from btp_gitops.generator.io.input_files import UnreadableInput, decoded_text, read_input_bytes
 from btp_gitops.generator.io.render_cache import Entry, RenderCache, app_payload, rendered_app
@@ -160,6 +162,19 @@ class CachedSources:
                 known[where] = app
         return TenantRenders(known=known)
 
+    def rendered_again(self, renders: TenantRenders) -> list[SourceDocument]:
+        """The records taken from an entry or the pack whose app is not known: the domain reads
+        every field of these, so they are checked as a source is (check_cached_records)."""
+        cached = [
+            *(hit.document for where, hit in self.packed.items() if where not in renders.known),
+            *(
+                record.document
+                for where, record in self.records.items()
+                if record.entry is not None and where not in renders.known
+            ),
+        ]
+        return cached
+
     def entries(
         self, renders: TenantRenders, inputs: dict[tuple[str, str], str]
     ) -> Iterable[tuple[str, Entry]]:
@@ -228,15 +243,36 @@ class CachedSources:
     ) -> bool:
         """After a render that passed every check: what changed in the pack (io.render_pack.save_pack)."""
         records = self.pack_records(renders, inputs, files, stages)
-        if not save_pack(cache.directory, self.pack_name, self.stamp, records, self.pack):
+        secret = cache.secret
+        if secret is None or not save_pack(
+            cache.directory, self.pack_name, self.stamp, records, self.pack, secret=secret
+        ):
             return False
         cache.packs_written += 1
         return True
 
 
 def _inputs_of(document: SourceDocument, inputs: dict[tuple[str, str], str]) -> str:
-    metadata, spec = document.body.get("metadata") or {}, document.body.get("spec") or {}
+    metadata, spec = document.body.get("metadata"), document.body.get("spec")
+    # A record from the cache was validated when it was cached, or so the cache says: read
+    # without trusting its shape (see CachedSources.rendered_again).
+    metadata = metadata if isinstance(metadata, dict) else {}
+    spec = spec if isinstance(spec, dict) else {}
     return inputs.get((str(metadata.get("namespace", "")), str(spec.get("capApplicationInstance", ""))), "")
+
+
+def check_cached_records(documents: list[SourceDocument], schemas: SchemaRegistry) -> None:
+    """Records from the cache that are rendered again pass the schemas and the name rules as the
+    sources do; one that does not was not cached by btp-gitops: refused (exit 3), naming the
+    record's file and the cache, rather than rendered from a shape nothing checked."""
+    problems = [problem for document in documents for problem in problems_in(document, schemas)]
+    problems += metadata_name_problems(documents)
+    raise_if_problems(
+        InputError,
+        "the render cache holds records that do not pass their schemas: it was not written by "
+        "btp-gitops; remove the cache directory or render with --no-cache",
+        problems,
+    )
 
 
 def _is_record(document: SourceDocument) -> bool:
@@ -269,7 +305,8 @@ def thawed() -> None:
 def _load(paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress) -> CachedSources:
     problems: list[Problem] = []
     name = pack_name(scope, paths)
-    pack = read_pack(cache.directory, name)
+    secret = cache.secret
+    pack = read_pack(cache.directory, name, secret) if secret is not None else None
     packed = pack.records if pack is not None else {}
     loaded = CachedSources([], [], pack=pack, pack_name=name, stamp=time.time_ns())
     files = source_file_names(paths)

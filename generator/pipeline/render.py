@@ -74,7 +74,14 @@ from btp_gitops.generator.io.repo import (
     write_subtree,
 )
 from btp_gitops.generator.io.sources import load_sources
-from btp_gitops.generator.pipeline.cached_sources import CachedSources, ReusedApp, load_cached_sources, thawed
+from btp_gitops.generator.pipeline.cached_sources import (
+    CachedSources,
+    ReusedApp,
+    check_cached_records,
+    load_cached_sources,
+    thawed,
+)
+from btp_gitops.generator.pipeline.reused_output import check_reused_output
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
 from btp_gitops.generator.pipeline.wiring import app_stages, cluster_wiring
 from btp_gitops.generator.transforms.guards import assert_no_credentials
@@ -395,6 +402,8 @@ def _render_cluster(
     progress.update("rendering", 0)
     inputs = application_inputs(source_set) if cached is not None else {}
     tenants = cached.renders(inputs) if cached is not None else None
+    if cached is not None and tenants is not None:
+        check_cached_records(cached.rendered_again(tenants), schemas)
     apps = render_domains(source_set, engine, kyma_plan, roots, tenants)
     reject_duplicate_objects(apps)
     layout_notes = [] if shard_tenants else keep_flat(apps)
@@ -402,16 +411,19 @@ def _render_cluster(
     laid_out = carry_over(cluster_files(apps, per_app), kyma_plan.untouched_apps, previous or {})
     wiring = cluster_wiring(cluster, apps, target)
     files = {**laid_out, **wiring}
-    # The files of apps reused from the render pack passed these checks when they were packed:
-    # the others' are checked (with the files carried over for Kyma modules, and the wiring).
+    # The names and paths of apps reused from the render pack were checked when the pack was read
+    # (io.render_pack): the others' are checked here (with the Kyma files carried over, the wiring).
     rendered = [(a, named) for a, named in zip(apps, per_app, strict=True) if not isinstance(a, ReusedApp)]
     fresh_apps = [app for app, _ in rendered]
     checked = files
     if len(rendered) < len(apps):
         fresh_files = cluster_files(fresh_apps, [named for _, named in rendered])
         checked = {**carry_over(fresh_files, kyma_plan.untouched_apps, previous or {}), **wiring}
-    # A credential is the graver finding: reported even where a name would also be refused.
+    # A credential is the graver finding: reported even where a name would also be refused. The
+    # files of apps reused from the pack pass the same guard on their text (reused_output: a
+    # pack is untrusted input).
     assert_no_credentials([m for app in fresh_apps for m in app.manifests], checked)
+    check_reused_output(apps)
     reject_unsafe_paths(apps, {**checked, **kyma_plan.record_files})
     if cache is not None and cached is not None and tenants is not None:
         cache.write_all(cached.entries(tenants, inputs))

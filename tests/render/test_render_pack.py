@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from btp_gitops.generator.pipeline.render import RenderResult, render_cluster
 from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, FLUX, TargetOptions
 from tests.conftest import CLI, EXAMPLES
 from tests.render.test_render_cache import ENGINE, SCHEMAS, outcome, records, tenant, write
+from tests.support.forged_cache import secret, split_pack, write_pack
 
 FLUX_TARGET = TargetOptions(target=FLUX)
 HOUR_AGO = time.time_ns() - 3600 * 10**9
@@ -128,7 +128,7 @@ def test_a_removed_tenant_leaves_the_pack(source: Path, tmp_path: Path) -> None:
     assert (removed.hits, removed.written, removed.packs_written) == (records(source), 0, 1)
     assert "cap-tenant.bookshop.customer-004" not in {app.app for app in result.apps}
     (pack,) = packs(directory)
-    read = render_pack.read_pack(directory, pack.stem)
+    read = render_pack.read_pack(directory, pack.stem, secret())
     assert read is not None
     assert not [shown for shown in read.records if "customer-004" in shown]  # the delta says so
     assert [shown for shown in read.base if "customer-004" in shown]
@@ -208,15 +208,11 @@ def test_an_application_input_changed_renders_the_apps_again(source: Path, tmp_p
 
 
 def _repacked(pack: Path, change: Any) -> None:
-    """A pack whose index `change` rewrote, with a correct header: damage only a forger makes."""
-    header, body = pack.read_bytes().split(b"\n", 1)
-    fields = json.loads(header)
-    index = json.loads(body[: fields["index"]])
+    """A pack whose index `change` rewrote, signed with the user's key: damage only a forger
+    holding the key makes."""
+    fields, index, blob = split_pack(pack)
     index["records"] = change(index["records"])
-    encoded = json.dumps(index).encode()
-    data = encoded + body[fields["index"] :]
-    fields.update(index=len(encoded), length=len(data), crc32=zlib.crc32(data))
-    pack.write_bytes(json.dumps(fields).encode() + b"\n" + data)
+    write_pack(pack, fields, index, blob, sign=True)
 
 
 def _truncate(pack: Path, _: Path) -> None:
@@ -368,7 +364,7 @@ def test_concurrent_renders_write_whole_packs(source: Path, tmp_path: Path) -> N
         assert all(out == expected for out, _ in outputs)
     (pack,) = packs(directory)
     assert not list(pack.parent.glob(".tmp-*"))
-    assert render_pack.read_pack(directory, pack.stem) is not None
+    assert render_pack.read_pack(directory, pack.stem, secret()) is not None
 
 
 def test_a_rendered_tree_through_the_cli_is_the_same_with_the_pack(source: Path, tmp_path: Path) -> None:
@@ -400,21 +396,17 @@ def test_a_rendered_tree_through_the_cli_is_the_same_with_the_pack(source: Path,
 def test_objects_a_forged_pack_cannot_decode_fail_with_an_error_naming_the_pack(
     source: Path, tmp_path: Path
 ) -> None:
-    """The objects are not decoded on reading: a pack forged with correct checksums around
-    objects that are not JSON renders (files, keys and checks come from elsewhere in it), and
-    fails with a clear error only when something asks for those objects."""
+    """The objects are not decoded on reading: a pack forged with a correct MAC (the key stolen)
+    around objects that are not JSON renders (files, keys and checks come from elsewhere in it),
+    and fails with a clear error only when something asks for those objects."""
     directory = tmp_path / "cache"
     same_as_uncached(source, directory)
     (pack,) = packs(directory)
-    header, body = pack.read_bytes().split(b"\n", 1)
-    fields = json.loads(header)
-    index = json.loads(body[: fields["index"]])
+    fields, index, body = split_pack(pack)
     start, end = index["records"][0][6][6]
-    blob = bytearray(body[fields["index"] :])
+    blob = bytearray(body)
     blob[start:end] = b"x" * (end - start)
-    data = body[: fields["index"]] + bytes(blob)
-    fields.update(crc32=zlib.crc32(data))
-    pack.write_bytes(json.dumps(fields).encode() + b"\n" + data)
+    write_pack(pack, fields, index, bytes(blob), sign=True)  # the key stolen: its MAC holds
     result = render(source, RenderCache(directory))
     (damaged,) = [app for app in reused(result) if app.app == index["records"][0][6][0]]
     with pytest.raises(render_pack.PackDamaged, match="render pack holds objects of app"):

@@ -1,0 +1,69 @@
+"""The credential guard for the apps a render takes from the render pack, on what is written.
+
+An app reused from the pack (`cached_sources.ReusedApp`) arrives as files, not objects: decoding
+and checking its objects on every render would cost what the pack saves. The pack is untrusted
+input all the same (whoever can write the cache directory can write it, checksum fixed up), so
+the files it hands the layout pass the same guard as a fresh app's, checked on their text:
+
+- its names and paths, and each kustomization.yaml (the one the layout writes for the files
+  beside it), were checked when the pack was read (io.render_pack: a pack failing them is not
+  used);
+- every byte of their files is searched for private keys, in one pass over all of them (joined
+  by a NUL, which no key's text crosses), and file by file only when that pass finds one;
+- every text that could spell the word `Secret` (the word standing alone, or a backslash
+  escape) is parsed as a source is and its objects checked by the credential guard (a Secret
+  with data, a private key anywhere, at any depth); a text that is not YAML is refused. Tenant
+  apps hold no Secret (`imagePullSecrets` is not the word), so on the warm path this parses
+  nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from btp_gitops.generator.core.errors import CredentialInOutput, InvalidSpec, Problem, raise_if_problems
+from btp_gitops.generator.core.keys import private_key_in
+from btp_gitops.generator.core.layout import app_directory
+from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.report import AppRender
+from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
+from btp_gitops.generator.pipeline.cached_sources import ReusedApp
+from btp_gitops.generator.transforms.guards import REFUSAL, assert_no_credentials
+from btp_gitops.generator.transforms.secret_text import could_spell_secret
+
+
+def _key_problems(reused: list[ReusedApp]) -> list[Problem]:
+    # One pass in C over every text (per file, 80,000 calls would cost a third of a second).
+    if private_key_in("\0".join(text for app in reused for text in app.packed.files.values())) is None:
+        return []
+    return [
+        Problem(f"{app_directory(app.app, app.group)}/{path}", f"contains {_article(what)}")
+        for app in reused
+        for path, text in app.packed.files.items()
+        if (what := private_key_in(text))
+    ]
+
+
+def _article(what: str) -> str:
+    return what if what.startswith(("a ", "an ", "base64", "hex")) else f"a {what}"
+
+
+def check_reused_output(apps: Iterable[AppRender]) -> None:
+    """Refuse a Secret with data, or a private key, in the files of an app taken from the pack."""
+    reused = [app for app in apps if isinstance(app, ReusedApp)]
+    keys = _key_problems(reused)
+    if keys:
+        raise CredentialInOutput(REFUSAL, keys)
+    problems: list[Problem] = []
+    parsed: list[Manifest] = []
+    for app in reused:
+        for path, text in app.packed.files.items():
+            if not could_spell_secret(text):
+                continue
+            where = f"{app_directory(app.app, app.group)}/{path}"
+            try:
+                parsed += [Manifest(body, where) for _, body in load_source_documents(text, where)]
+            except SourceSyntaxProblem as error:
+                problems.append(Problem(where, f"from the render pack, {error.problem.message}"))
+    assert_no_credentials(parsed, {})  # no text: every object walked, at any depth
+    raise_if_problems(InvalidSpec, "the render pack holds files btp-gitops would not write", problems)

@@ -1,0 +1,220 @@
+"""Forged render caches and packs, through the CLI as users run it (issue 31, item 5).
+
+Whoever can write the cache directory (a shared CI cache, another process of the user) is the
+attacker here: they rewrite entries and packs and fix up every checksum anyone can compute. A
+forgery without the user's cache key is not used (the render's bytes are those of `--no-cache`);
+one signed with the key (stolen) still cannot put a credential into the output, decompress
+without bound, or end in a traceback or exit 70. Each test forges the files the CLI wrote.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import resource
+import shutil
+import subprocess
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from btp_gitops.generator.core.exit_codes import ExitCode
+from tests.conftest import CLI, EXAMPLES
+from tests.support.forged_cache import add_file, entries, forge_app, forge_entry, packs, set_objects
+from tests.support.fuzzing import CANARY_SECRET, assert_no_canary
+
+HOUR_AGO = time.time_ns() - 3600 * 10**9
+SECRET = f"""apiVersion: v1
+kind: Secret
+metadata:
+  name: leaked
+  namespace: kube-system
+data:
+  token: {base64.b64encode(CANARY_SECRET.encode()).decode()}
+"""
+PRIVILEGED_POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: root-shell
+  namespace: kube-system
+spec:
+  hostPID: true
+  containers:
+  - name: shell
+    image: busybox
+    securityContext:
+      privileged: true
+"""
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    """examples/cap-app with its tenant files an hour old (a pack takes them by identity)."""
+    target = tmp_path / "source"
+    shutil.copytree(EXAMPLES / "cap-app", target)
+    for path in target.rglob("*.yaml"):
+        os.utime(path, ns=(HOUR_AGO, HOUR_AGO))
+    return target
+
+
+def stdout_render(source: Path, *cache: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CLI), "render", str(source), "--stdout", *cache],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        **kwargs,
+    )
+
+
+def warm(source: Path, directory: Path) -> str:
+    """Render once with the cache (filling it); the output without any cache."""
+    filled = stdout_render(source, "--cache-dir", str(directory))
+    assert filled.returncode == 0, filled.stderr
+    uncached = stdout_render(source, "--no-cache")
+    assert uncached.stdout == filled.stdout
+    return uncached.stdout
+
+
+def assert_clean(run: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.returncode != ExitCode.INTERNAL, run.stderr
+
+
+def test_a_pack_forged_without_the_key_is_not_used(source: Path, tmp_path: Path) -> None:
+    """A Secret with data and a privileged Pod in kube-system put into a tenant's app, the
+    checksum fixed up: the pack is not used, and the output is the render's without a cache."""
+    directory = tmp_path / "cache"
+    expected = warm(source, directory)
+    (pack,) = packs(directory)
+
+    def plant(app: list[Any], blob: bytearray) -> None:
+        add_file(app, blob, "pod-root-shell.yaml", PRIVILEGED_POD)
+        add_file(app, blob, "secret-leaked.yaml", SECRET)
+
+    forge_app(pack, plant, sign=False)
+    run = stdout_render(source, "--cache-dir", str(directory))
+    assert_clean(run)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == expected
+    assert "root-shell" not in run.stdout
+    assert_no_canary([run.stdout, run.stderr])
+
+
+def test_a_pack_signed_with_a_stolen_key_cannot_put_a_secret_into_the_output(
+    source: Path, tmp_path: Path
+) -> None:
+    """Defence behind the MAC: the files of an app taken from the pack pass the credential guard
+    on their text (exit 5, nothing printed, the value never shown)."""
+    directory = tmp_path / "cache"
+    warm(source, directory)
+    (pack,) = packs(directory)
+    forge_app(pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", SECRET), sign=True)
+    run = stdout_render(source, "--cache-dir", str(directory))
+    assert_clean(run)
+    assert run.returncode == ExitCode.OUTPUT, run.stderr
+    assert run.stdout == ""
+    assert "Secret with data" in run.stderr and "secret-leaked.yaml" in run.stderr
+    assert_no_canary([run.stdout, run.stderr])
+
+
+def test_a_pack_whose_keys_are_not_its_objects_is_an_input_error(source: Path, tmp_path: Path) -> None:
+    """Keys claiming another app's object (a duplicate the render must report) over objects that
+    do not have them: the objects are decoded, found not to be the keys' (exit 3), not exit 70."""
+    directory = tmp_path / "cache"
+    warm(source, directory)
+    (pack,) = packs(directory)
+    forge_app(pack, lambda app, blob: app[3].append(app[3][0]), sign=True)
+    run = stdout_render(source, "--cache-dir", str(directory))
+    assert_clean(run)
+    assert run.returncode == ExitCode.INPUT, run.stderr
+    assert "render pack" in run.stderr and run.stdout == ""
+
+
+def _compressed_spaces(size: int) -> bytes:
+    compressor = zlib.compressobj(1)  # a few MB for GiBs of spaces, and fast to make
+    chunk = b" " * (1 << 20)
+    parts = [compressor.compress(chunk) for _ in range(size >> 20)]
+    return b"".join([*parts, compressor.flush()])
+
+
+def _limit_memory() -> None:
+    limit = 1 << 30  # the render needs less than 100 MiB; the bomb decompresses to 2 GiB
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def test_a_decompression_bomb_in_a_pack_stops_at_the_bound(source: Path, tmp_path: Path) -> None:
+    """A few MB of compressed spaces as an app's objects (signed, with a duplicate key so that
+    the render decodes them): refused at the bound, within a memory limit far below the bomb."""
+    directory = tmp_path / "cache"
+    warm(source, directory)
+    (pack,) = packs(directory)
+    bomb = _compressed_spaces(2 << 30)
+
+    def plant(app: list[Any], blob: bytearray) -> None:
+        set_objects(app, blob, bomb)
+        app[3].append(app[3][0])
+
+    forge_app(pack, plant, sign=True)
+    started = time.monotonic()
+    run = stdout_render(source, "--cache-dir", str(directory), preexec_fn=_limit_memory)
+    assert_clean(run)
+    assert run.returncode == ExitCode.INPUT, run.stderr
+    assert "render pack" in run.stderr
+    assert time.monotonic() - started < 120
+
+
+def test_a_cached_record_of_the_wrong_shape_is_an_input_error(source: Path, tmp_path: Path) -> None:
+    """An entry (signed) whose record has `spec` as a list and no app: the record is rendered
+    again from the entry, so it is checked against its schema first (exit 3, naming the cache)."""
+    directory = tmp_path / "cache"
+    warm(source, directory)
+    shutil.rmtree(directory / "packs")
+    forged = 0
+    for entry in entries(directory):
+
+        def change(payload: dict[str, Any]) -> None:
+            payload["body"]["spec"] = ["not", "a", "spec"]
+            payload["app"], payload["inputs"] = None, ""
+
+        forge_entry(entry, change, sign=True)
+        forged += 1
+    assert forged
+    run = stdout_render(source, "--cache-dir", str(directory))
+    assert_clean(run)
+    assert run.returncode == ExitCode.INPUT, run.stderr
+    assert "render cache" in run.stderr and "spec" in run.stderr
+
+
+def test_an_entry_forged_without_the_key_is_not_used(source: Path, tmp_path: Path) -> None:
+    """An entry whose cached app gained a ClusterRoleBinding to cluster-admin, its checksum fixed
+    up: ignored, the record rendered again."""
+    directory = tmp_path / "cache"
+    expected = warm(source, directory)
+    shutil.rmtree(directory / "packs")
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "tenant-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "bookshop"}],
+    }
+
+    def change(payload: dict[str, Any]) -> None:
+        if payload.get("app"):
+            body = {**binding, "metadata": {"name": f"admin-{payload['body']['metadata']['name']}"}}
+            text = yaml.safe_dump(body, sort_keys=False)
+            payload["app"]["objects"].append({"body": body, "origin": "tenants/x.yaml", "text": text})
+
+    for entry in entries(directory):
+        forge_entry(entry, change, sign=False)
+    run = stdout_render(source, "--cache-dir", str(directory))
+    assert_clean(run)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == expected
+    assert "cluster-admin" not in run.stdout

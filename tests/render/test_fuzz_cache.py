@@ -1,0 +1,325 @@
+"""Fuzzing the render cache and the render pack as an attacker who can write the cache directory.
+
+Each example takes a cache directory a real render filled (entries and a pack for examples/cap-app
+and its records), damages or forges it at random, and renders again through the CLI in process
+(`render --stdout --cache-dir`): bit flips, truncation, an index field of another type, keys that
+are not the objects', a decompression bomb, a file planted in an app (a Secret with the canary, a
+private key, a privileged Pod), an entry's payload changed, and links, FIFOs and directories
+where files were. A forgery is sealed with whatever checksum anyone can compute, and half of them
+also with the user's cache key (a stolen key), so that the checks behind the MAC are reached.
+
+Whatever the damage: no traceback and no exit 70; no Secret with data, no private key and no
+canary in the output; and without the key, the output of a render that succeeds is byte for byte
+the output of `--no-cache` (a forgery is never used). Nothing outside the cache directory is
+touched (a canary file beside it, reached through a planted link, is hashed before and after).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import tempfile
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, Phase, event, given, settings
+from hypothesis import strategies as st
+
+from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.transforms.guards import credential_problems
+from tests.conftest import EXAMPLES
+from tests.support.forged_cache import (
+    add_file,
+    entries,
+    packs,
+    seal_entry,
+    seal_pack,
+    set_objects,
+    split_pack,
+    write_pack,
+)
+from tests.support.fuzzing import (
+    CANARY_SECRET,
+    assert_clean_exit,
+    assert_no_canary,
+    run_in_process,
+    snapshot,
+    values,
+)
+from tests.support.keys import pem_rsa
+
+# A render per example (a second under load): a modest budget, and no explain phase (it reruns
+# the failing example a hundred times).
+FUZZ = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+)
+HOUR_AGO = time.time_ns() - 3600 * 10**9
+SECRET_WITH_CANARY = f"""apiVersion: v1
+kind: Secret
+metadata:
+  name: leaked
+  namespace: kube-system
+data:
+  token: {base64.b64encode(CANARY_SECRET.encode()).decode()}
+"""
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: root-shell
+  namespace: kube-system
+spec:
+  containers:
+  - name: shell
+    image: busybox
+    securityContext:
+      privileged: true
+"""
+PRIVATE_KEY = pem_rsa()
+KEY_LINE = PRIVATE_KEY.splitlines()[2]  # a line of the key's base64, in no output
+KEY_FILE = "key: |\n" + "".join(f"  {line}\n" for line in PRIVATE_KEY.splitlines())
+
+
+class Prepared:
+    """One source tree and a cache directory a render filled, made once for every example."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="fuzz-cache-"))
+        self.source = self.root / "source"
+        shutil.copytree(EXAMPLES / "cap-app", self.source)
+        for path in self.source.rglob("*.yaml"):
+            os.utime(path, ns=(HOUR_AGO, HOUR_AGO))
+        self.outside = self.root / "outside"
+        self.outside.mkdir()
+        (self.outside / "secret.yaml").write_text(SECRET_WITH_CANARY)
+        self.cache = self.root / "cache"
+        uncached = run_in_process(["render", str(self.source), "--stdout", "--no-cache"])
+        filled = run_in_process(["render", str(self.source), "--stdout", "--cache-dir", str(self.cache)])
+        assert uncached.code == filled.code == 0, (uncached.stderr, filled.stderr)
+        assert filled.stdout == uncached.stdout
+        self.expected = uncached.stdout
+        assert packs(self.cache) and entries(self.cache)
+
+
+_PREPARED: list[Prepared] = []
+
+
+def prepared() -> Prepared:
+    if not _PREPARED:
+        _PREPARED.append(Prepared())
+    return _PREPARED[0]
+
+
+# --- damage ----------------------------------------------------------------------------------
+
+Draw = Callable[..., Any]  # hypothesis' data.draw
+Damage = Callable[[Path, Draw, bool], None]  # (cache directory, draw, signed)
+
+
+def _flip_bits(cache: Path, draw: Draw, sign: bool) -> None:
+    target = draw(st.sampled_from([*packs(cache), *entries(cache)]))
+    data = bytearray(target.read_bytes())
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        offset = draw(st.integers(min_value=0, max_value=len(data) - 1))
+        data[offset] ^= 1 << draw(st.integers(min_value=0, max_value=7))
+    if target.suffix == ".pack" and b"\n" in data:
+        head, body = bytes(data).split(b"\n", 1)
+        try:
+            fields = json.loads(head)
+        except ValueError:
+            fields = None
+        if isinstance(fields, dict):
+            seal_pack(fields, body, sign=sign)
+            data = bytearray(json.dumps(fields).encode() + b"\n" + body)
+    target.write_bytes(bytes(data))
+
+
+def _truncate(cache: Path, draw: Draw, sign: bool) -> None:
+    target = draw(st.sampled_from([*packs(cache), *entries(cache)]))
+    data = target.read_bytes()
+    target.write_bytes(data[: draw(st.integers(min_value=0, max_value=len(data) - 1))])
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+def _replace_at(document: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    parent = document
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = new
+    return document
+
+
+def _index_field(cache: Path, draw: Draw, sign: bool) -> None:
+    (pack,) = packs(cache)
+    fields, index, blob = split_pack(pack)
+    record = draw(st.integers(min_value=0, max_value=len(index["records"]) - 1))
+    path = draw(st.sampled_from(_paths(index["records"][record])))
+    index["records"][record] = _replace_at(index["records"][record], path, draw(values))
+    write_pack(pack, fields, index, blob, sign=sign)
+
+
+def _header_field(cache: Path, draw: Draw, sign: bool) -> None:
+    (pack,) = packs(cache)
+    fields, index, blob = split_pack(pack)
+    field = draw(st.sampled_from(sorted(fields)))
+    fields[field] = draw(values)
+    encoded = json.dumps(index).encode()
+    body = encoded + blob
+    pack.write_bytes(json.dumps(fields, default=repr).encode() + b"\n" + body)
+
+
+def _app_change(change: Callable[[list[Any], bytearray, Draw], None]) -> Damage:
+    def damage(cache: Path, draw: Draw, sign: bool) -> None:
+        (pack,) = packs(cache)
+        fields, index, blob = split_pack(pack)
+        apps = [record[6] for record in index["records"] if record[6] is not None]
+        data = bytearray(blob)
+        change(draw(st.sampled_from(apps)), data, draw)
+        write_pack(pack, fields, index, bytes(data), sign=sign)
+
+    damage.__name__ = change.__name__
+    return damage
+
+
+def _plant(app: list[Any], blob: bytearray, draw: Draw) -> None:
+    text = draw(st.sampled_from([SECRET_WITH_CANARY, POD, KEY_FILE]))
+    add_file(app, blob, draw(st.sampled_from(["planted.yaml", "../planted.yaml", "x/planted.yaml"])), text)
+
+
+def _bomb(app: list[Any], blob: bytearray, draw: Draw) -> None:
+    compressor = zlib.compressobj(1)
+    chunk = b" " * (1 << 20)
+    size = draw(st.sampled_from([9, 64]))  # MiB: over the 8 MiB bound
+    set_objects(app, blob, b"".join([*(compressor.compress(chunk) for _ in range(size)), compressor.flush()]))
+    app[3].append(app[3][0])  # a duplicate key: the render decodes the objects
+
+
+def _keys(app: list[Any], blob: bytearray, draw: Draw) -> None:
+    action = draw(st.sampled_from(["duplicate", "drop", "other"]))
+    if action == "duplicate":
+        app[3].append(app[3][0])
+    elif action == "drop" and app[3]:
+        app[3].pop()
+    else:
+        app[3][0] = draw(st.text(max_size=30))
+
+
+def _objects(app: list[Any], blob: bytearray, draw: Draw) -> None:
+    objects = json.loads(zlib.decompress(bytes(blob[app[6][0] : app[6][1]])))
+    path = draw(st.sampled_from(_paths(objects)))
+    objects = _replace_at(objects, path, draw(values))
+    set_objects(app, blob, zlib.compress(json.dumps(objects).encode()))
+    app[3].append(app[3][0])
+
+
+def _entry_payload(cache: Path, draw: Draw, sign: bool) -> None:
+    shutil.rmtree(cache / "packs")  # the entries are what the render reads
+    entry = draw(st.sampled_from(entries(cache)))
+    head, body = entry.read_bytes().split(b"\n", 1)
+    header, payload = json.loads(head), json.loads(body)
+    path = draw(st.sampled_from(_paths(payload)))
+    payload = _replace_at(payload, path, draw(values | st.just(SECRET_WITH_CANARY)))
+    data = json.dumps(payload, default=repr).encode()
+    seal_entry(header, data, sign=sign)
+    entry.write_bytes(json.dumps(header).encode() + b"\n" + data)
+
+
+def _special_file(cache: Path, draw: Draw, sign: bool) -> None:
+    target = draw(st.sampled_from([*packs(cache), *entries(cache), cache / "usage"]))
+    kind = draw(st.sampled_from(["fifo", "link-zero", "link-outside", "directory", "linked-dir"]))
+    data = target.read_bytes()
+    if kind == "linked-dir":  # the whole shard (or packs/) a link to a copy outside
+        copy = cache.parent / f"copy-{target.parent.name}"
+        shutil.copytree(target.parent, copy)
+        shutil.rmtree(target.parent)
+        target.parent.symlink_to(copy, target_is_directory=True)
+        return
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "link-zero":
+        target.symlink_to("/dev/zero")
+    elif kind == "link-outside":
+        outside = cache.parent / f"outside-{target.name}"
+        outside.write_bytes(data)  # the right bytes, reached through a link
+        target.symlink_to(outside)
+    else:
+        target.mkdir()
+
+
+DAMAGE: list[Damage] = [
+    _flip_bits,
+    _truncate,
+    _index_field,
+    _header_field,
+    _app_change(_plant),
+    _app_change(_bomb),
+    _app_change(_keys),
+    _app_change(_objects),
+    _entry_payload,
+    _special_file,
+]
+
+
+@st.composite
+def damaged(draw: st.DrawFn) -> tuple[list[Damage], bool]:
+    return draw(st.lists(st.sampled_from(DAMAGE), min_size=1, max_size=2)), draw(st.booleans())
+
+
+@FUZZ
+@given(data=st.data(), plan=damaged())
+def test_a_damaged_or_forged_cache_never_leaks_nor_crashes(
+    data: st.DataObject, plan: tuple[list[Damage], bool]
+) -> None:
+    ready = prepared()
+    damages, sign = plan
+    with tempfile.TemporaryDirectory(dir=ready.root) as work:
+        cache = Path(work) / "cache"
+        shutil.copytree(ready.cache, cache, symlinks=True)
+        (Path(work) / "canary.yaml").write_text(SECRET_WITH_CANARY)
+        before = snapshot(ready.root, skip=Path(work))
+        for damage in damages:
+            try:
+                damage(cache, data.draw, sign)
+            except (ValueError, IndexError, KeyError, FileNotFoundError):
+                event("damage not applicable")
+        event(f"{'+'.join(d.__name__ for d in damages)}, {'signed' if sign else 'unsigned'}")
+        run = run_in_process(["render", str(ready.source), "--stdout", "--cache-dir", str(cache)])
+        event(f"exit {run.code}")
+        assert_clean_exit(run)
+        assert_no_canary([run.stdout, run.stderr])
+        assert KEY_LINE not in run.stdout + run.stderr
+        assert "PRIVATE KEY-----" not in run.stdout
+        try:
+            printed = [Manifest(body, "stdout") for body in yaml.safe_load_all(run.stdout) if body]
+        except yaml.YAMLError:
+            # Only a text signed with the key could be other than YAML; a text of it that could
+            # spell a Secret would have been parsed, and refused, by the guard.
+            assert sign
+            printed = []
+        assert not credential_problems(printed, {"stdout": run.stdout})  # the guard's own rules
+        if run.code == 0 and not sign:
+            assert run.stdout == ready.expected
+        if run.code != 0:
+            assert run.stdout == ""
+        assert snapshot(ready.root, skip=Path(work)) == before

@@ -1,0 +1,111 @@
+"""Forging render cache entries and render packs as an attacker would, in the tests.
+
+An attacker who can write the cache directory can rewrite any file in it and fix up any
+checksum anyone can compute (a CRC-32 or a sha256, as the formats before the MAC had); signing
+what they wrote needs the user's cache key (io.cache_key), which is not in that directory. The
+helpers sign with the key when asked to (`sign=True`: a stolen key, so that the checks behind the
+MAC are exercised too), and otherwise leave the MAC the file had (a forgery without the key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from btp_gitops.generator.io import render_cache, render_pack
+
+
+def secret() -> bytes:
+    from btp_gitops.generator.io.cache_key import cache_secret  # noqa: PLC0415 - not in older formats
+
+    key = cache_secret()
+    assert key is not None
+    return key
+
+
+def seal_pack(fields: dict[str, Any], body: bytes, *, sign: bool) -> None:
+    if "crc32" in fields:  # the format before the MAC: anyone fixes it up
+        fields["crc32"] = zlib.crc32(body)
+    elif sign:
+        fields["mac"] = render_pack._mac(secret(), fields, body)
+
+
+def seal_entry(header: dict[str, Any], body: bytes, *, sign: bool) -> None:
+    if "sha256" in header:  # the format before the MAC: anyone fixes it up
+        header["sha256"] = hashlib.sha256(body).hexdigest()
+    elif sign:
+        header["mac"] = render_cache._mac(secret(), header["key"], body)
+
+
+def packs(directory: Path) -> list[Path]:
+    return sorted((directory / render_pack.DIRECTORY).glob("*.pack"))
+
+
+def entries(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.glob("??/*.json") if p.is_file())
+
+
+def split_pack(pack: Path) -> tuple[dict[str, Any], dict[str, Any], bytes]:
+    """The header, the index and the blob of a pack file."""
+    header, body = pack.read_bytes().split(b"\n", 1)
+    fields = json.loads(header)
+    return fields, json.loads(body[: fields["index"]]), body[fields["index"] :]
+
+
+def write_pack(pack: Path, fields: dict[str, Any], index: dict[str, Any], blob: bytes, *, sign: bool) -> None:
+    encoded = json.dumps(index).encode()
+    body = encoded + blob
+    fields = {**fields, "index": len(encoded), "length": len(body)}
+    seal_pack(fields, body, sign=sign)
+    pack.write_bytes(json.dumps(fields).encode() + b"\n" + body)
+
+
+def forge_app(
+    pack: Path, change: Callable[[list[Any], bytearray], None], *, record: int = 0, sign: bool = True
+) -> None:
+    """Rewrite the app of one record: `change(app, blob)` edits the index entry of the app
+    ([name, group, notes, keys, files, stages, objects span]) and may append to the blob."""
+    fields, index, blob = split_pack(pack)
+    data = bytearray(blob)
+    change(index["records"][record][6], data)
+    write_pack(pack, fields, index, bytes(data), sign=sign)
+
+
+def add_file(app: list[Any], blob: bytearray, name: str, text: str) -> None:
+    """A file in the app's directory, listed in its kustomization.yaml as the layout would."""
+    data = text.encode()
+    app[4].append([name, len(blob), len(blob) + len(data)])
+    blob += data
+    kustomization = next(entry for entry in app[4] if entry[0] == "kustomization.yaml")
+    old = bytes(blob[kustomization[1] : kustomization[2]]).decode()
+    listed = sorted([line[2:] for line in old.splitlines() if line.startswith("- ")] + [name])
+    new = old.split("resources:\n")[0] + "resources:\n" + "".join(f"- {n}\n" for n in listed)
+    encoded = new.encode()
+    kustomization[1:] = [len(blob), len(blob) + len(encoded)]
+    blob += encoded
+
+
+def set_objects(app: list[Any], blob: bytearray, compressed: bytes) -> None:
+    app[6] = [len(blob), len(blob) + len(compressed)]
+    blob += compressed
+
+
+def objects_of(app: list[Any], blob: bytes | bytearray) -> list[Any]:
+    start, end = app[6]
+    objects: list[Any] = json.loads(zlib.decompress(bytes(blob[start:end])))
+    return objects
+
+
+def forge_entry(entry: Path, change: Callable[[dict[str, Any]], None], *, sign: bool = True) -> None:
+    """Rewrite an entry's payload with `change`, sealed as `sign` says."""
+    head, body = entry.read_bytes().split(b"\n", 1)
+    header = json.loads(head)
+    payload = json.loads(body)
+    change(payload)
+    data = json.dumps(payload).encode()
+    seal_entry(header, data, sign=sign)
+    entry.write_bytes(json.dumps(header).encode() + b"\n" + data)
