@@ -423,7 +423,7 @@ def _render_cluster(
     # files of apps reused from the pack pass the same guard on their text (reused_output: a
     # pack is untrusted input).
     assert_no_credentials([m for app in fresh_apps for m in app.manifests], checked)
-    check_reused_output(apps)
+    check_reused_output(apps, previous.holds if isinstance(previous, DecodedFiles) else None)
     reject_unsafe_paths(apps, {**checked, **kyma_plan.record_files})
     if cache is not None and cached is not None and tenants is not None:
         cache.write_all(cached.entries(tenants, inputs))
@@ -571,6 +571,12 @@ class DecodedFiles(Mapping[str, str]):
 
     def __contains__(self, path: object) -> bool:
         return path in self._data
+
+    def holds(self, path: str, text: str) -> bool:
+        """Whether the file at `path` holds exactly the UTF-8 bytes of `text` (compared as bytes:
+        a decoded text with replaced bytes is not the file)."""
+        data = self._data.get(path)
+        return data is not None and len(data) >= len(text) and data == text.encode("utf-8")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
