@@ -10,9 +10,10 @@ the files it hands the layout pass the same guard as a fresh app's, checked on t
   used);
 - every byte of their files that the render writes or prints is searched for private keys, in
   one pass over all of them (joined by a NUL, which no key's text crosses), and file by file only
-  when that pass finds one; with `render --out`, a file the cluster directory already holds with
-  the same text (the previous tree, read under the output lock) is left as it is by the writer,
-  so it is not searched again: a warm render searches what changed, not every tenant's files;
+  when that pass finds one; a file that is neither written nor shown is not searched again (with
+  `render --out`, one the cluster directory already holds byte for byte, which the writer leaves
+  as it is; with `diff`, one whose text is the compared tree's): a warm render searches what
+  changed, not every tenant's files;
 - every text that could spell the word `Secret` (the word standing alone, or a backslash
   escape) is parsed as a source is and its objects checked by the credential guard (a Secret
   with data, a private key anywhere, at any depth); a text that is not YAML is refused. Tenant
@@ -69,9 +70,10 @@ def _written_files(reused: list[ReusedApp], unchanged: Unchanged | None) -> list
 
 def check_reused_output(apps: Iterable[AppRender], unchanged: Unchanged | None = None) -> None:
     """Refuse a Secret with data, or a private key, in the files of an app taken from the pack
-    that the render writes or prints. `unchanged` tells the files the cluster directory already
-    holds byte for byte (`render --out`, under the output lock): the writer leaves them as they
-    are, so they are not searched again; `render --stdout` and `diff` pass None: every file."""
+    that the render writes or prints. `unchanged` tells the files that are neither: those the
+    cluster directory already holds byte for byte (`render --out`, under the output lock: the
+    writer leaves them as they are) or whose text is the compared tree's (`diff`: no change, not
+    in the report); `render --stdout` passes None: every file is searched."""
     written = _written_files([app for app in apps if isinstance(app, ReusedApp)], unchanged)
     keys = _key_problems(written)
     if keys:

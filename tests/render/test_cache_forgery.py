@@ -275,3 +275,21 @@ def test_a_pack_signed_with_a_stolen_key_cannot_write_a_credential_into_the_repo
     after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
     assert after == before
     assert_no_canary([run.stdout, run.stderr])
+
+
+def test_diff_refuses_a_credential_a_signed_pack_adds(source: Path, tmp_path: Path) -> None:
+    """diff searches the reused files it shows (those whose text is not the compared tree's): a
+    Secret file a forged pack adds to an app is a change, so searched and refused (exit 5)."""
+    directory, repo = tmp_path / "cache", tmp_path / "repo"
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    (pack,) = packs(directory)
+    forge_app(pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", SECRET), sign=True)
+    command = [str(CLI), "diff", str(source), "--against", str(repo), "--cluster", "demo"]
+    run = subprocess.run(
+        [*command, "--cache-dir", str(directory)], capture_output=True, text=True, check=False
+    )
+    assert_clean(run)
+    assert run.returncode == ExitCode.OUTPUT, run.stderr
+    assert "secret-leaked.yaml" in run.stderr
+    assert_no_canary([run.stdout, run.stderr])
