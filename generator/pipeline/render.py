@@ -81,7 +81,7 @@ from btp_gitops.generator.pipeline.cached_sources import (
     load_cached_sources,
     thawed,
 )
-from btp_gitops.generator.pipeline.reused_output import check_reused_output
+from btp_gitops.generator.pipeline.reused_output import Unchanged, check_reused_output
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
 from btp_gitops.generator.pipeline.wiring import app_stages, cluster_wiring
 from btp_gitops.generator.transforms.guards import assert_no_credentials
@@ -423,7 +423,7 @@ def _render_cluster(
     # files of apps reused from the pack pass the same guard on their text (reused_output: a
     # pack is untrusted input).
     assert_no_credentials([m for app in fresh_apps for m in app.manifests], checked)
-    check_reused_output(apps)
+    check_reused_output(apps, _unchanged(previous))
     reject_unsafe_paths(apps, {**checked, **kyma_plan.record_files})
     if cache is not None and cached is not None and tenants is not None:
         cache.write_all(cached.entries(tenants, inputs))
@@ -437,6 +437,17 @@ def _render_cluster(
         module_problems=kyma_plan.problems,
         notes=[*layout_notes, *kyma_plan.notes],
     )
+
+
+def _unchanged(previous: Mapping[str, str] | None) -> Unchanged | None:
+    """How the guard of reused files tells a file that is neither written nor shown: with
+    `render --out`, one the cluster directory holds byte for byte (the writer leaves it); with
+    `diff`, one whose text is the compared tree's (no change, so not in the report)."""
+    if previous is None:
+        return None
+    if isinstance(previous, DecodedFiles):
+        return previous.holds
+    return lambda path, text: previous.get(path) == text
 
 
 def _pack_layout(
@@ -571,6 +582,12 @@ class DecodedFiles(Mapping[str, str]):
 
     def __contains__(self, path: object) -> bool:
         return path in self._data
+
+    def holds(self, path: str, text: str) -> bool:
+        """Whether the file at `path` holds exactly the UTF-8 bytes of `text` (compared as bytes:
+        a decoded text with replaced bytes is not the file)."""
+        data = self._data.get(path)
+        return data is not None and len(data) >= len(text) and data == text.encode("utf-8")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)

@@ -8,8 +8,12 @@ the files it hands the layout pass the same guard as a fresh app's, checked on t
 - its names and paths, and each kustomization.yaml (the one the layout writes for the files
   beside it), were checked when the pack was read (io.render_pack: a pack failing them is not
   used);
-- every byte of their files is searched for private keys, in one pass over all of them (joined
-  by a NUL, which no key's text crosses), and file by file only when that pass finds one;
+- every byte of their files that the render writes or prints is searched for private keys, in
+  one pass over all of them (joined by a NUL, which no key's text crosses), and file by file only
+  when that pass finds one; a file that is neither written nor shown is not searched again (with
+  `render --out`, one the cluster directory already holds byte for byte, which the writer leaves
+  as it is; with `diff`, one whose text is the compared tree's): a warm render searches what
+  changed, not every tenant's files;
 - every text that could spell the word `Secret` (the word standing alone, or a backslash
   escape) is parsed as a source is and its objects checked by the credential guard (a Secret
   with data, a private key anywhere, at any depth); a text that is not YAML is refused. Tenant
@@ -19,7 +23,7 @@ the files it hands the layout pass the same guard as a fresh app's, checked on t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from btp_gitops.generator.core.errors import CredentialInOutput, InvalidSpec, Problem, raise_if_problems
 from btp_gitops.generator.core.keys import private_key_in
@@ -32,14 +36,13 @@ from btp_gitops.generator.transforms.guards import REFUSAL, assert_no_credential
 from btp_gitops.generator.transforms.secret_text import could_spell_secret
 
 
-def _key_problems(reused: list[ReusedApp]) -> list[Problem]:
+def _key_problems(written: list[tuple[str, str]]) -> list[Problem]:
     # One pass in C over every text (per file, 80,000 calls would cost a third of a second).
-    if private_key_in("\0".join(text for app in reused for text in app.packed.files.values())) is None:
+    if private_key_in("\0".join(text for _, text in written)) is None:
         return []
     return [
-        Problem(f"{app_directory(app.app, app.group)}/{path}", f"contains {_article(what)}")
-        for app in reused
-        for path, text in app.packed.files.items()
+        Problem(where, f"contains {_article(what)}")
+        for where, text in written
         if (what := private_key_in(text))
     ]
 
@@ -48,22 +51,41 @@ def _article(what: str) -> str:
     return what if what.startswith(("a ", "an ", "base64", "hex")) else f"a {what}"
 
 
-def check_reused_output(apps: Iterable[AppRender]) -> None:
-    """Refuse a Secret with data, or a private key, in the files of an app taken from the pack."""
-    reused = [app for app in apps if isinstance(app, ReusedApp)]
-    keys = _key_problems(reused)
+# Whether the cluster directory already holds a file with exactly these bytes (path, text).
+Unchanged = Callable[[str, str], bool]
+
+
+def _written_files(reused: list[ReusedApp], unchanged: Unchanged | None) -> list[tuple[str, str]]:
+    """Each reused file by its path in the cluster directory, but those the directory already
+    holds byte for byte: the writer leaves those as they are, so no byte of them is written."""
+    files = []
+    for app in reused:
+        directory = app_directory(app.app, app.group)
+        for path, text in app.packed.files.items():
+            where = f"{directory}/{path}"
+            if unchanged is None or not unchanged(where, text):
+                files.append((where, text))
+    return files
+
+
+def check_reused_output(apps: Iterable[AppRender], unchanged: Unchanged | None = None) -> None:
+    """Refuse a Secret with data, or a private key, in the files of an app taken from the pack
+    that the render writes or prints. `unchanged` tells the files that are neither: those the
+    cluster directory already holds byte for byte (`render --out`, under the output lock: the
+    writer leaves them as they are) or whose text is the compared tree's (`diff`: no change, not
+    in the report); `render --stdout` passes None: every file is searched."""
+    written = _written_files([app for app in apps if isinstance(app, ReusedApp)], unchanged)
+    keys = _key_problems(written)
     if keys:
         raise CredentialInOutput(REFUSAL, keys)
     problems: list[Problem] = []
     parsed: list[Manifest] = []
-    for app in reused:
-        for path, text in app.packed.files.items():
-            if not could_spell_secret(text):
-                continue
-            where = f"{app_directory(app.app, app.group)}/{path}"
-            try:
-                parsed += [Manifest(body, where) for _, body in load_source_documents(text, where)]
-            except SourceSyntaxProblem as error:
-                problems.append(Problem(where, f"from the render pack, {error.problem.message}"))
+    for where, text in written:
+        if not could_spell_secret(text):
+            continue
+        try:
+            parsed += [Manifest(body, where) for _, body in load_source_documents(text, where)]
+        except SourceSyntaxProblem as error:
+            problems.append(Problem(where, f"from the render pack, {error.problem.message}"))
     assert_no_credentials(parsed, {})  # no text: every object walked, at any depth
     raise_if_problems(InvalidSpec, "the render pack holds files btp-gitops would not write", problems)

@@ -26,6 +26,7 @@ from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import CLI, EXAMPLES
 from tests.support.forged_cache import add_file, entries, forge_app, forge_entry, packs, set_objects
 from tests.support.fuzzing import CANARY_SECRET, assert_no_canary
+from tests.support.keys import pem_rsa
 
 HOUR_AGO = time.time_ns() - 3600 * 10**9
 SECRET = f"""apiVersion: v1
@@ -218,3 +219,77 @@ def test_an_entry_forged_without_the_key_is_not_used(source: Path, tmp_path: Pat
     assert run.returncode == 0, run.stderr
     assert run.stdout == expected
     assert "cluster-admin" not in run.stdout
+
+
+def out_render(source: Path, repo: Path, directory: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            str(CLI),
+            "render",
+            str(source),
+            "--out",
+            str(repo),
+            "--cluster",
+            "demo",
+            "--cache-dir",
+            str(directory),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+def _replace_first_file(app: list[Any], blob: bytearray, text: str) -> str:
+    """Point the app's first file other than its kustomization at `text`; its name."""
+    entry = next(e for e in app[4] if e[0] != "kustomization.yaml")
+    data = text.encode()
+    entry[1:] = [len(blob), len(blob) + len(data)]
+    blob += data
+    return str(entry[0])
+
+
+@pytest.mark.parametrize("forgery", ["added-file", "changed-file"])
+def test_a_pack_signed_with_a_stolen_key_cannot_write_a_credential_into_the_repository(
+    source: Path, tmp_path: Path, forgery: str
+) -> None:
+    """render --out searches only the reused files it writes (those the cluster directory does not
+    already hold byte for byte): a file the forged pack adds, or one whose text it changes, is
+    written, so searched, and refused (exit 5) with the repository as it was."""
+    directory, repo = tmp_path / "cache", tmp_path / "repo"
+    first = out_render(source, repo, directory)
+    assert first.returncode == ExitCode.OK, first.stderr
+    again = out_render(source, repo, directory)  # the pack now holds every tenant's app
+    assert again.returncode == ExitCode.OK, again.stderr
+    before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    (pack,) = packs(directory)
+    if forgery == "added-file":
+        forge_app(pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", SECRET), sign=True)
+    else:
+        key = pem_rsa()
+        forge_app(pack, lambda app, blob: _replace_first_file(app, blob, f"data: |\n  {key}\n"), sign=True)
+    run = out_render(source, repo, directory)
+    assert_clean(run)
+    assert run.returncode == ExitCode.OUTPUT, run.stderr
+    after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before
+    assert_no_canary([run.stdout, run.stderr])
+
+
+def test_diff_refuses_a_credential_a_signed_pack_adds(source: Path, tmp_path: Path) -> None:
+    """diff searches the reused files it shows (those whose text is not the compared tree's): a
+    Secret file a forged pack adds to an app is a change, so searched and refused (exit 5)."""
+    directory, repo = tmp_path / "cache", tmp_path / "repo"
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    (pack,) = packs(directory)
+    forge_app(pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", SECRET), sign=True)
+    command = [str(CLI), "diff", str(source), "--against", str(repo), "--cluster", "demo"]
+    run = subprocess.run(
+        [*command, "--cache-dir", str(directory)], capture_output=True, text=True, check=False
+    )
+    assert_clean(run)
+    assert run.returncode == ExitCode.OUTPUT, run.stderr
+    assert "secret-leaked.yaml" in run.stderr
+    assert_no_canary([run.stdout, run.stderr])
