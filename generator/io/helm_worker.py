@@ -50,11 +50,18 @@ def limit_process(address_space: int, file_mib: int) -> None:
 
 
 def address_space_in_use() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    raise OSError("no VmSize in /proc/self/status")
+    """The address space the process holds (VmSize). Where /proc is not mounted (a bare chroot;
+    containers and hosts have it), an upper estimate instead: twice what Go reserves as it starts
+    plus the most the process has held, so the engine still starts and the bound stays finite."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    held = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    return 2 * GO_RESERVATIONS + held
 
 
 def _cpu_used() -> float:
