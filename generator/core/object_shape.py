@@ -67,6 +67,10 @@ def _data_problems(value: Any, path: str) -> list[tuple[str, str]]:
     for key, item in value.items():
         if isinstance(key, str) and is_data_key(key) and (item is None or isinstance(item, str)):
             continue
+        if isinstance(key, bool | int) and (item is None or isinstance(item, str)):
+            # A plain `1:` or `on:` (YAML 1.1 reads an integer and a boolean): the API server's
+            # YAML reader, as Helm's and kubectl's, turns such a key into its text ("1", "true").
+            continue
         if not isinstance(key, str):
             problems.append((path, f"keys must be strings, found {_type_name(key)} {key!r:.40}"))
         elif message := data_key_message(key):

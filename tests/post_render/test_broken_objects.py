@@ -85,12 +85,6 @@ CHART_LABEL = "    helm.sh/chart: sap-btp-operator-1.2.3\n"
             "webhooks: must be a list, not a mapping",
         ),
         (
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sap-btp-operator-config\n"
-            f"  labels:\n{CHART_LABEL}data:\n  1: x\n  CLUSTER_ID: c1\n",
-            "ConfigMap sap-btp-operator-config, line 1",
-            "data: keys must be strings, found an integer 1",
-        ),
-        (
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  replicas: 3\n",
             "ConfigMap x, line 1",
             "data.replicas: must be a string, not an integer",
@@ -138,7 +132,6 @@ CHART_LABEL = "    helm.sh/chart: sap-btp-operator-1.2.3\n"
         "apiversion-list",
         "webhook-string",
         "webhooks-map",
-        "operator-configmap-integer-key",
         "configmap-integer-value",
         "binarydata-key-space",
         "secret-key-dotdot",
@@ -176,6 +169,21 @@ def test_configmap_data_kubernetes_takes_passes(post_render_cli: PostRender) -> 
     result = post_render_cli(stream, "--chart-version", "1.2.3")
     assert result.returncode == 0, result.stderr
     assert "a.b_c-1: null" in result.stdout
+
+
+def test_the_operator_configmap_with_a_plain_integer_key_is_transformed(post_render_cli: PostRender) -> None:
+    """`2: x` and `on: y` are read as an integer and a boolean key; the API server's YAML reader
+    (as Helm's and kubectl's) stores them as "2" and "true", so they pass, and the operator's
+    ConfigMap is still transformed and hashed (this was an internal error, exit 70)."""
+    stream = (
+        HEAD
+        + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sap-btp-operator-config\n"
+        + f"  labels:\n{CHART_LABEL}data:\n  2: x\n  on: y\n  CLUSTER_ID: c1\n"
+    )
+    result = post_render_cli(stream, "--chart-version", "1.2.3")
+    assert result.returncode == 0, result.stderr
+    assert "  2: x\n" in result.stdout and "CLUSTER_ID: c1" in result.stdout
+    assert "kyma-project.io/module: btp-operator" in result.stdout
 
 
 def test_generate_name_and_null_labels_pass(post_render_cli: PostRender) -> None:

@@ -96,7 +96,12 @@ def config_checksum(manifests: list[Manifest]) -> str | None:
             import json  # noqa: PLC0415
 
             data = manifest.body.get("data") or {}
-            return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+            # A plain `1:` or `on:` key is read as an integer or a boolean: hashed as the text the
+            # API server stores it under (json.dumps writes 1 and True as "1" and "true").
+            text_keys = {
+                key if isinstance(key, str) else json.dumps(key): value for key, value in data.items()
+            }
+            return hashlib.sha256(json.dumps(text_keys, sort_keys=True).encode()).hexdigest()
     return None
 
 
