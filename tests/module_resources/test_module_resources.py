@@ -285,7 +285,7 @@ def test_a_chart_object_kubernetes_would_refuse_is_a_chart_error(tmp_path: Path,
     shutil.copytree(CHART, chart)
     (chart / "templates" / "odd.yaml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: odd\n  namespace: {{ .Release.Namespace }}\n"
-        "  labels:\n    team/owner/extra: a\n    tier: two words\ndata:\n  1: one\n"
+        "  labels:\n    team/owner/extra: a\n    tier: two words\ndata:\n  a b: one\n"
     )
     out = tmp_path / "module-resources"
     result = run_cli("module-resources", "--chart", chart, "--out", out)
@@ -297,6 +297,6 @@ def test_a_chart_object_kubernetes_would_refuse_is_a_chart_error(tmp_path: Path,
         "and ending with a letter or digit",
         f"{where}metadata.labels.tier: label value 'two words' must be empty or at most 63 of A-Z, "
         "a-z, 0-9, '-', '_' and '.', starting and ending with a letter or digit",
-        f"{where}data: keys must be strings, found an integer 1",
+        f"{where}data: key 'a b' must be at most 253 of A-Z, a-z, 0-9, '-', '_' and '.', and not '.' or '..'",
     ]
     assert not out.exists()
