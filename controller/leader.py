@@ -1,10 +1,11 @@
 """Leader election with a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it.
 
-Only the holder of the Lease runs reconcilers (and, for the subscription server, the callback
-worker), so two replicas never act twice. The holder renews every `renew_period`; a candidate
-takes the Lease over only when its `renewTime` is older than `leaseDurationSeconds`. Every write
-is an update with the Lease's resourceVersion, so two candidates racing for an expired Lease
-cannot both win: the API server rejects the second with 409.
+Only the holder of the Lease runs reconcilers (the subscription callbacks among them, sent by the
+tenant-operations reconciler), so two replicas never act twice. The holder renews every
+`renew_period`; a candidate takes the Lease over only when its `renewTime` is older than
+`leaseDurationSeconds`. Every write is an update with the Lease's resourceVersion, so two
+candidates racing for an expired Lease cannot both win: the API server rejects the second with
+409.
 
 A leader that cannot renew within `renew_deadline` stops leading: `run` returns and the process
 exits, so a new leader never overlaps with an old one that lost its connection (the Pod restarts

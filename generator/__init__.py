@@ -4,6 +4,8 @@ The pipeline, stage by stage (see ARCHITECTURE.md):
 
     load sources -> validate against schemas/ -> resolve -> render -> transform -> serialize -> write
 
-Only its `io` and `cli` packages touch the filesystem, Git or the Helm engine; everything in
-`core`, `transforms` and `domains` is pure data code.
+`core`, `transforms`, `charts`, `domains` and the feature packages are pure data code (an
+import-linter contract). The filesystem, Git, the Helm engine and the cluster are reached through
+`io`, called by `cli` and by the `pipeline` functions; a domain renders charts through the
+`ChartRenderer` the pipeline hands it.
 """

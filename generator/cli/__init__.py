@@ -12,6 +12,15 @@ other (`COMMANDS` names them the way entry points do), and looks at the entry po
 the command line names none of ours (`--help`, a controller command, a mistake). Helm runs
 `btp-gitops post-render` on every install and upgrade, where the start-up is most of the work;
 `tests/packaging/test_startup.py` keeps `--version` and `post-render` free of the heavy packages.
+
+A lone `--version` imports no command at all. The faces the commands pass through
+(`generator.core`, `generator.io`) are lazy (core.faces). A heavy package is imported where the
+one mode that needs it starts, with a comment saying so: `jsonschema` when a schema registry is
+built, `cryptography` when core.keys meets the shape of a DER key or a certificate bundle and
+in self-signed certificate mode, the CAP and Kyma post-render pipeline with `--domain cap|kyma`,
+GitPython with `render --commit`, the Kubernetes client with `--from-cluster`. The embedded Helm
+engine is never imported here: io.helm_process starts io.helm_worker, a child process that loads
+it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,12 @@
 """Git at the edges: which commit the sources came from, committing the rendered tree, and reading
-a rendered tree at a ref (for `diff --against REF`)."""
+a rendered tree at a ref (for `diff --against REF`).
+
+`render --commit` stages only the cluster directory it wrote (a literal pathspec: other changes
+in the user's work tree stay as they are) and commits only when Git sees a change, with the
+message the pipeline builds from the staged changes (objects added, changed, removed, and a
+`Source-Commit:` trailer per source repository). A tree at a ref is read from Git's objects,
+without a checkout, each blob bounded as the files of a directory are (io.output_tree).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,12 @@
-"""Reading source documents from files and directories."""
+"""Reading source documents from files and directories.
+
+Every YAML file under the source paths (hidden and linked directories are not entered; a link
+leading out of the roots is refused, io.containment) is read within limits
+(io.input_files), parsed strictly (core.yamlio: a duplicate key is an error, timestamps stay
+strings) and shape-checked (core.object_shape) into `SourceDocument`s that remember their file
+and document index, so that every later problem can name them. All problems of all files are
+collected before the command fails.
+"""
 
 from __future__ import annotations
 

@@ -14,7 +14,12 @@ version, and runs the module transforms on those; the second pass reads every do
 it, and writes it at once (an object outside the wiring transformed on its own with the facts
 of the first pass). The output is the same, byte for byte, as transforming the whole stream, and
 so are the errors: nothing is written before the whole stream has been checked (`post_render_to`
-keeps the output in a temporary file until then).
+keeps the output in a temporary file until then). A stream with document end markers, directives
+or byte order marks inside (`streams.helm.NeedsWholeStream`) is read whole instead, as are CAP
+and Kyma streams. Beyond the current document and the wiring objects, what post-render holds is
+bounded, so its peak memory does not grow with the stream: the in-memory parts of the input spool
+(io.input_files.spool_stream) and of the output (1 MiB each), the blocks read (64 KiB) and the
+YAML resolvers' memo (core.yamlio, 4,096 scalars).
 
 Pure: the caller reads stdin, the credentials and any existing certificates, and passes in the
 clock and the key factory (self-signed mode); this returns the text for stdout and the notes for

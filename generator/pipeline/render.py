@@ -1,6 +1,17 @@
 """`btp-gitops render`: source custom resources -> GitOps repo.
 
 load sources -> validate -> render each domain -> lay out files -> guard -> write -> commit
+
+`render_into_repo` holds the output's lock (io.repo) from reading the previous tree to the
+commit: it finishes a journal a killed run left, scans the cluster directory once (the writer
+rereads only what changed since), and decides the layout: a populated directory rendered before
+tenants were sharded stays flat until `--migrate-layout` (core.ownership.shards_tenants).
+`render_cluster` is everything before writing, which `diff` shares. Apps a domain keeps as the
+previous render wrote them (a Kyma module that cannot be resolved, waits for a maintenance window
+or may not go down a version) are carried over byte for byte (`carry_over`) and stay owned; their
+problems ride on the result (exit 9 after writing, or exit 3 before it with `--strict`). The
+credential guard (transforms.guards) and `reject_unsafe_paths` run on the laid-out tree, and
+only after both passed are the render cache's entries and pack written (pipeline.cached_sources).
 """
 
 from __future__ import annotations
