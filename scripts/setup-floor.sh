@@ -3,8 +3,8 @@
 # pyproject.toml (constraints-floor.txt) and everything else at the pins of constraints.txt, so the
 # floor tier of scripts/test.sh shows that the lowest versions we accept really work.
 #
-# Editable, like .venv: the tests run the checkout's code (pytest puts the repository root first on
-# sys.path, and the `btp-gitops` script of an editable install imports the checkout too), so a wheel
+# Editable, like .venv: the tests and the `btp-gitops` script run the checkout's code through the
+# editable install (as btp_gitops.*; pytest puts nothing of the checkout on sys.path), so a wheel
 # copy would add nothing but a reinstall after every source change. The built wheel in a clean venv
 # has its own test.
 # Idempotent: reinstalls only when pyproject.toml, a constraints file or the version (in

@@ -6,6 +6,7 @@ without `--snapshot-update`, so any drift in rendered output fails.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -24,6 +25,28 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 CHART = ROOT / "charts" / "sap-btp-operator"
 CLI = Path(sys.executable).parent / "btp-gitops"
+
+
+def _register_package(name: str) -> None:
+    """Make the checkout's folder `name` importable as the package `name`, and nothing beside it."""
+    folder = ROOT / name
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+# `python -m pytest` puts the working directory first on sys.path; from the checkout that would make
+# its top-level `generator/` and `controller/` importable under a second name beside `btp_gitops.*`.
+# The tests see btp-gitops as it is installed. Of the checkout's own folders they import `tests`
+# (which pytest's importlib mode registered from its folder before importing this file) and the
+# benchmarks' fixtures in `bench`, registered here the same way.
+sys.path[:] = [entry for entry in sys.path if Path(entry or os.curdir).resolve() != ROOT]
+if "bench" not in sys.modules:
+    _register_package("bench")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.packaging.test_one_namespace import assert_one_tree, probe
 from tests.support.wheel import InstalledProduct, install
 
 EXTRA_MODULES = ("kubernetes", "jwt", "prometheus_client")
@@ -42,6 +43,12 @@ def test_the_base_install_names_the_extra_for_controller_commands(
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert "pip install 'btp-gitops[controller]'" in result.stderr
+
+
+def test_the_installed_wheel_imports_one_tree_with_its_data(with_controller: InstalledProduct) -> None:
+    found = probe(with_controller.venv / "bin" / "python", with_controller.home, with_controller.env())
+    assert_one_tree(found)
+    assert Path(str(found["package"])).is_relative_to(with_controller.venv)
 
 
 def test_the_base_install_names_the_extra_for_from_cluster(base: InstalledProduct) -> None:
