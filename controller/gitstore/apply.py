@@ -1,9 +1,12 @@
 """A batch applied to the tree and committed: one commit for the batch, never an empty one.
 
-The tree is brought to the remote's newest commit (or to our commit whose push is in flight) and
-every change of the batch is applied in order. A change that raises leaves the batch with its
-error, and the rest are applied again on a clean tree, so no half-applied edit is committed.
-With a `TreeTracker`, each change's footprint (what it looked up, which files it wrote) is
+    fetch, hard-reset to origin/<branch>, apply every change        (a change that raises leaves
+                                                                      the batch; the rest are applied
+                                                                      again on a clean tree)
+    one commit for the batch, if anything changed                   (never an empty commit)
+
+The batch prepared while a push is in flight is applied the same way on top of the commit being
+pushed. With a `TreeTracker`, each change's footprint (what it looked up, which files it wrote) is
 recorded for a rebase; a change that wrote a file the tracker was not told of sends the batch
 through once more, each change on an index walked anew."""
 

@@ -1,10 +1,11 @@
 """The writer's queue: changes submitted from any thread, taken by the writer in batches.
 
-The writer takes the first queued change and waits `batch_window` for more (at most `max_batch`):
-they share one commit. While a push is in flight it takes the next batch the same way, for one
-batch window from its first change, to apply on top of the commit being pushed. A change whose
-future was cancelled before the writer took it is dropped; a stop marker ends the writer once
-what was queued before it is done."""
+    take the first queued change, wait `batch_window` for more (at most `max_batch`)
+
+They share one commit. While a push is in flight the writer takes the next batch the same way,
+for one batch window from its first change, to apply on top of the commit being pushed. A change
+whose future was cancelled before the writer took it is dropped; a stop marker ends the writer
+once what was queued before it is done."""
 
 from __future__ import annotations
 

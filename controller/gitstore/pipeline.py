@@ -1,6 +1,6 @@
 """One batch pushed, the next prepared meanwhile, a refused push tried again.
 
-    one commit for the batch, if anything changed                   (never an empty commit)
+    one commit for the batch (controller.gitstore.apply)
     push that commit (by sha); while it is in flight:               the next batch: taken from the
                                                                       queue, applied on top of the
                                                                       commit, committed (pushed next,
