@@ -381,7 +381,7 @@ def serve(config: ServerConfig) -> None:
         tuning["max_batch"] = config.max_batch
     repo = SourceRepo(RepoSettings(url=config.remote, workdir=Path(config.workdir), **tuning))
     if timings is not None:
-        repo._lock = TimedLock(repo._lock, timings)  # type: ignore[assignment]
+        repo._clone.lock = TimedLock(repo._clone.lock, timings)  # type: ignore[assignment]
     repo.start()
     settings = SubscriptionServerSettings(host="127.0.0.1", port=0, jwks_ca_file=config.jwks_ca_file)
     kube = KubeClient(load_api_client(config.kubeconfig))
@@ -419,8 +419,8 @@ class Timings:
 
 
 class TimedLock:
-    """The clone's lock (`SourceRepo._lock`, taken by the writer's cycles and by every ledger read),
-    timing how long each side waits for it and holds it (--profile only)."""
+    """The clone's lock (controller.gitstore's `Clone.lock`, taken by the writer's cycles and by
+    every ledger read), timing how long each side waits for it and holds it (--profile only)."""
 
     def __init__(self, lock: threading.Lock, timings: Timings) -> None:
         self._lock = lock
@@ -509,6 +509,9 @@ def install_profile() -> Timings:
     """Time the parts of a subscribe and of the writer's cycle in the server process: each wrapper
     calls the real method and only adds up how long it took (--profile only)."""
     from btp_gitops.controller.gitstore import SourceRepo  # noqa: PLC0415
+    from btp_gitops.controller.gitstore.apply import BatchApplier  # noqa: PLC0415
+    from btp_gitops.controller.gitstore.pipeline import PushPipeline  # noqa: PLC0415
+    from btp_gitops.controller.gitstore.runner import GitRunner  # noqa: PLC0415
     from btp_gitops.controller.records import SourceIndex  # noqa: PLC0415
     from btp_gitops.controller.subscription import git_ledger, server  # noqa: PLC0415
     from btp_gitops.controller.subscription.auth import TokenVerifier  # noqa: PLC0415
@@ -540,10 +543,10 @@ def install_profile() -> Timings:
     wrap(SourceRepo, "read", lambda a: "request: ledger lookup (waits for the writer's lock)")
     wrap(git_ledger, "_build_snapshot", lambda a: "request: index a new head (SourceIndex + app)")
     wrap(git_ledger.GitTenantLedger, "_apply", lambda a: "request: wait for the push of its record")
-    wrap(SourceRepo, "_push_batch", batch)
-    wrap(SourceRepo, "_apply_all", lambda a: "writer: apply the batch's changes (subscribe_tenant)")
+    wrap(PushPipeline, "push_batch", batch)
+    wrap(BatchApplier, "apply_all", lambda a: "writer: apply the batch's changes (subscribe_tenant)")
     wrap(SourceIndex, "of_tree", lambda a: f"{_role()}: SourceIndex.of_tree (walk + index)")
-    wrap(SourceRepo, "_execute", lambda a: f"{_role()}: git {a[1]}")
+    wrap(GitRunner, "execute", lambda a: f"{_role()}: git {a[1]}")
     return timings
 
 
