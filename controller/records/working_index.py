@@ -1,12 +1,6 @@
-"""The writer's index of its working tree, updated in place file by file as a batch writes.
-
-controller.gitstore's writer opens one `WorkingIndex` per batch (its `TreeTracker`). While a
-change is applied, `SourceIndex.of_tree` answers with it on the writer's thread (records.index),
-and every file the editor writes replaces that file's records in place (`note_written`): a change
-costs the records it touches, not the tree. Per change it records what the change looked up and
-which files it wrote (`ChangeFootprint`), so that a rebase after a lost push race re-applies only
-the changes whose lookups or files the competitor touched.
-"""
+"""The writer's index of its working tree (`WorkingIndex`, controller.gitstore's `TreeTracker`),
+updated in place file by file as a batch writes, and what each change of the batch looked up and
+wrote (`ChangeFootprint`), from which a rebase tells which changes to apply again."""
 
 from __future__ import annotations
 
