@@ -1,12 +1,14 @@
 """The controller's one owner of the source tree's files: CAPApplication, CAPApplicationVersion and
 CAPTenant documents read, and records edited.
 
-    index       the one reader: every CAP document of a tree, checked and indexed (`SourceIndex`);
-                the writer's index of its tree, updated in place per file (`WorkingIndex`)
-    editor      the one editor: one document of a file replaced or removed, comments kept, and
-                one policy for a file it cannot cut into documents (refused, never rewritten)
-    changes     the change set: subscribe, unsubscribe, operation outcomes, removals (`TreeChange`s)
-    unreadable  the one outcome of a tree that cannot be read (`UnreadableSource`)
+    index           the one reader: every CAP document of a tree, checked and indexed (`SourceIndex`)
+    tree_records    what a CAP document says, as the index answers it (`ApplicationRecord`, ...)
+    parsed_files    each YAML file of a tree parsed once, again only when it changed
+    working_index   the writer's index of its tree, updated in place per file (`WorkingIndex`)
+    editor          the one editor: one document of a file replaced or removed, comments kept, and
+                    one policy for a file it cannot cut into documents (refused, never rewritten)
+    changes         the change set: subscribe, unsubscribe, operation outcomes, removals (`TreeChange`s)
+    unreadable      the one outcome of a tree that cannot be read (`UnreadableSource`)
 
 Import from this package, not its modules.
 """
@@ -26,13 +28,9 @@ from btp_gitops.controller.records.changes import (
     unsubscribe_tenant,
 )
 from btp_gitops.controller.records.editor import DocumentRef, remove_document
-from btp_gitops.controller.records.index import (
-    ApplicationRecord,
-    SourceIndex,
-    TenantRecord,
-    VersionRecord,
-    WorkingIndex,
-)
+from btp_gitops.controller.records.index import SourceIndex
+from btp_gitops.controller.records.tree_records import ApplicationRecord, TenantRecord, VersionRecord
+from btp_gitops.controller.records.working_index import WorkingIndex
 
 __all__ = [
     "FAILURE_STATES",

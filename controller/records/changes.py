@@ -23,7 +23,8 @@ from btp_gitops.controller.records.editor import (
     remove_document,
     write_new_document,
 )
-from btp_gitops.controller.records.index import ApplicationRecord, SourceIndex, TenantRecord
+from btp_gitops.controller.records.index import SourceIndex
+from btp_gitops.controller.records.tree_records import ApplicationRecord, TenantRecord
 from btp_gitops.generator.domains.cap import (
     API_VERSION,
     CAP_APPLICATION_VERSION,

@@ -24,9 +24,10 @@ from typing import Any
 
 from btp_gitops.controller.clone_files import RefusedPath, remove_beneath, write_beneath
 from btp_gitops.controller.errors import PermanentError
-from btp_gitops.controller.records.index import note_written, source_schemas
+from btp_gitops.controller.records.parsed_files import source_schemas
 from btp_gitops.controller.records.source_files import read_source
 from btp_gitops.controller.records.unreadable import MAX_PROBLEMS_SHOWN, unreadable_source, unwritable
+from btp_gitops.controller.records.working_index import note_written
 from btp_gitops.generator.core import (
     SourceDocument,
     SourceSyntaxProblem,
@@ -156,7 +157,7 @@ class _YamlFile:
 
     def write(self, tree: Path, relative: Path, checked: Sequence[dict[str, Any]] = ()) -> None:
         """Write the pieces back; a file left without any document is deleted. The index keeps
-        what was written (records.index.note_written), so it never reads the file back; `checked`:
+        what was written (records.working_index.note_written), so it never reads the file back; `checked`:
         the bodies just checked against their schemas (`checked`), not checked again there."""
         try:
             if all(piece.body is None for piece in self.pieces):

@@ -14,7 +14,8 @@ from btp_gitops.generator.core.errors import ChartRenderFailed, Problem
 from btp_gitops.generator.core.object_shape import object_ref_of, shape_problems
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.sources import SourceDocument
-from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, split_documents
+from btp_gitops.generator.core.yaml_limits import AliasBudget
+from btp_gitops.generator.core.yamlio import load_trusted_document, split_documents
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ import yaml
 
 from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.core.objects import KubeObject, describe, object_key
-from btp_gitops.generator.core.yamlio import AliasBudget, dump_object, load_trusted_document, split_documents
+from btp_gitops.generator.core.yaml_limits import AliasBudget
+from btp_gitops.generator.core.yamlio import dump_object, load_trusted_document, split_documents
 from btp_gitops.generator.diff.masking import ABSENT, mask_pair, mask_text_pair
 
 CLUSTER_ROOT = ""  # the "app" of files directly under clusters/<cluster>/

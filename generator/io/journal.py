@@ -145,6 +145,13 @@ def _parents(path: str) -> Iterator[str]:
         directory = directory.rpartition("/")[0]
 
 
+def _refuse_unless_a_directory(error: OSError, refusal: str) -> None:
+    """`UnsafeOutput(refusal)` when `error` is an `O_NOFOLLOW` open of a directory that met a symbolic
+    link or a file there; any other error is left to the caller."""
+    if error.errno in (errno.ELOOP, errno.ENOTDIR):
+        raise UnsafeOutput(refusal) from error
+
+
 class _Tree:
     """Directory descriptors of one target tree, each opened from its parent's with O_NOFOLLOW:
     a symbolic link (or a file) where a directory should be fails the open, nothing is followed."""
@@ -166,11 +173,11 @@ class _Tree:
         try:
             return self.fs.open_directory_at(parent, name)
         except OSError as error:
-            if error.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise UnsafeOutput(
-                    f"refusing to write into {path}: not a real directory (btp-gitops never writes "
-                    "through a symbolic link)"
-                ) from error
+            _refuse_unless_a_directory(
+                error,
+                f"refusing to write into {path}: not a real directory (btp-gitops never writes "
+                "through a symbolic link)",
+            )
             raise
 
     def directory(self, relative: str, *, create: bool) -> int | None:
@@ -222,11 +229,11 @@ class _Staged:
         except FileNotFoundError:
             return None
         except OSError as error:
-            if error.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise UnsafeOutput(
-                    f"refusing to read {self.journal / shown}: not a real directory (a journal's "
-                    "files are never read through a symbolic link)"
-                ) from error
+            _refuse_unless_a_directory(
+                error,
+                f"refusing to read {self.journal / shown}: not a real directory (a journal's "
+                "files are never read through a symbolic link)",
+            )
             raise
 
     def directory(self, relative: str) -> int | None:

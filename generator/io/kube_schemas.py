@@ -22,7 +22,8 @@ from typing import Any, TextIO
 import yaml
 
 from btp_gitops.generator.core.errors import InstallationBroken, Problem, UsageError
-from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, yaml_problem_location
+from btp_gitops.generator.core.yaml_limits import AliasBudget
+from btp_gitops.generator.core.yamlio import load_trusted_document, yaml_problem_location
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.crd_files import default_crd_dir
 from btp_gitops.generator.io.input_files import MAX_STREAM_BYTES, UnreadableInput, read_input_text

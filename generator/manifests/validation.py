@@ -34,12 +34,8 @@ from btp_gitops.generator.core.validation import (
     type_mismatch,
     type_name,
 )
-from btp_gitops.generator.core.yamlio import (
-    AliasBudget,
-    load_stream_document,
-    split_documents,
-    yaml_problem_location,
-)
+from btp_gitops.generator.core.yaml_limits import AliasBudget
+from btp_gitops.generator.core.yamlio import load_stream_document, split_documents, yaml_problem_location
 from btp_gitops.generator.manifests.crd_schemas import is_crd, root_schema, served_versions
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

@@ -44,7 +44,8 @@ from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
 from btp_gitops.generator.core.names import path_message
 from btp_gitops.generator.core.objects import KubeObject, Manifest, annotations_of, describe
 from btp_gitops.generator.core.report import Note
-from btp_gitops.generator.core.yamlio import AliasBudget, DocumentWriter
+from btp_gitops.generator.core.yaml_limits import AliasBudget
+from btp_gitops.generator.core.yamlio import DocumentWriter
 from btp_gitops.generator.domains import btp_operator
 from btp_gitops.generator.io.input_files import MAX_STREAM_BYTES, spool_stream
 from btp_gitops.generator.pipeline.post_render_domains import BTP_OPERATOR, GENERATED_FILENAME, SOURCE_DOMAINS

@@ -26,8 +26,8 @@ from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
 from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.objects import KubeObject, Manifest, describe
 from btp_gitops.generator.core.validation import type_name
+from btp_gitops.generator.core.yaml_limits import AliasBudget
 from btp_gitops.generator.core.yamlio import (
-    AliasBudget,
     dump_each,
     load_stream_document,
     load_stream_documents,

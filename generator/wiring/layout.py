@@ -19,7 +19,8 @@ import yaml
 
 from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.core.objects import api_group, kind_of
-from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document, split_documents
+from btp_gitops.generator.core.yaml_limits import AliasBudget
+from btp_gitops.generator.core.yamlio import load_trusted_document, split_documents
 from btp_gitops.generator.wiring.objects import ARGOCD, FLUX, WIRING_DIR
 
 _FLUX_STAGE = re.compile(r"[0-9]{2}-[^/]+/[^/]+")  # <NN>-<slug>/<file> inside an app directory

@@ -1,7 +1,7 @@
 """The controller's clone holds what anyone who can push to the source repository put there, and Git
-checks symbolic links out as links: records.index and records.editor (through controller.gitstore,
-against a real bare remote seeded with examples/cap-app) never follow one, never open a FIFO,
-never read an oversized file, and never write through a link.
+checks symbolic links out as links: records.index (its files read by records.parsed_files) and
+records.editor (through controller.gitstore, against a real bare remote seeded with examples/cap-app)
+never follow one, never open a FIFO, never read an oversized file, and never write through a link.
 
 Covers: a committed link to a file outside the clone (a CAPTenant record naming a canary) is an
 unreadable record naming the link, the canary never read; a FIFO and an oversized (sparse) file

@@ -2,7 +2,7 @@
 
 post-render writes every object through one `DocumentWriter`, which lays out the bodies the block
 writer vouches for itself and hands the rest to the emitter. The reference here is the path it
-replaced: every object through one `_Dumper` over one buffer, `explicit_start`, split at the
+replaced: every object through one `Dumper` (core.yaml_style) over one buffer, `explicit_start`, split at the
 emitter's document ends (what `dump_each` did before), with the emitter's own stream end. Compared
 on the bench stream, the golden streams' objects, and generated lists of objects holding the
 scalars that change how a document ends (literal blocks with `|`, `|-`, `|2-`, `|+`, at every
@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.stream_fixture import bench_stream
-from btp_gitops.generator.core import yamlio
+from btp_gitops.generator.core.yaml_style import DUMP_OPTIONS, Dumper
 from btp_gitops.generator.core.yamlio import DocumentWriter, dump_each
 from btp_gitops.generator.streams.helm import read_helm_stream
 from tests.post_render.test_golden_output import GOLDEN
@@ -28,8 +28,8 @@ from tests.post_render.test_golden_output import GOLDEN
 def _emitter_only(objects: list[Any]) -> tuple[list[str], str]:
     """(bodies, stream end) as one libyaml emitter writes the objects, nothing else involved."""
     buffer = io.StringIO()
-    options = {key: value for key, value in yamlio._DUMP_OPTIONS.items() if key != "Dumper"}
-    dumper = yamlio._Dumper(buffer, explicit_start=True, **options)
+    options = {key: value for key, value in DUMP_OPTIONS.items() if key != "Dumper"}
+    dumper = Dumper(buffer, explicit_start=True, **options)
     bodies = []
     try:
         dumper.open()

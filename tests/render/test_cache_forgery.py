@@ -9,8 +9,6 @@ without bound, or end in a traceback or exit 70. Each test forges the files the 
 
 from __future__ import annotations
 
-import base64
-import os
 import resource
 import shutil
 import subprocess
@@ -23,43 +21,26 @@ import pytest
 import yaml
 
 from btp_gitops.generator.core.exit_codes import ExitCode
-from tests.conftest import CLI, EXAMPLES
-from tests.support.forged_cache import add_file, entries, forge_app, forge_entry, packs, set_objects
-from tests.support.fuzzing import CANARY_SECRET, assert_no_canary
+from tests.conftest import CLI
+from tests.support.forged_cache import (
+    PLANTED_SECRET,
+    PRIVILEGED_POD,
+    add_file,
+    aged_example,
+    entries,
+    forge_app,
+    forge_entry,
+    packs,
+    set_objects,
+)
+from tests.support.fuzzing import assert_no_canary
 from tests.support.keys import pem_rsa
-
-HOUR_AGO = time.time_ns() - 3600 * 10**9
-SECRET = f"""apiVersion: v1
-kind: Secret
-metadata:
-  name: leaked
-  namespace: kube-system
-data:
-  token: {base64.b64encode(CANARY_SECRET.encode()).decode()}
-"""
-PRIVILEGED_POD = """apiVersion: v1
-kind: Pod
-metadata:
-  name: root-shell
-  namespace: kube-system
-spec:
-  hostPID: true
-  containers:
-  - name: shell
-    image: busybox
-    securityContext:
-      privileged: true
-"""
 
 
 @pytest.fixture
 def source(tmp_path: Path) -> Path:
     """examples/cap-app with its tenant files an hour old (a pack takes them by identity)."""
-    target = tmp_path / "source"
-    shutil.copytree(EXAMPLES / "cap-app", target)
-    for path in target.rglob("*.yaml"):
-        os.utime(path, ns=(HOUR_AGO, HOUR_AGO))
-    return target
+    return aged_example(tmp_path / "source")
 
 
 def stdout_render(source: Path, *cache: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -96,7 +77,7 @@ def test_a_pack_forged_without_the_key_is_not_used(source: Path, tmp_path: Path)
 
     def plant(app: list[Any], blob: bytearray) -> None:
         add_file(app, blob, "pod-root-shell.yaml", PRIVILEGED_POD)
-        add_file(app, blob, "secret-leaked.yaml", SECRET)
+        add_file(app, blob, "secret-leaked.yaml", PLANTED_SECRET)
 
     forge_app(pack, plant, sign=False)
     run = stdout_render(source, "--cache-dir", str(directory))
@@ -115,7 +96,7 @@ def test_a_pack_signed_with_a_stolen_key_cannot_put_a_secret_into_the_output(
     directory = tmp_path / "cache"
     warm(source, directory)
     (pack,) = packs(directory)
-    forge_app(pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", SECRET), sign=True)
+    forge_app(pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", PLANTED_SECRET), sign=True)
     run = stdout_render(source, "--cache-dir", str(directory))
     assert_clean(run)
     assert run.returncode == ExitCode.OUTPUT, run.stderr
@@ -265,7 +246,9 @@ def test_a_pack_signed_with_a_stolen_key_cannot_write_a_credential_into_the_repo
     before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
     (pack,) = packs(directory)
     if forgery == "added-file":
-        forge_app(pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", SECRET), sign=True)
+        forge_app(
+            pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", PLANTED_SECRET), sign=True
+        )
     else:
         key = pem_rsa()
         forge_app(pack, lambda app, blob: _replace_first_file(app, blob, f"data: |\n  {key}\n"), sign=True)
@@ -284,7 +267,7 @@ def test_diff_refuses_a_credential_a_signed_pack_adds(source: Path, tmp_path: Pa
     assert out_render(source, repo, directory).returncode == ExitCode.OK
     assert out_render(source, repo, directory).returncode == ExitCode.OK
     (pack,) = packs(directory)
-    forge_app(pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", SECRET), sign=True)
+    forge_app(pack, lambda app, blob: add_file(app, blob, "secret-leaked.yaml", PLANTED_SECRET), sign=True)
     command = [str(CLI), "diff", str(source), "--against", str(repo), "--cluster", "demo"]
     run = subprocess.run(
         [*command, "--cache-dir", str(directory)], capture_output=True, text=True, check=False

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from btp_gitops.generator.core.exit_codes import ExitCode
-from tests.conftest import CLI, EXAMPLES, ROOT, RunCli
+from tests.conftest import CLI, EXAMPLES, RunCli
+from tests.support.rendered import rendered_repository
 
 CLUSTER = "c1"
 CAP = EXAMPLES / "cap-app"
@@ -37,16 +38,7 @@ IDENTITY = {
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("pristine") / "repo"
-    done = subprocess.run(
-        [str(CLI), "render", CAP, "--out", out, "--cluster", CLUSTER],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    return out
+    return rendered_repository(tmp_path_factory.mktemp("pristine"), CLUSTER, CAP)
 
 
 @pytest.fixture

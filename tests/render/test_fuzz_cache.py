@@ -16,12 +16,10 @@ touched (a canary file beside it, reached through a planted link, is hashed befo
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
 import tempfile
-import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -33,9 +31,11 @@ from hypothesis import strategies as st
 
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.transforms.guards import credential_problems
-from tests.conftest import EXAMPLES
 from tests.support.forged_cache import (
+    PLANTED_SECRET,
+    PRIVILEGED_POD,
     add_file,
+    aged_example,
     entries,
     packs,
     seal_entry,
@@ -45,7 +45,6 @@ from tests.support.forged_cache import (
     write_pack,
 )
 from tests.support.fuzzing import (
-    CANARY_SECRET,
     assert_clean_exit,
     assert_no_canary,
     run_in_process,
@@ -62,27 +61,6 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow],
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
 )
-HOUR_AGO = time.time_ns() - 3600 * 10**9
-SECRET_WITH_CANARY = f"""apiVersion: v1
-kind: Secret
-metadata:
-  name: leaked
-  namespace: kube-system
-data:
-  token: {base64.b64encode(CANARY_SECRET.encode()).decode()}
-"""
-POD = """apiVersion: v1
-kind: Pod
-metadata:
-  name: root-shell
-  namespace: kube-system
-spec:
-  containers:
-  - name: shell
-    image: busybox
-    securityContext:
-      privileged: true
-"""
 PRIVATE_KEY = pem_rsa()
 KEY_LINE = PRIVATE_KEY.splitlines()[2]  # a line of the key's base64, in no output
 KEY_FILE = "key: |\n" + "".join(f"  {line}\n" for line in PRIVATE_KEY.splitlines())
@@ -93,13 +71,10 @@ class Prepared:
 
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="fuzz-cache-"))
-        self.source = self.root / "source"
-        shutil.copytree(EXAMPLES / "cap-app", self.source)
-        for path in self.source.rglob("*.yaml"):
-            os.utime(path, ns=(HOUR_AGO, HOUR_AGO))
+        self.source = aged_example(self.root / "source")
         self.outside = self.root / "outside"
         self.outside.mkdir()
-        (self.outside / "secret.yaml").write_text(SECRET_WITH_CANARY)
+        (self.outside / "secret.yaml").write_text(PLANTED_SECRET)
         self.cache = self.root / "cache"
         uncached = run_in_process(["render", str(self.source), "--stdout", "--no-cache"])
         filled = run_in_process(["render", str(self.source), "--stdout", "--cache-dir", str(self.cache)])
@@ -202,7 +177,7 @@ def _app_change(change: Callable[[list[Any], bytearray, Draw], None]) -> Damage:
 
 
 def _plant(app: list[Any], blob: bytearray, draw: Draw) -> None:
-    text = draw(st.sampled_from([SECRET_WITH_CANARY, POD, KEY_FILE]))
+    text = draw(st.sampled_from([PLANTED_SECRET, PRIVILEGED_POD, KEY_FILE]))
     add_file(app, blob, draw(st.sampled_from(["planted.yaml", "../planted.yaml", "x/planted.yaml"])), text)
 
 
@@ -238,7 +213,7 @@ def _entry_payload(cache: Path, draw: Draw, sign: bool) -> None:
     head, body = entry.read_bytes().split(b"\n", 1)
     header, payload = json.loads(head), json.loads(body)
     path = draw(st.sampled_from(_paths(payload)))
-    payload = _replace_at(payload, path, draw(values | st.just(SECRET_WITH_CANARY)))
+    payload = _replace_at(payload, path, draw(values | st.just(PLANTED_SECRET)))
     data = json.dumps(payload, default=repr).encode()
     seal_entry(header, data, sign=sign)
     entry.write_bytes(json.dumps(header).encode() + b"\n" + data)
@@ -296,7 +271,7 @@ def test_a_damaged_or_forged_cache_never_leaks_nor_crashes(
     with tempfile.TemporaryDirectory(dir=ready.root) as work:
         cache = Path(work) / "cache"
         shutil.copytree(ready.cache, cache, symlinks=True)
-        (Path(work) / "canary.yaml").write_text(SECRET_WITH_CANARY)
+        (Path(work) / "canary.yaml").write_text(PLANTED_SECRET)
         before = snapshot(ready.root, skip=Path(work))
         for damage in damages:
             try:

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from btp_gitops.generator.core.exit_codes import ExitCode
-from btp_gitops.generator.core.yamlio import MAX_ALIAS_NODES
+from btp_gitops.generator.core.yaml_limits import MAX_ALIAS_NODES
 from btp_gitops.generator.io.input_files import (
     MAX_FILE_BYTES,
     UnreadableInput,

@@ -32,6 +32,7 @@ from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.ownership import is_manifest
 from tests.conftest import CLI, EXAMPLES, ROOT, RunCli
+from tests.support.rendered import rendered_repository
 
 CLUSTER = "c1"
 MANIFEST = ".btp-gitops-files"
@@ -78,16 +79,7 @@ def leftovers(out: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repo rendered from the BTP operator and CAP examples, copied by each test."""
-    out = tmp_path_factory.mktemp("pristine") / "repo"
-    result = subprocess.run(
-        [str(CLI), "render", BTP, CAP, "--out", out, "--cluster", CLUSTER],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    assert result.returncode == 0, result.stderr
-    return out
+    return rendered_repository(tmp_path_factory.mktemp("pristine"), CLUSTER, BTP, CAP)
 
 
 @pytest.fixture

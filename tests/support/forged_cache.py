@@ -9,14 +9,57 @@ MAC are exercised too), and otherwise leave the MAC the file had (a forgery with
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import os
+import shutil
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.io import render_cache, render_pack
+from tests.conftest import EXAMPLES
+from tests.support.fuzzing import CANARY_SECRET
+
+# A pack takes a source file by its identity unless the file is racy (modified within
+# `render_pack.RACY_NS` of the render that wrote the pack, so read again): the source trees these
+# tests forge packs for are an hour old, so that what the pack holds is what a render uses.
+HOUR_AGO = time.time_ns() - 3600 * 10**9
+
+# What an attacker plants in a forged pack: a Secret with data (the canary, which no output or
+# message may show) and a privileged Pod, both in kube-system.
+PLANTED_SECRET = f"""apiVersion: v1
+kind: Secret
+metadata:
+  name: leaked
+  namespace: kube-system
+data:
+  token: {base64.b64encode(CANARY_SECRET.encode()).decode()}
+"""
+PRIVILEGED_POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: root-shell
+  namespace: kube-system
+spec:
+  hostPID: true
+  containers:
+  - name: shell
+    image: busybox
+    securityContext:
+      privileged: true
+"""
+
+
+def aged_example(target: Path) -> Path:
+    """examples/cap-app copied to `target`, its files an hour old (a pack takes them by identity)."""
+    shutil.copytree(EXAMPLES / "cap-app", target)
+    for path in target.rglob("*.yaml"):
+        os.utime(path, ns=(HOUR_AGO, HOUR_AGO))
+    return target
 
 
 def secret() -> bytes:

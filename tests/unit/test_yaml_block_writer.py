@@ -1,8 +1,8 @@
-"""`core.yamlio`'s block writer writes exactly the bytes PyYAML writes, faster.
+"""`core.yaml_block_writer` writes exactly the bytes PyYAML writes, faster.
 
-`dump_object` lays block collections out itself and asks PyYAML (the `_Dumper` over libyaml) how
+`dump_object` lays block collections out itself and asks PyYAML (core.yaml_style's `Dumper` over libyaml) how
 each distinct scalar is written; whatever it cannot vouch for goes to PyYAML whole. Every test
-here compares its output with PyYAML's own dump of the same object (`_dump_with_pyyaml`, the code
+here compares its output with PyYAML's own dump of the same object (`dump_with_pyyaml`, the code
 path `dump_object` used alone before): byte for byte, on generated objects (hypothesis, with the
 strings that change a scalar's style: indicators, numbers, dates, booleans, line breaks of every
 kind, long keys) and on the cases it must hand over.
@@ -18,7 +18,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from btp_gitops.generator.core import yamlio
+from btp_gitops.generator.core import yaml_block_writer, yamlio
+from btp_gitops.generator.core.yaml_block_writer import BlockWriter
+from btp_gitops.generator.core.yaml_style import dump_with_pyyaml
 from btp_gitops.generator.core.yamlio import dump_object
 
 _TRICKY = [
@@ -49,7 +51,7 @@ _values = st.recursive(
 
 def _pyyaml_or_error(obj: Any) -> str | type[Exception]:
     try:
-        return yamlio._dump_with_pyyaml(obj)
+        return dump_with_pyyaml(obj)
     except yaml.YAMLError as error:
         return type(error)
 
@@ -73,7 +75,7 @@ def test_a_mapping_or_list_met_twice_is_left_to_pyyaml_which_writes_an_alias(par
     shared = parts[0]
     obj = {"first": shared, "again": [shared, *parts[1:]]}
     assert yamlio._WRITER.document(obj) is None
-    assert dump_object(obj) == yamlio._dump_with_pyyaml(obj)
+    assert dump_object(obj) == dump_with_pyyaml(obj)
     assert "&id001" in dump_object(obj)
 
 
@@ -114,7 +116,7 @@ DEPLOYMENT: dict[str, Any] = {
 def test_a_typical_object_is_written_by_the_block_writer_not_pyyaml() -> None:
     written = yamlio._WRITER.document(DEPLOYMENT)
     assert written is not None
-    assert written == yamlio._dump_with_pyyaml(DEPLOYMENT)
+    assert written == dump_with_pyyaml(DEPLOYMENT)
     assert "  - '8080'\n" in written  # a string that reads as a number keeps its quotes
     assert "  - 'y'\n" in written and "  - '1e3'\n" in written  # go-yaml would read a bool, a float
     assert written.endswith("status:\n  ratio: 0.5\n  replicas: null\n")
@@ -151,7 +153,7 @@ def test_a_literal_block_is_written_by_the_block_writer_at_every_depth(text: str
     obj["spec"]["nested"] = [[text, {"deep": [text]}]]
     written = yamlio._WRITER.document(obj)
     assert written is not None
-    assert written == yamlio._dump_with_pyyaml(obj)
+    assert written == dump_with_pyyaml(obj)
     assert "|" in written
 
 
@@ -166,31 +168,31 @@ def test_a_str_subclass_is_refused_as_pyyaml_refuses_it() -> None:
 
 @pytest.mark.parametrize("root", [[], [{"a": 1}], "text", 3, {}])
 def test_a_root_that_is_not_a_non_empty_mapping(root: Any) -> None:
-    assert dump_object(root) == yamlio._dump_with_pyyaml(root)
+    assert dump_object(root) == dump_with_pyyaml(root)
 
 
-@pytest.mark.parametrize("text", [t for t in _TRICKY if yamlio._simple_string_text(t) is not None])
+@pytest.mark.parametrize("text", [t for t in _TRICKY if yaml_block_writer._simple_string_text(t) is not None])
 def test_the_shortcut_for_simple_strings_agrees_with_pyyaml_as_value_and_key(text: str) -> None:
-    assert yamlio._simple_string_text(text) == yamlio._dump_with_pyyaml({"k": text})[3:-1]
-    assert yamlio._simple_string_text(text) == yamlio._dump_with_pyyaml({text: 0})[: -len(": 0\n")]
+    assert yaml_block_writer._simple_string_text(text) == dump_with_pyyaml({"k": text})[3:-1]
+    assert yaml_block_writer._simple_string_text(text) == dump_with_pyyaml({text: 0})[: -len(": 0\n")]
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.from_regex(r"[0-9yYnNoOtTfFeE][0-9eE._xXoObB:-]{0,10}", fullmatch=True))
 def test_the_shortcut_agrees_with_pyyaml_on_strings_that_look_like_numbers(text: str) -> None:
-    shortcut = yamlio._simple_string_text(text)
+    shortcut = yaml_block_writer._simple_string_text(text)
     if shortcut is not None:
-        assert shortcut == yamlio._dump_with_pyyaml({"k": text})[3:-1]
+        assert shortcut == dump_with_pyyaml({"k": text})[3:-1]
 
 
 def test_the_memo_keeps_short_values_and_short_literal_blocks_only() -> None:
-    writer = yamlio._BlockWriter(memo_limit=8, memo_longest=40)
+    writer = BlockWriter(memo_limit=8, memo_longest=40)
     long_line, long_block = "x:" + "a" * 60, "line\n" * 60
     obj = {"a": "x: 1", "b": "k\nv\n", "c": long_line, "d": long_block, "e": 5}
-    assert writer.document(obj) == yamlio._dump_with_pyyaml(obj)
+    assert writer.document(obj) == dump_with_pyyaml(obj)
     assert set(writer.values) == {(str, "x: 1"), (str, "k\nv\n"), (int, 5)}
-    render = yamlio._BlockWriter()  # as dump_object's: any single line, literal blocks up to 256
-    assert render.document(obj) == yamlio._dump_with_pyyaml(obj)
+    render = BlockWriter()  # as dump_object's: any single line, literal blocks up to 256
+    assert render.document(obj) == dump_with_pyyaml(obj)
     assert (str, long_line) in render.values and (str, long_block) not in render.values
     for index in range(20):  # the memo starts over at its limit
         writer.scalar(f"v: {index}")
@@ -202,5 +204,5 @@ def test_zero_and_negative_zero_are_remembered_apart(first: float) -> None:
     # 0.0 == -0.0 (the same dict key), but PyYAML writes them differently: whichever the memo
     # met first must not answer for the other, in one object or across objects.
     obj = {"a": first, "b": -first, "c": [first, -first]}
-    assert dump_object(obj) == yamlio._dump_with_pyyaml(obj)
-    assert dump_object({"d": -first}) == yamlio._dump_with_pyyaml({"d": -first})
+    assert dump_object(obj) == dump_with_pyyaml(obj)
+    assert dump_object({"d": -first}) == dump_with_pyyaml({"d": -first})

@@ -1,10 +1,10 @@
-"""`core.yamlio`'s scalar resolution: the memo and the first-character shortcut answer as PyYAML does.
+"""`core.yaml_resolution`: the memo and the first-character shortcut answer as PyYAML does.
 
-Every scalar read or written asks `resolve` (plain or quoted, which tag?). yamlio remembers the
-answers by value and answers `str` at once for a plain scalar whose first character no implicit
-resolver looks at. Compared here with PyYAML's own resolver of the same class, uncached, on
-generated scalars and on the ones that resolve to something else; and the assumptions the
-shortcut rests on are checked against the installed PyYAML.
+Every scalar read or written asks `resolve` (plain or quoted, which tag?). The loaders and the
+dumper remember the answers by value and answer `str` at once for a plain scalar whose first
+character no implicit resolver looks at. Compared here with PyYAML's own resolver of the same
+class, uncached, on generated scalars and on the ones that resolve to something else; and the
+assumptions the shortcut rests on are checked against the installed PyYAML.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from btp_gitops.generator.core import yamlio
+from btp_gitops.generator.core import yaml_block_writer, yaml_resolution, yamlio
+from btp_gitops.generator.core.yaml_reading import FastLoader, Loader, StrictLoader
+from btp_gitops.generator.core.yaml_style import Dumper, dump_with_pyyaml
 
-_CLASSES = [yamlio._Loader, yamlio._StrictLoader, yamlio._FastLoader, yamlio._Dumper]
+_CLASSES = [Loader, StrictLoader, FastLoader, Dumper]
 _TRICKY = [
     "", "~", "null", "Null", "NULL", "n", "N", "y", "Y", "yes", "No", "on", "OFF", "true", "False",
     "0", "-1", "+1", "0x1F", "0o17", "017", "1_000", "1:30", "1.5", "-.5", ".inf", "-.Inf", ".nan",
@@ -27,11 +29,11 @@ _IMPLICITS = [(True, False), (False, True), (True, True), (False, False)]
 
 
 def test_the_shortcut_rests_on_what_pyyaml_registers() -> None:
-    assert None not in yamlio._IMPLICIT_FIRSTS  # no wildcard resolver
-    assert yamlio._MAY_LOOK_LIKE_GO_YAML_NON_STRING <= yamlio._IMPLICIT_FIRSTS
+    assert None not in yaml_resolution.IMPLICIT_FIRSTS  # no wildcard resolver
+    assert yaml_resolution.MAY_LOOK_LIKE_GO_YAML_NON_STRING <= yaml_resolution.IMPLICIT_FIRSTS
     for cls in _CLASSES:
         assert not cls.yaml_path_resolvers
-        assert set(cls.yaml_implicit_resolvers) <= yamlio._IMPLICIT_FIRSTS
+        assert set(cls.yaml_implicit_resolvers) <= yaml_resolution.IMPLICIT_FIRSTS
 
 
 def _pyyaml(cls: type, value: str, implicit: tuple[bool, bool]) -> str:
@@ -41,7 +43,7 @@ def _pyyaml(cls: type, value: str, implicit: tuple[bool, bool]) -> str:
 
 def _ours(cls: type, value: str, implicit: tuple[bool, bool]) -> str:
     resolver = cls.__new__(cls)
-    return yamlio._MemoizedResolution.resolve(resolver, yaml.ScalarNode, value, implicit)
+    return yaml_resolution.MemoizedResolution.resolve(resolver, yaml.ScalarNode, value, implicit)
 
 
 @pytest.mark.parametrize("cls", _CLASSES, ids=lambda cls: cls.__name__)
@@ -59,10 +61,10 @@ def test_any_scalar_resolves_as_pyyaml_resolves_it(values: list[str], implicit: 
 
 
 def test_the_memo_holds_only_what_the_shortcut_cannot_answer() -> None:
-    memo = yamlio._Loader._resolved
+    memo = Loader._resolved
     memo.clear()
     for value in ("worker-1", "value-1", "SETTING_0", "yes", "1", ""):
-        _ours(yamlio._Loader, value, (True, False))
+        _ours(Loader, value, (True, False))
     assert set(memo) == {"yes", "1", ""}
 
 
@@ -71,8 +73,8 @@ def test_the_memo_holds_only_what_the_shortcut_cannot_answer() -> None:
     [("worker-1", "worker-1"), ("yes", "'yes'"), ("y", "'y'"), ("1e3", "'1e3'"), ("name", "name")],
 )
 def test_the_writer_shortcut_writes_what_pyyaml_writes(value: str, expected: str) -> None:
-    assert yamlio._simple_string_text(value) == expected
-    assert yamlio._dump_with_pyyaml({"k": value}) == f"k: {expected}\n"
+    assert yaml_block_writer._simple_string_text(value) == expected
+    assert dump_with_pyyaml({"k": value}) == f"k: {expected}\n"
 
 
 @pytest.mark.parametrize("cls", _CLASSES, ids=lambda cls: cls.__name__)

@@ -154,7 +154,7 @@ def test_dump_object_does_not_fold_a_500_character_string() -> None:
             marks=pytest.mark.xfail(
                 strict=True,
                 raises=AssertionError,
-                reason="yamlio._represent_str asks for '|' but libyaml refuses block style for a "
+                reason="yaml_style._represent_str asks for '|' but libyaml refuses block style for a "
                 "line with trailing spaces and falls back to a double-quoted one-liner "
                 "(k: \"a \\nb\\n\"), breaking the documented 'multi-line strings as literal blocks'",
             ),

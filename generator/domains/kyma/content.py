@@ -24,7 +24,8 @@ from btp_gitops.generator.core.layout import KUSTOMIZATION
 from btp_gitops.generator.core.objects import Manifest, get_path, name_of
 from btp_gitops.generator.core.report import AppRender, Note
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
-from btp_gitops.generator.core.yamlio import AliasBudget, load_trusted_document
+from btp_gitops.generator.core.yaml_limits import AliasBudget
+from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.kyma.model import (
     SYNC_NAMESPACE,
     ChartContent,

@@ -175,11 +175,31 @@ def bind_subscription_manager(source: SourceRemote) -> None:
     )
 
 
-@pytest.mark.parametrize("sms", [False, True], ids=["saas-registry", "subscription-manager"])
-@pytest.mark.parametrize("operation", list(Operation), ids=lambda o: str(o.value))
-def test_an_x509_binding_gets_its_token_over_mtls_and_calls_back(
-    sms: bool,
-    operation: Operation,
+@dataclass(frozen=True)
+class Scene:
+    """What a callback test of an x509 binding works with; the logs are captured at DEBUG, and the
+    binding's key must not show in them either."""
+
+    source: SourceRemote
+    kube: KubeClient
+    controller: Controller
+    saas_peer: SaasPeer
+    mtls_uaa: MtlsUaa
+    uaa_pki: UaaPki
+    logs: pytest.LogCaptureFixture
+
+    @property
+    def namespace(self) -> str:
+        return self.source.namespace
+
+    def restart_controller(self) -> None:
+        """The controller restarted with a callback client that trusts the token endpoint's CA."""
+        self.controller.callback_client = SaasCallbackClient(ca_file=str(self.uaa_pki.ca_file), timeout=10)
+        self.controller.restart()
+
+
+@pytest.fixture
+def scene(
     source: SourceRemote,
     kube: KubeClient,
     controller: Controller,
@@ -187,23 +207,33 @@ def test_an_x509_binding_gets_its_token_over_mtls_and_calls_back(
     mtls_uaa: MtlsUaa,
     uaa_pki: UaaPki,
     caplog: pytest.LogCaptureFixture,
-) -> None:
+) -> Scene:
     caplog.set_level(logging.DEBUG)
-    namespace = source.namespace
+    return Scene(source, kube, controller, saas_peer, mtls_uaa, uaa_pki, caplog)
+
+
+@pytest.mark.parametrize("sms", [False, True], ids=["saas-registry", "subscription-manager"])
+@pytest.mark.parametrize("operation", list(Operation), ids=lambda o: str(o.value))
+def test_an_x509_binding_gets_its_token_over_mtls_and_calls_back(
+    sms: bool, operation: Operation, scene: Scene
+) -> None:
+    namespace = scene.namespace
     if sms:
-        bind_subscription_manager(source)
-    credentials = x509_binding(mtls_uaa, saas_peer, uaa_pki.client, sms=sms)
-    store_binding(kube, namespace, SMS_SECRET if sms else REGISTRY_SECRET, credentials)
+        bind_subscription_manager(scene.source)
+    credentials = x509_binding(scene.mtls_uaa, scene.saas_peer, scene.uaa_pki.client, sms=sms)
+    store_binding(scene.kube, namespace, SMS_SECRET if sms else REGISTRY_SECRET, credentials)
     if operation is Operation.PROVISIONING:  # provisioned: SUCCEEDED at once
-        source.write_records(tenant_record(namespace, "globex", GLOBEX_ID, status=ready_on("bookshop-1-1-0")))
+        scene.source.write_records(
+            tenant_record(namespace, "globex", GLOBEX_ID, status=ready_on("bookshop-1-1-0"))
+        )
     # (deprovisioning: no record left, the deprovisioning is complete: SUCCEEDED at once)
-    open_callback(kube, namespace, "globex", GLOBEX_ID, operation, subscription_type="SMS" if sms else "SaaS")
-    controller.callback_client = SaasCallbackClient(ca_file=str(uaa_pki.ca_file), timeout=10)
-    controller.restart()
+    subscription_type = "SMS" if sms else "SaaS"
+    open_callback(scene.kube, namespace, "globex", GLOBEX_ID, operation, subscription_type=subscription_type)
+    scene.restart_controller()
 
-    assert controller.tenant_operations.reconcile(ObjectKey(namespace, "globex")) == DONE
+    assert scene.controller.tenant_operations.reconcile(ObjectKey(namespace, "globex")) == DONE
 
-    assert mtls_uaa.requests == [
+    assert scene.mtls_uaa.requests == [
         {
             "path": "/oauth/token",
             "form": {"grant_type": ["client_credentials"], "client_id": [CLIENT_ID]},
@@ -211,9 +241,9 @@ def test_an_x509_binding_gets_its_token_over_mtls_and_calls_back(
             "client_cn": CLIENT_ID,
         }
     ]
-    [callback] = saas_peer.wait_for_callbacks(1)
+    [callback] = scene.saas_peer.wait_for_callbacks(1)
     assert callback.path == f"/saas-manager/v1/subscription-callback/{GLOBEX_ID}/result"
-    assert callback.authorization == f"Bearer {mtls_uaa.issued[0]}"
+    assert callback.authorization == f"Bearer {scene.mtls_uaa.issued[0]}"
     url_field = "applicationUrl" if sms else "subscriptionUrl"
     message = (
         "Provisioning successful" if operation is Operation.PROVISIONING else "Deprovisioning successful"
@@ -221,9 +251,9 @@ def test_an_x509_binding_gets_its_token_over_mtls_and_calls_back(
     assert callback.body["status"] == "SUCCEEDED"
     assert callback.body["message"] == message
     assert callback.body[url_field] == "https://globex.bookshop.apps.example.com"
-    assert kube.get(CONFIG_MAP, pending_callback_name("globex", operation), namespace) is None
+    assert scene.kube.get(CONFIG_MAP, pending_callback_name("globex", operation), namespace) is None
     key = credentials["key"]
-    assert key.splitlines()[1] not in caplog.text
+    assert key.splitlines()[1] not in scene.logs.text
 
 
 def test_the_token_endpoint_refuses_a_connection_without_the_client_certificate(
@@ -245,34 +275,28 @@ def test_the_token_endpoint_refuses_a_connection_without_the_client_certificate(
     ],
 )
 def test_an_unusable_client_certificate_fails_the_attempt_without_showing_the_key(
-    client: str,
-    error: str,
-    source: SourceRemote,
-    kube: KubeClient,
-    controller: Controller,
-    saas_peer: SaasPeer,
-    mtls_uaa: MtlsUaa,
-    uaa_pki: UaaPki,
-    caplog: pytest.LogCaptureFixture,
+    client: str, error: str, scene: Scene
 ) -> None:
-    caplog.set_level(logging.DEBUG)
-    namespace = source.namespace
-    credentials = x509_binding(mtls_uaa, saas_peer, uaa_pki.stranger, sms=False)
+    namespace = scene.namespace
+    credentials = x509_binding(scene.mtls_uaa, scene.saas_peer, scene.uaa_pki.stranger, sms=False)
     if client == "mismatched":
-        credentials["certificate"] = uaa_pki.client.pem  # with the stranger's key
-    store_binding(kube, namespace, REGISTRY_SECRET, credentials)
-    source.write_records(tenant_record(namespace, "globex", GLOBEX_ID, status=ready_on("bookshop-1-1-0")))
-    open_callback(kube, namespace, "globex", GLOBEX_ID, Operation.PROVISIONING)
-    controller.callback_client = SaasCallbackClient(ca_file=str(uaa_pki.ca_file), timeout=10)
-    controller.restart()
+        credentials["certificate"] = scene.uaa_pki.client.pem  # with the stranger's key
+    store_binding(scene.kube, namespace, REGISTRY_SECRET, credentials)
+    scene.source.write_records(
+        tenant_record(namespace, "globex", GLOBEX_ID, status=ready_on("bookshop-1-1-0"))
+    )
+    open_callback(scene.kube, namespace, "globex", GLOBEX_ID, Operation.PROVISIONING)
+    scene.restart_controller()
 
-    assert controller.tenant_operations.reconcile(ObjectKey(namespace, "globex")).requeue_after is not None
+    assert (
+        scene.controller.tenant_operations.reconcile(ObjectKey(namespace, "globex")).requeue_after is not None
+    )
 
-    assert saas_peer.callbacks == [] and mtls_uaa.issued == []
-    found = kube.get(CONFIG_MAP, pending_callback_name("globex", Operation.PROVISIONING), namespace)
+    assert scene.saas_peer.callbacks == [] and scene.mtls_uaa.issued == []
+    found = scene.kube.get(CONFIG_MAP, pending_callback_name("globex", Operation.PROVISIONING), namespace)
     assert found is not None
     state = json.loads(found["metadata"]["annotations"][DELIVERY_ANNOTATION])
     assert error in state["lastError"]
     key_line = credentials["key"].splitlines()[1]
-    assert key_line not in caplog.text
+    assert key_line not in scene.logs.text
     assert key_line not in json.dumps(found)
