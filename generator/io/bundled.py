@@ -61,7 +61,7 @@ def _member(name: str) -> Path:
     root = checkout_root()
     if root is not None:  # the repository's own folder: a checkout reports and writes its own files
         return root / CHECKOUT_FOLDERS[name]
-    return package_dir() / "data" / name
+    return (package_dir() / "data" / name).resolve()  # as before: the installation's real path
 
 
 def schema_dir() -> Path:
