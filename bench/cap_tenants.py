@@ -261,6 +261,33 @@ def run_git(repo: Path, *args: str) -> tuple[float, float]:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), time.perf_counter() - wall
 
 
+def install_baseline(tree: Path, work: Path) -> Path:
+    """The baseline revision's package, installed from its source tree as its own build backend lays
+    it out (`pip install --target`, without dependencies: the venv's serve), into a folder that goes
+    first on the CLI's PYTHONPATH. A source tree itself on PYTHONPATH would run this revision's code:
+    its folders become `btp_gitops.*` only through the build (pyproject.toml's package-dir)."""
+    target = work / "baseline-install"
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(tree)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:
+        raise SystemExit(f"--baseline-src {tree}: pip cannot install it:\n{built.stderr}")
+    # Which code the CLI would run with it: refuse to compare this revision with itself.
+    where = subprocess.run(
+        [sys.executable, "-c", "import btp_gitops.generator.cli as cli; print(cli.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(target)},
+    ).stdout.strip()
+    if not Path(where).is_relative_to(target):
+        raise SystemExit(f"--baseline-src {tree}: its package does not come first ({where})")
+    return target
+
+
 def end_to_end(
     work: Path,
     source: Path,
@@ -280,7 +307,10 @@ def end_to_end(
     run_git(repo_n, "commit", "-qm", "N tenants")
     codes: dict[str, dict[str, str] | None] = {"this revision": None}
     if baseline is not None:
-        codes[f"baseline ({baseline.name})"] = {**os.environ, "PYTHONPATH": str(baseline)}
+        codes[f"baseline ({baseline.name})"] = {
+            **os.environ,
+            "PYTHONPATH": str(install_baseline(baseline, work)),
+        }
     # An entry's key holds a digest of the code: each code fills a cache of its own with N.
     caches = {code: work / f"cli-cache-{index}" for index, code in enumerate(codes)}
     for code, env in codes.items():

@@ -94,7 +94,7 @@ debian_index_hashes() {
 build_wheelhouse() {
   local wheelhouse=$1 extra="" constraints=()
   # From a copy of the files Git sees (tracked, or new and not ignored): a stale build/ directory
-  # of the checkout could otherwise slip old files into the wheel. The copy keeps the symlinks.
+  # of the checkout (the editable install's tree too) could otherwise slip old files into the wheel.
   local source=$wheelhouse.source
   mkdir -p "$source"
   git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C "$source"

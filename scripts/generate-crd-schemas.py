@@ -1,4 +1,4 @@
-"""Generate btp_gitops/data/crd-schemas/ from the third-party CRDs that scripts/fetch-crds.sh pins.
+"""Generate src/btp_gitops/data/crd-schemas/ from the third-party CRDs that scripts/fetch-crds.sh pins.
 
     .venv/bin/python scripts/generate-crd-schemas.py            # (re)write the shipped schemas
     .venv/bin/python scripts/generate-crd-schemas.py --check    # exit 1 naming drifting files
@@ -34,7 +34,7 @@ from btp_gitops.generator.manifests.crd_schemas import is_crd, shipped_schema_do
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FETCH_SCRIPT = REPO_ROOT / "scripts" / "fetch-crds.sh"
-DEFAULT_OUT = REPO_ROOT / "btp_gitops" / "data" / "crd-schemas"
+DEFAULT_OUT = REPO_ROOT / "src" / "btp_gitops" / "data" / "crd-schemas"
 SOURCES_FILE = "SOURCES.md"
 LICENCE_FILE = "LICENSE-Apache-2.0.txt"
 

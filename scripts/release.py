@@ -59,8 +59,8 @@ class Release:
 
 
 def package_version(root: Path) -> str:
-    """`__version__` of btp_gitops/__init__.py, as written there."""
-    source = root / "btp_gitops" / "__init__.py"
+    """`__version__` of src/btp_gitops/__init__.py, as written there."""
+    source = root / "src" / "btp_gitops" / "__init__.py"
     for node in ast.parse(source.read_text(), filename=str(source)).body:
         if (
             isinstance(node, ast.Assign)

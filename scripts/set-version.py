@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Set the btp-gitops version everywhere it is written, from its one source.
 
-    python3 scripts/set-version.py 0.2.0     # write 0.2.0 into btp_gitops/__init__.py and every copy
+    python3 scripts/set-version.py 0.2.0     # write 0.2.0 into src/btp_gitops/__init__.py and every copy
     python3 scripts/set-version.py --check   # exit 1 and name each copy that disagrees with __version__
 
-`btp_gitops/__init__.py` `__version__` is the source (pyproject.toml reads it). The copies are the
+`src/btp_gitops/__init__.py` `__version__` is the source (pyproject.toml reads it). The copies are the
 places a user sees the version without Python: the controller chart's version and appVersion, the
 Helm plugin, the image tag of the Argo CD sidecar patch, and the render action's references in the GitHub
 Actions page of the docs. Not copies: charts/sap-btp-operator (the upstream operator chart's own version) and
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = "btp_gitops/__init__.py"
+SOURCE = "src/btp_gitops/__init__.py"
 VERSION = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")  # SemVer, as Helm requires for charts
 
 

@@ -7,8 +7,9 @@
 # editable install (as btp_gitops.*; pytest puts nothing of the checkout on sys.path), so a wheel
 # copy would add nothing but a reinstall after every source change. The built wheel in a clean venv
 # has its own test.
-# Idempotent: reinstalls only when pyproject.toml, a constraints file or the version (in
-# btp_gitops/__init__.py) changed since the last run.
+# Idempotent: reinstalls only when pyproject.toml, setup.py, a constraints file, the version (in
+# src/btp_gitops/__init__.py) or the list of package files (scripts/package-files.sh: the strict
+# editable install links each file, see scripts/setup.sh) changed since the last run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,8 +19,10 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 stamp=$venv/.btp-gitops-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ] \
-  || [ constraints-floor.txt -nt "$stamp" ] || [ btp_gitops/__init__.py -nt "$stamp" ]; then
+files=$(bash scripts/package-files.sh)
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+  || [ constraints.txt -nt "$stamp" ] || [ constraints-floor.txt -nt "$stamp" ] \
+  || [ src/btp_gitops/__init__.py -nt "$stamp" ] || [ "$(cat "$stamp")" != "$files" ]; then
   # One constraints file: the floors, then the lock without the packages the floors name.
   floors=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' -e 's/[[:space:]]*==.*//' constraints-floor.txt \
     | tr 'A-Z_.' 'a-z--')
@@ -31,6 +34,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt
     done
   } >"$venv/constraints.txt"
   "$venv/bin/python" -m pip install --quiet -c "$venv/constraints.txt" pip
-  "$venv/bin/python" -m pip install --quiet -c "$venv/constraints.txt" -e '.[test]'
-  touch "$stamp"
+  "$venv/bin/python" -m pip install --quiet -c "$venv/constraints.txt" -e '.[test]' \
+    --config-settings editable_mode=strict
+  printf '%s\n' "$files" >"$stamp"
 fi

@@ -15,12 +15,20 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 # constraints.txt (scripts/lock.sh) pins every package, pip included, to one exact version.
+# The install is editable in setuptools' strict mode: the venv sees the tree that pyproject.toml's
+# package-dir maps (generator/ as btp_gitops/generator, ...) as a tree of files under
+# build/__editable__.*, which mypy and lint-imports read by folder. Its files follow the checkout's
+# edits; a module added or removed needs the install again, so the stamp holds the list of package
+# files (scripts/package-files.sh) and a changed list reinstalls.
 stamp=.venv/.btp-gitops-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ] \
-  || [ btp_gitops/__init__.py -nt "$stamp" ]; then  # __init__.py: the version in the metadata
+files=$(bash scripts/package-files.sh)
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+  || [ constraints.txt -nt "$stamp" ] || [ src/btp_gitops/__init__.py -nt "$stamp" ] \
+  || [ "$(cat "$stamp")" != "$files" ]; then  # __init__.py: the version in the metadata
   .venv/bin/python -m pip install --quiet -c constraints.txt pip
-  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test,docs]'
-  touch "$stamp"
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test,docs]' \
+    --config-settings editable_mode=strict
+  printf '%s\n' "$files" >"$stamp"
 fi
 
 if $with_tools; then

@@ -42,7 +42,9 @@ _STDERR_TAIL = 64 * 1024
 
 
 def _module_path() -> str:
-    package_parent = str(Path(btp_gitops.__file__).resolve().parents[1])
+    # Not resolved: in an editable install the package's files link into the checkout, where the
+    # folders are not laid out as the package (pyproject.toml's package-dir); its tree here is.
+    package_parent = str(Path(btp_gitops.__file__).absolute().parents[1])
     return json.dumps([package_parent, *(entry for entry in sys.path if entry and entry != package_parent)])
 
 

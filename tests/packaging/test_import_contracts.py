@@ -2,8 +2,9 @@
 
 The rules are import-linter contracts in pyproject.toml (the purity contract an allow-list, of
 tests/support/import_contracts.py) and ruff's banned-api for the folders' short names. Each case
-copies the package's files and the lint configuration into a temporary folder, adds one import to
-one module, and runs `lint-imports` and `ruff` there as the test command runs them.
+copies the package's modules (under their import names) and the lint configuration into a temporary
+folder, adds one import to one module, and runs `lint-imports` and `ruff` there as the test command
+runs them.
 """
 
 from __future__ import annotations
@@ -21,20 +22,31 @@ from tests.conftest import ROOT
 from tests.support.wheel import source_files
 
 BIN = Path(sys.executable).parent
-LINTED = ("pyproject.toml", "btp_gitops/", "generator/", "controller/", "tests/__init__.py", "tests/support/")
+# The lint configuration, kept where it is; the package's modules go under their import names.
+CONFIGURATION = ("pyproject.toml", "tests/__init__.py", "tests/support/")
+PACKAGE_FOLDERS = {
+    "src/btp_gitops/": "btp_gitops/",
+    "generator/": "btp_gitops/generator/",
+    "controller/": "btp_gitops/controller/",
+}  # pyproject.toml's package-dir
 
 
 def copy_of_the_tree(target: Path) -> Path:
+    """The modules laid out as the editable install and the wheel lay them out (`generator/x.py` as
+    `btp_gitops/generator/x.py`), plain copies, with the lint configuration at the top: lint-imports
+    run there finds the package by folder in its working directory."""
     for name in source_files(ROOT):
-        linked = (ROOT / name).is_symlink()
-        if not name.startswith(LINTED) or not (linked or name.endswith((".py", ".toml"))):
+        if not name.endswith((".py", ".toml")):
             continue
-        copy = target / name
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        if (ROOT / name).is_symlink():
-            copy.symlink_to((ROOT / name).readlink())
+        folder = next((f for f in PACKAGE_FOLDERS if name.startswith(f)), None)
+        if folder is not None:
+            copy = target / PACKAGE_FOLDERS[folder] / name.removeprefix(folder)
+        elif name.startswith(CONFIGURATION):
+            copy = target / name
         else:
-            shutil.copy2(ROOT / name, copy)
+            continue
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, copy)
     return target
 
 
@@ -71,9 +83,9 @@ def test_the_untouched_tree_keeps_every_contract(tmp_path: Path) -> None:
     assert f"Contracts: {declared} kept, 0 broken." in result.stdout
 
 
-PURE_MODULE = "generator/transforms/metadata.py"
-CONTROLLER_MODULE = "controller/events.py"
-DOMAIN_MODULE = "generator/domains/cap/validation.py"
+PURE_MODULE = "btp_gitops/generator/transforms/metadata.py"
+CONTROLLER_MODULE = "btp_gitops/controller/events.py"
+DOMAIN_MODULE = "btp_gitops/generator/domains/cap/validation.py"
 
 
 @pytest.mark.parametrize(
@@ -143,7 +155,7 @@ def test_a_planted_import_breaks_its_contract(
 
 def test_an_exception_that_excuses_no_import_is_refused(tmp_path: Path) -> None:
     tree = copy_of_the_tree(tmp_path)
-    source = tree / "generator/core/sources.py"
+    source = tree / "btp_gitops/generator/core/sources.py"
     source.write_text(source.read_text(encoding="utf-8").replace("import os\n", "", 1), encoding="utf-8")
     result = lint_imports(tree)
     assert result.returncode == 1, result.stdout + result.stderr

@@ -4,6 +4,8 @@ The checkout's top-level `generator/` and `controller/` are `btp_gitops.generato
 `btp_gitops.controller`; under their folder names they are no modules at all, in the test process
 (pytest's importlib mode, tests/conftest.py), in the editable install scripts/setup.sh makes and
 in the installed wheel (tests/packaging/test_installed_extras.py runs the same probe there).
+The mapping is setuptools' package-dir (pyproject.toml, setup.py), not links: Git tracks none and
+the package's folders hold none.
 """
 
 from __future__ import annotations
@@ -13,9 +15,17 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
+import zipfile
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.support.wheel import source_files
+
+# pyproject.toml's package-dir: each folder of the checkout and its name in the namespace.
+PACKAGE_DIR: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+    "package-dir"
+]
 
 # Run in a fresh interpreter: loads the generator and the controller, then reports what it found.
 ONE_TREE_PROBE = """
@@ -49,6 +59,7 @@ print(json.dumps({
     "controller_error_is_one": issubclass(btp_gitops.controller.errors.ControllerError, BtpGitopsError),
     "package": str(Path(btp_gitops.generator.cli.__file__).resolve().parents[1]),
     "missing_data": sorted(key for key, path in data.items() if not path.exists()),
+    "data": {key: str(path) for key, path in data.items()},
 }))
 """
 
@@ -90,3 +101,89 @@ def test_the_editable_install_imports_one_tree_of_the_checkout(tmp_path: Path) -
     found = probe(Path(sys.executable), tmp_path, env)
     assert_one_tree(found)
     assert Path(str(found["package"])).is_relative_to(ROOT)
+    # The data are the checkout's own files, read where they are: not through a link (the readers
+    # open files without following one), not from the editable install's tree of links under build/.
+    data = found["data"]
+    assert isinstance(data, dict)
+    for key, path in data.items():
+        assert Path(path).resolve() == Path(path), (key, path)
+        assert Path(path).is_relative_to(ROOT) and not Path(path).is_relative_to(ROOT / "build"), path
+
+
+def test_git_tracks_no_symlink() -> None:
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-s"], capture_output=True, text=True, check=True
+    )
+    links = [line.split("\t")[1] for line in listed.stdout.splitlines() if line.startswith("120000 ")]
+    assert links == []
+
+
+def test_the_package_folders_hold_no_symlink() -> None:
+    """Not in Git, nor made by a script or an install: the folders package-dir maps, as they are."""
+    found = []
+    for folder in sorted(set(PACKAGE_DIR.values())):
+        for directory, subdirectories, files in os.walk(ROOT / folder):  # does not enter linked folders
+            found += [Path(directory, n) for n in subdirectories + files if Path(directory, n).is_symlink()]
+    assert found == []
+    assert {"src", "generator", "controller", "schemas", "charts", "module-resources"} <= set(
+        PACKAGE_DIR.values()
+    )
+
+
+def import_name(checkout_file: str) -> str | None:
+    """Where a file of the checkout is in the installed package (package-dir's longest match)."""
+    for name, folder in sorted(PACKAGE_DIR.items(), key=lambda item: -len(item[1])):
+        if checkout_file.startswith(f"{folder}/"):
+            rest = checkout_file.removeprefix(f"{folder}/")
+            return f"{name.replace('.', '/')}/{rest}" if name else rest
+    return None
+
+
+def test_the_wheel_holds_each_file_of_the_mapped_folders_once_under_its_import_name(
+    built_wheel: Path,
+) -> None:
+    with zipfile.ZipFile(built_wheel) as wheel:
+        members = [info for info in wheel.infolist() if ".dist-info/" not in info.filename]
+    names = [info.filename for info in members]
+    expected = sorted(filter(None, map(import_name, source_files(ROOT))))
+    assert sorted(names) == expected
+    assert (
+        "btp_gitops/generator/cli/__init__.py" in names
+        and "btp_gitops/data/charts/sap-btp-operator/.helmignore" in names
+    )
+    # No member is a link (a zip's link is a file whose mode says so).
+    assert [info.filename for info in members if (info.external_attr >> 16) & 0o170000 == 0o120000] == []
+
+
+def test_a_module_added_changes_the_list_that_reinstalls_the_editable_install(tmp_path: Path) -> None:
+    """The strict editable install links each file it was built with: scripts/setup.sh reinstalls
+    when scripts/package-files.sh's answer differs from its stamp, which a new module must change."""
+    script = (ROOT / "scripts" / "package-files.sh").read_text()
+    find = next(line for line in script.splitlines() if line.startswith("find "))
+    mapped = {"src/btp_gitops" if folder == "src" else folder for folder in PACKAGE_DIR.values()}
+    assert set(find.split()[1:]) - {"\\"} == mapped, "package-files.sh reads each folder package-dir maps"
+    for name in source_files(ROOT):
+        if import_name(name) is not None or name == "scripts/package-files.sh":
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+
+    def listed() -> str:
+        done = subprocess.run(
+            ["bash", str(tmp_path / "scripts" / "package-files.sh")],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    before = listed()
+    (tmp_path / "controller" / "gitstore_queue.py").write_text('"""A module split out of another."""\n')
+    added = listed()
+    assert added != before
+    (tmp_path / "controller" / "gitstore_queue.py").unlink()
+    assert listed() == before
+    (tmp_path / "controller" / "events.py").write_text(
+        "# an edit: the linked file follows it, no reinstall\n"
+    )
+    assert listed() == before

@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 
 SCRIPT = ROOT / "scripts" / "set-version.py"
 FILES = (
-    "btp_gitops/__init__.py",
+    "src/btp_gitops/__init__.py",
     "charts/btp-gitops/Chart.yaml",
     "helm-plugin/plugin.yaml",
     "argocd-cmp/repo-server-patch.yaml",
@@ -33,7 +33,7 @@ def versions_written(root: Path) -> dict[str, list[str]]:
     plugin = yaml.safe_load((root / "helm-plugin/plugin.yaml").read_text())
     patch = yaml.safe_load((root / "argocd-cmp/repo-server-patch.yaml").read_text())
     (sidecar,) = [c for c in patch["spec"]["template"]["spec"]["containers"] if c["name"] == "btp-gitops"]
-    source = (root / "btp_gitops/__init__.py").read_text()
+    source = (root / "src/btp_gitops/__init__.py").read_text()
     return {
         "__version__": re.findall(r'^__version__ = "([^"]+)"$', source, re.MULTILINE),
         "chart version": [str(chart["version"])],

@@ -24,8 +24,10 @@ IDENTITY = {
 
 def checkout(root: Path, version: str, *, chart: str | None = None, plugin: str | None = None) -> Path:
     """A repository holding the three files the script reads, committed."""
-    (root / "btp_gitops").mkdir(parents=True)
-    (root / "btp_gitops" / "__init__.py").write_text(f'"""btp-gitops."""\n\n__version__ = "{version}"\n')
+    (root / "src" / "btp_gitops").mkdir(parents=True)
+    (root / "src" / "btp_gitops" / "__init__.py").write_text(
+        f'"""btp-gitops."""\n\n__version__ = "{version}"\n'
+    )
     (root / "charts" / "btp-gitops").mkdir(parents=True)
     (root / "charts" / "btp-gitops" / "Chart.yaml").write_text(
         f'apiVersion: v2\nname: btp-gitops\nversion: {chart or version}\nappVersion: "{chart or version}"\n'

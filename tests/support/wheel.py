@@ -31,16 +31,14 @@ def source_files(root: Path) -> list[str]:
 def build_wheel(work: Path) -> Path:
     """btp_gitops-<version>-py3-none-any.whl, as `pip wheel --no-deps` builds it.
 
-    Built from a copy of the working tree (links kept as links), so setuptools' build/ directory
-    cannot carry files of an earlier build into it, and nothing is written into the checkout."""
+    Built from a copy of the working tree, so setuptools' build/ directory (the editable install's
+    tree among them) cannot carry files of an earlier build into it, and nothing is written into the
+    checkout."""
     source, out = work / "source", work / "wheel"
     for name in source_files(ROOT):
         target = source / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        if (ROOT / name).is_symlink():
-            target.symlink_to((ROOT / name).readlink())
-        else:
-            shutil.copy2(ROOT / name, target)
+        shutil.copy2(ROOT / name, target)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(source)],
         check=True,

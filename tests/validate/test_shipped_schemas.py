@@ -1,4 +1,4 @@
-"""The third-party schemas shipped in btp_gitops/data/crd-schemas, and `validate` using them.
+"""The third-party schemas shipped in src/btp_gitops/data/crd-schemas, and `validate` using them.
 
 - The committed files are what scripts/generate-crd-schemas.py makes of the pinned CRDs (byte
   for byte), and its `--check` reports drift.
@@ -37,7 +37,7 @@ from tests.conftest import CHART, CLI, EXAMPLES, ROOT, RunCli
 from tests.support.crds import load_crds, our_crd_files, third_party_crd_files
 
 NEWEST = supported_kubernetes_versions()[-1]
-SHIPPED = ROOT / "btp_gitops" / "data" / "crd-schemas"
+SHIPPED = ROOT / "src" / "btp_gitops" / "data" / "crd-schemas"
 GENERATOR = ROOT / "scripts" / "generate-crd-schemas.py"
 EXAMPLE_NAMES = ("btp-operator", "cap-app", "cap-services-only", "kyma-modules")
 TARGETS = ("argocd", "flux")

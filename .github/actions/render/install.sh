@@ -17,8 +17,8 @@ if [[ -n ${WHEEL:-} ]]; then
 else
     version=${VERSION:-}
     if [[ -z $version ]]; then
-        version=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$ACTION_ROOT/btp_gitops/__init__.py")
-        [[ -n $version ]] || { echo "install: no __version__ in the action's btp_gitops/__init__.py" >&2; exit 1; }
+        version=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$ACTION_ROOT/src/btp_gitops/__init__.py")
+        [[ -n $version ]] || { echo "install: no __version__ in the action's src/btp_gitops/__init__.py" >&2; exit 1; }
     fi
     requirement="btp-gitops==$version"
 fi
