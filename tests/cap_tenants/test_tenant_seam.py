@@ -20,12 +20,17 @@ import pytest
 
 from btp_gitops.generator.core.errors import InvalidSpec, Problem
 from btp_gitops.generator.core.report import AppRender
-from btp_gitops.generator.core.sources import SourceSet
-from btp_gitops.generator.domains.cap import CAP_TENANT
+from btp_gitops.generator.core.sources import SourceDocument, SourceSet
+from btp_gitops.generator.domains.cap import CAP_TENANT, build_catalog
 from btp_gitops.generator.domains.cap import render as cap_render
 from btp_gitops.generator.domains.cap.tenants import catalog, jobs, model, names, render, routing, selection
 from btp_gitops.generator.domains.cap.tenants.catalog import build_tenant_catalog
-from btp_gitops.generator.domains.cap.tenants.model import Tenant
+from btp_gitops.generator.domains.cap.tenants.model import (
+    Tenant,
+    TenantType,
+    tenant_from_source,
+    tenant_of_record,
+)
 from btp_gitops.generator.domains.cap.tenants.render import PendingTenant, TenantRenders
 from btp_gitops.generator.io.sources import load_sources
 from tests.cap_tenants.conftest import recorded_status, tenant_record, write_tenants
@@ -146,9 +151,9 @@ def refusal(sources: SourceSet, app_of: Any = PendingTenant.make) -> list[Proble
 @pytest.mark.parametrize(
     "clash",
     [
-        {"tenant_id": "tenant-acme"},
-        {"sub_domain": "acme"},
-        {"tenant_id": "1a2b3c4d-0000-4000-8000-00000000c001", "sub_domain": "shop-provider"},
+        {"tenantId": "tenant-acme"},
+        {"subDomain": "acme"},
+        {"tenantId": "1a2b3c4d-0000-4000-8000-00000000c001", "subDomain": "shop-provider"},
     ],
     ids=["tenant-id", "subdomain", "provider"],
 )
@@ -158,7 +163,7 @@ def test_the_rules_across_records_hold_however_the_apps_are_had(
     """A record taking another's tenant id or subdomain, or the provider's (then it must be named
     as the provider): the same problems whether the apps are made or all had elsewhere, and
     none of them is had at all (the rules ran first)."""
-    write_tenants(tenants_source, [tenant_record("zeta", **clash)])
+    write_tenants(tenants_source, [tenant_record("zeta", spec=clash)])
     sources = sources_of(tenants_source)
     asked: list[PendingTenant] = []
 
@@ -191,10 +196,39 @@ def test_tenant_renders_take_a_known_app_without_planning_and_keep_the_ones_they
     assert set(renders.rendered) == {records["globex"], records["initech"]}
     assert all(made[app.app] is app for app in renders.rendered.values() if app is not None)
     # The known record is a tenant like any other to the rules across records.
-    tenants = build_tenant_catalog(sources, cap_render.build_catalog(sources))
+    tenants = build_tenant_catalog(sources, build_catalog(sources))
     assert [t.name for group in tenants.applications for t in group.tenants] == [
         "shop-provider",
         "acme",
         "globex",
         "initech",
     ]
+
+
+def test_a_tenant_read_for_the_rules_is_the_whole_tenant_on_first_use(shop_source: Path) -> None:
+    """The catalog reads a record's identity at once (`tenant_of_record`) and the rest when the
+    tenant is planned: the same fields as `tenant_from_source` reads at once. A status no state
+    has is found then, not by the rules across records, which never read it."""
+    record = tenant_record(
+        "acme",
+        status=recorded_status("shop-2", previousCAPApplicationVersions=["shop-1"]),
+        annotations={"btp-gitops.io/deprovision": "true", "team": "a"},
+        spec={"version": "2.0.0", "versionUpgradeStrategy": "never"},
+    )
+    record["metadata"]["labels"] = {"tier": "gold"}
+    document = SourceDocument("tenants/acme.yaml", 1, record, shop_source)
+    lazy, whole = (read(document, TenantType.CONSUMER) for read in (tenant_of_record, tenant_from_source))
+    assert lazy == whole and lazy.deprovision_mark == "true"
+    assert lazy.details == whole.details
+    assert (lazy.version, lazy.status.previous_instances, lazy.labels) == (
+        "2.0.0",
+        ("shop-1",),
+        {"tier": "gold"},
+    )
+    record["status"]["state"] = "Sleeping"
+    broken = tenant_of_record(
+        SourceDocument("tenants/acme.yaml", 1, record, shop_source), TenantType.CONSUMER
+    )
+    assert (broken.tenant_id, broken.sub_domain) == ("tenant-acme", "acme")
+    with pytest.raises(ValueError, match="Sleeping"):
+        _ = broken.status
