@@ -2,7 +2,7 @@
 
 A caller may have some tenants' apps from elsewhere (the pipeline's render cache takes the apps an
 earlier render made: `TenantRenders.app_of`), but only through the one function the render has
-each app with (`PendingTenant`): the rules across records (`build_tenant_catalog`) are given the
+each app with (`AppOf`, handed the tenant and what makes its app): the rules across records (`build_tenant_catalog`) are given the
 sources and nothing else, read every record as a `Tenant`, and run before any app is had. Here
 that seam is driven directly with the domain's own functions on the `shop` application.
 """
@@ -31,7 +31,7 @@ from btp_gitops.generator.domains.cap.tenants.model import (
     tenant_from_source,
     tenant_of_record,
 )
-from btp_gitops.generator.domains.cap.tenants.render import PendingTenant, TenantRenders
+from btp_gitops.generator.domains.cap.tenants.render import MakeApp, TenantRenders, always_make
 from btp_gitops.generator.io.sources import load_sources
 from tests.cap_tenants.conftest import recorded_status, tenant_record, write_tenants
 
@@ -107,26 +107,26 @@ def records_of(sources: SourceSet) -> dict[str, tuple[str, int]]:
     return {d.body["metadata"]["name"]: (d.file, d.document) for d in sources.of_kind(*CAP_TENANT)}
 
 
-def stand_in(pending: PendingTenant) -> AppRender:
+def stand_in(tenant: Tenant, make: MakeApp) -> AppRender:
     """An app had without planning or rendering the tenant, as a cache would hand one back."""
-    return AppRender(f"elsewhere.{pending.tenant.name}", [], [])
+    return AppRender(f"elsewhere.{tenant.name}", [], [])
 
 
 def test_every_tenant_reaches_the_render_as_a_tenant(tenants_source: Path) -> None:
     """Each tenant, the derived provider too, is had once through the function the caller gave,
     as a `Tenant` with its record; what that function returns is the tenant's app, in order."""
     sources = sources_of(tenants_source)
-    seen: list[PendingTenant] = []
+    seen: list[Tenant] = []
 
-    def recording(pending: PendingTenant) -> AppRender | None:
-        seen.append(pending)
-        return pending.make()
+    def recording(tenant: Tenant, make: MakeApp) -> AppRender | None:
+        seen.append(tenant)
+        return make(tenant)
 
     made = cap_render.render_cap_applications(sources, recording)
     assert [app.app for app in made] == [app.app for app in cap_render.render_cap_applications(sources)]
-    assert all(type(pending.tenant) is Tenant for pending in seen)
+    assert all(type(tenant) is Tenant for tenant in seen)
     records = records_of(sources)
-    assert [(p.tenant.name, p.record) for p in seen] == [
+    assert [(t.name, t.source and (t.source.file, t.source.document)) for t in seen] == [
         ("shop-provider", None),
         ("acme", records["acme"]),
         ("globex", records["globex"]),
@@ -142,7 +142,7 @@ def test_every_tenant_reaches_the_render_as_a_tenant(tenants_source: Path) -> No
     ]
 
 
-def refusal(sources: SourceSet, app_of: Any = PendingTenant.make) -> list[Problem]:
+def refusal(sources: SourceSet, app_of: Any = always_make) -> list[Problem]:
     with pytest.raises(InvalidSpec) as raised:
         cap_render.render_cap_applications(sources, app_of)
     return list(raised.value.problems)
@@ -165,11 +165,11 @@ def test_the_rules_across_records_hold_however_the_apps_are_had(
     none of them is had at all (the rules ran first)."""
     write_tenants(tenants_source, [tenant_record("zeta", spec=clash)])
     sources = sources_of(tenants_source)
-    asked: list[PendingTenant] = []
+    asked: list[Tenant] = []
 
-    def never(pending: PendingTenant) -> AppRender:
-        asked.append(pending)
-        return stand_in(pending)
+    def never(tenant: Tenant, make: MakeApp) -> AppRender:
+        asked.append(tenant)
+        return stand_in(tenant, make)
 
     problems = refusal(sources, never)
     assert problems == refusal(sources)

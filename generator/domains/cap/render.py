@@ -47,7 +47,7 @@ from btp_gitops.generator.domains.cap.network_policies import version_network_po
 from btp_gitops.generator.domains.cap.networking import domain_notes, domain_objects
 from btp_gitops.generator.domains.cap.tenants import (
     AppOf,
-    PendingTenant,
+    always_make,
     build_tenant_catalog,
     render_cap_tenants,
     tenant_operation_notes,
@@ -138,9 +138,9 @@ def render_domain(domain: Domain, catalog: CapCatalog) -> AppRender:
     return AppRender(domain_app(domain), manifests, domain_notes(domain))
 
 
-def render_cap_applications(sources: SourceSet, tenant_app_of: AppOf = PendingTenant.make) -> list[AppRender]:
+def render_cap_applications(sources: SourceSet, tenant_app_of: AppOf = always_make) -> list[AppRender]:
     """Every CAP application and domain of the sources, or nothing when there is none; each
-    tenant's app had through `tenant_app_of` (tenants.PendingTenant, tenants.TenantRenders)."""
+    tenant's app had through `tenant_app_of` (tenants.always_make, tenants.TenantRenders)."""
     catalog = build_catalog(sources)
     tenants = build_tenant_catalog(sources, catalog)
     problems = catalog_problems(catalog) + list(tenants.problems)

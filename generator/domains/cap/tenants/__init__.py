@@ -37,8 +37,8 @@ from btp_gitops.generator.domains.cap.tenants.names import (
 )
 from btp_gitops.generator.domains.cap.tenants.render import (
     AppOf,
-    PendingTenant,
     TenantRenders,
+    always_make,
     application_inputs,
     operation_jobs,
     render_cap_tenants,
@@ -63,7 +63,6 @@ __all__ = [
     "SUBSCRIPTION_GUID",
     "TENANT_OPERATION_TYPE",
     "AppOf",
-    "PendingTenant",
     "PlannedOperation",
     "StepTemplate",
     "Tenant",
@@ -74,6 +73,7 @@ __all__ = [
     "TenantStatus",
     "TenantType",
     "VersionIndex",
+    "always_make",
     "application_inputs",
     "build_tenant_catalog",
     "derived_provider_tenant",

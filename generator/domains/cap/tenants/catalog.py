@@ -60,24 +60,20 @@ class TenantCatalog:
     problems: tuple[Problem, ...] = field(default=())
 
 
-def _orphan_problem(
-    tenant: Tenant, source: SourceDocument, apps: dict[ApplicationKey, Application]
-) -> Problem | None:
-    app = apps.get((tenant.namespace, tenant.application))
+def _orphan_problem(tenant: Tenant, source: SourceDocument, app: Application | None) -> Problem:
+    """The record names no application of the sources (None), or one without tenants."""
     if app is None:
         return problem_at(
             source,
             "spec.capApplicationInstance",
             f"no CAPApplication {tenant.application} in namespace {tenant.namespace} in the sources",
         )
-    if app.services_only:
-        return problem_at(
-            source,
-            "spec.capApplicationInstance",
-            f"CAPApplication {app.name} is services-only (no spec.provider, and its first version has only "
-            "Service deployments and Content jobs): it has no tenants",
-        )
-    return None
+    return problem_at(
+        source,
+        "spec.capApplicationInstance",
+        f"CAPApplication {app.name} is services-only (no spec.provider, and its first version has only "
+        "Service deployments and Content jobs): it has no tenants",
+    )
 
 
 def _with_provider(
@@ -184,11 +180,12 @@ def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatal
     problems: list[Problem] = []
     for document in sources.of_kind(*CAP_TENANT):
         tenant = tenant_of_record(document, TenantType.CONSUMER)
-        orphan = _orphan_problem(tenant, document, apps)
-        if orphan is not None:
-            problems.append(orphan)
+        key = (tenant.namespace, tenant.application)
+        app = apps.get(key)
+        if app is None or app.services_only:
+            problems.append(_orphan_problem(tenant, document, app))
         else:
-            records[(tenant.namespace, tenant.application)].append(tenant)
+            records[key].append(tenant)
     groups = []
     for app in catalog.applications:
         problems += _application_mark_problems(app)

@@ -15,11 +15,11 @@ stage.
 Work shared by the tenants of an application (its versions, domains, routing annotations, step
 templates) is done once per application, so a render is linear in tenants.
 
-Each tenant reaches its app as a `PendingTenant`, through one function the caller may choose: by
-default it is planned and rendered (`PendingTenant.make`); a caller that keeps apps made before
-passes `TenantRenders.app_of`, which takes the app an earlier render made from the same record
-for the same application inputs instead. Every rule across records ran before, on every record
-(catalog): how an app was had changes nothing else.
+Each tenant's app is had through one function the caller may choose, handed the tenant and
+what makes its app: by default every app is made, planned and rendered (`always_make`); a
+caller that keeps apps made before passes `TenantRenders.app_of`, which takes the app an earlier
+render made from the same record for the same application inputs instead. Every rule across
+records ran before, on every record (catalog): how an app was had changes nothing else.
 """
 
 from __future__ import annotations
@@ -270,35 +270,33 @@ def _context(group: ApplicationTenants, catalog: CapCatalog) -> ApplicationConte
     )
 
 
+MakeApp = Callable[[Tenant], AppRender | None]  # plans a tenant of one application, renders its app
+AppOf = Callable[[Tenant, MakeApp], AppRender | None]  # how a render has each tenant's app
+
+
+def always_make(tenant: Tenant, make: MakeApp) -> AppRender | None:
+    """Every tenant's app made: planned and rendered."""
+    return make(tenant)
+
+
 @dataclass(slots=True)
-class PendingTenant:
-    """A tenant of this render whose app is not had yet, with what its application shares."""
+class _TenantApps:
+    """Makes the apps of one application's tenants."""
 
-    tenant: Tenant
     context: ApplicationContext
-    problems: list[Problem]  # the render's: where `make` puts the problems of the tenant's plan
+    problems: list[Problem]  # the render's: where the problems of a tenant's plan go
 
-    @property
-    def record(self) -> RecordKey | None:
-        """The tenant's record (file as shown, document); None for a provider derived from its
-        CAPApplication."""
-        source = self.tenant.source
-        return (source.file, source.document) if source is not None else None
-
-    def make(self) -> AppRender | None:
+    def make(self, tenant: Tenant) -> AppRender | None:
         """Plan the tenant and render its app; None when it renders nothing (deprovisioned), or
         when its plan has problems (the render fails with them)."""
         context = self.context
-        plan = plan_tenant(self.tenant, context.app, context.versions)
+        plan = plan_tenant(tenant, context.app, context.versions)
         if plan.problems:
             self.problems += plan.problems
             return None
         if plan.retired:
             return None
-        return render_tenant(context, self.tenant, plan)
-
-
-AppOf = Callable[[PendingTenant], AppRender | None]  # how a render has each tenant's app
+        return render_tenant(context, tenant, plan)
 
 
 @dataclass(slots=True)
@@ -317,28 +315,30 @@ class TenantRenders:
     known: Mapping[RecordKey, AppRender] = field(default_factory=dict)
     rendered: dict[RecordKey, AppRender | None] = field(default_factory=dict)
 
-    def app_of(self, pending: PendingTenant) -> AppRender | None:
-        key = pending.record
-        if key is None:
-            return pending.make()
+    def app_of(self, tenant: Tenant, make: MakeApp) -> AppRender | None:
+        source = tenant.source
+        if source is None:  # a provider derived from its CAPApplication
+            return make(tenant)
+        key = (source.file, source.document)
         known = self.known.get(key)
         if known is not None:
             return known
-        app = self.rendered[key] = pending.make()
+        app = self.rendered[key] = make(tenant)
         return app
 
 
 def render_cap_tenants(
-    tenants: TenantCatalog, catalog: CapCatalog, app_of: AppOf = PendingTenant.make
+    tenants: TenantCatalog, catalog: CapCatalog, app_of: AppOf = always_make
 ) -> list[AppRender]:
-    """An app per tenant that has anything left to render, each had through `app_of` (see
-    PendingTenant); every problem of every tenant at once."""
+    """An app per tenant that has anything left to render, each had through `app_of`, which is
+    handed the tenant and what makes its app; every problem of every tenant at once."""
     apps = []
     problems: list[Problem] = []
     for group in tenants.applications:
         context = _context(group, catalog)
+        make = _TenantApps(context, problems).make
         for tenant in group.tenants:
-            app = app_of(PendingTenant(tenant, context, problems))
+            app = app_of(tenant, make)
             if app is not None:
                 apps.append(app)
         problems += context.problems
