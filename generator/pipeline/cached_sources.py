@@ -18,6 +18,11 @@ is taken from it without parsing or an entry, and its app, when the application 
 today's, as a `ReusedApp`: its files, object keys and Flux stages as the render that wrote the
 pack laid them out and checked them; its objects are decoded only when something asks for them.
 After a render that passed every check, the pack is written again when anything in it changed.
+
+The one seam with the CAP domain is `cap.TenantRenders`: `CachedSources.renders` says which
+records' apps are known, the domain has each tenant's app through `TenantRenders.app_of` (a
+known one taken, any other made and kept in `rendered`, which `entries` and `pack_records`
+write). The domain's rules read every record as a `Tenant`, from the cache or not.
 """
 
 from __future__ import annotations

@@ -59,7 +59,12 @@ from btp_gitops.generator.core.sources import SourceDocument, SourceSet
 from btp_gitops.generator.core.validation import SchemaRegistry, validate_sources
 from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.btp_operator import render_btp_operator
-from btp_gitops.generator.domains.cap import TenantRenders, application_inputs, render_cap_applications
+from btp_gitops.generator.domains.cap import (
+    TenantRenders,
+    always_make,
+    application_inputs,
+    render_cap_applications,
+)
 from btp_gitops.generator.domains.kyma import (
     DEFAULT_MIN_WINDOW,
     RECORD_FILE,
@@ -184,10 +189,13 @@ def render_domains(
 ) -> list[AppRender]:
     """Every domain's apps. Each domain reads only its own kinds, and files only inside `roots`."""
     contained = ContainedCharts(engine, roots)
+    # The render cache's one seam with the CAP domain: each tenant's app is had through
+    # `tenants.app_of`, which takes the apps in `tenants.known` and keeps those it makes.
+    tenant_app_of = tenants.app_of if tenants is not None else always_make
     return [
         *render_btp_operator(sources, contained, bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART)),
         *render_kyma_modules(kyma, contained, lambda paths: load_sources(paths, roots=roots)),
-        *render_cap_applications(sources, tenants),
+        *render_cap_applications(sources, tenant_app_of),
     ]
 
 

@@ -46,7 +46,8 @@ from btp_gitops.generator.domains.cap.model import (
 from btp_gitops.generator.domains.cap.network_policies import version_network_policies
 from btp_gitops.generator.domains.cap.networking import domain_notes, domain_objects
 from btp_gitops.generator.domains.cap.tenants import (
-    TenantRenders,
+    AppOf,
+    always_make,
     build_tenant_catalog,
     render_cap_tenants,
     tenant_operation_notes,
@@ -137,13 +138,13 @@ def render_domain(domain: Domain, catalog: CapCatalog) -> AppRender:
     return AppRender(domain_app(domain), manifests, domain_notes(domain))
 
 
-def render_cap_applications(sources: SourceSet, renders: TenantRenders | None = None) -> list[AppRender]:
-    """Every CAP application and domain of the sources, or nothing when there is none; `renders`:
-    tenant apps an earlier render made (tenants.TenantRenders)."""
+def render_cap_applications(sources: SourceSet, tenant_app_of: AppOf = always_make) -> list[AppRender]:
+    """Every CAP application and domain of the sources, or nothing when there is none; each
+    tenant's app had through `tenant_app_of` (tenants.always_make, tenants.TenantRenders)."""
     catalog = build_catalog(sources)
-    tenants = build_tenant_catalog(sources, catalog, renders.known.keys() if renders is not None else ())
+    tenants = build_tenant_catalog(sources, catalog)
     problems = catalog_problems(catalog) + list(tenants.problems)
     raise_if_problems(InvalidSpec, "invalid CAP applications", problems)
     apps = [render_application(app, catalog) for app in catalog.applications]
     apps += [render_domain(domain, catalog) for domain in catalog.domains]
-    return apps + render_cap_tenants(tenants, catalog, renders)
+    return apps + render_cap_tenants(tenants, catalog, tenant_app_of)

@@ -10,13 +10,14 @@ Rules checked here, each problem at its record's field: the application exists a
 in CAP Operator); the deprovision annotation says "true" or
 "false" (on a record, and on a CAPApplication, where it marks the application for retirement); a
 subdomain serves one tenant or exposure per domain (domains may be shared by applications); the
-application's routing annotations are well-formed.
+application's routing annotations are well-formed. Every rule runs over every record of the
+sources, each read as a `Tenant`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from btp_gitops.generator.core.errors import Problem
@@ -27,13 +28,12 @@ from btp_gitops.generator.domains.cap.model import Application, Provider
 from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
     DEPROVISION_ANNOTATION,
-    KnownTenant,
     Tenant,
     TenantType,
     derived_provider_tenant,
-    known_tenant,
     provider_tenant_name,
     tenant_from_source,
+    tenant_of_record,
 )
 from btp_gitops.generator.domains.cap.tenants.routing import (
     RoutingSettings,
@@ -43,22 +43,15 @@ from btp_gitops.generator.domains.cap.tenants.routing import (
 from btp_gitops.generator.domains.cap.tenants.selection import record_of
 
 ApplicationKey = tuple[str, str]  # (namespace, name)
-RecordKey = tuple[str, int]  # a tenant record's file (as shown) and document
 
 
 @dataclass(frozen=True, slots=True)
 class ApplicationTenants:
-    """The tenants of one multi-tenant application, the provider first: `members` as built, each
-    a Tenant, or a KnownTenant for a record `build_tenant_catalog` was told is known."""
+    """The tenants of one multi-tenant application, the provider first."""
 
     app: Application
-    members: tuple[Tenant | KnownTenant, ...]
+    tenants: tuple[Tenant, ...]
     routing: RoutingSettings
-
-    @property
-    def tenants(self) -> tuple[Tenant, ...]:
-        """The members built as Tenants: all of them when no record was known (the controller)."""
-        return tuple(t for t in self.members if isinstance(t, Tenant))
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,29 +60,25 @@ class TenantCatalog:
     problems: tuple[Problem, ...] = field(default=())
 
 
-def _orphan_problem(
-    tenant: Tenant | KnownTenant, source: SourceDocument, apps: dict[ApplicationKey, Application]
-) -> Problem | None:
-    app = apps.get((tenant.namespace, tenant.application))
+def _orphan_problem(tenant: Tenant, source: SourceDocument, app: Application | None) -> Problem:
+    """The record names no application of the sources (None), or one without tenants."""
     if app is None:
         return problem_at(
             source,
             "spec.capApplicationInstance",
             f"no CAPApplication {tenant.application} in namespace {tenant.namespace} in the sources",
         )
-    if app.services_only:
-        return problem_at(
-            source,
-            "spec.capApplicationInstance",
-            f"CAPApplication {app.name} is services-only (no spec.provider, and its first version has only "
-            "Service deployments and Content jobs): it has no tenants",
-        )
-    return None
+    return problem_at(
+        source,
+        "spec.capApplicationInstance",
+        f"CAPApplication {app.name} is services-only (no spec.provider, and its first version has only "
+        "Service deployments and Content jobs): it has no tenants",
+    )
 
 
 def _with_provider(
-    app: Application, provider: Provider, records: list[Tenant | KnownTenant]
-) -> tuple[list[Tenant | KnownTenant], list[Problem]]:
+    app: Application, provider: Provider, records: list[Tenant]
+) -> tuple[list[Tenant], list[Problem]]:
     """The application's tenants with its provider first: its record, or one derived from the spec."""
     found = next((t for t in records if t.tenant_id == provider.tenant_id and t.source), None)
     if found is None or found.source is None:
@@ -112,9 +101,9 @@ def _with_provider(
     return [recorded, *(t for t in records if t is not found)], problems
 
 
-def _tenant_id_problems(app: Application, tenants: list[Tenant | KnownTenant]) -> Iterator[Problem]:
+def _tenant_id_problems(app: Application, tenants: list[Tenant]) -> Iterator[Problem]:
     """A subaccount subscribes to an application once (subdomains: `_subdomain_problems`)."""
-    first: dict[str, Tenant | KnownTenant] = {}
+    first: dict[str, Tenant] = {}
     for tenant in tenants:
         other = first.setdefault(tenant.tenant_id, tenant)
         if other is not tenant:
@@ -144,9 +133,9 @@ def _application_mark_problems(app: Application) -> Iterator[Problem]:
 
 def _name_problems(groups: list[ApplicationTenants]) -> Iterator[Problem]:
     """A tenant's name is its app directory and its objects' names: one per namespace."""
-    first: dict[tuple[str, str], Tenant | KnownTenant] = {}
+    first: dict[tuple[str, str], Tenant] = {}
     for group in groups:
-        for tenant in group.members:
+        for tenant in group.tenants:
             other = first.setdefault((tenant.namespace, tenant.name), tenant)
             if other is tenant:
                 continue
@@ -161,9 +150,7 @@ def _name_problems(groups: list[ApplicationTenants]) -> Iterator[Problem]:
 
 def _subdomain_problems(catalog: CapCatalog, groups: list[ApplicationTenants]) -> Iterator[Problem]:
     """A host is one VirtualService: a subdomain of a domain serves one tenant or one exposure."""
-    served: dict[
-        tuple[str, str], str | Tenant | KnownTenant
-    ] = {}  # (domain host, subdomain) -> what serves it
+    served: dict[tuple[str, str], str | Tenant] = {}  # (domain host, subdomain) -> what serves it
     for app in catalog.applications:
         current = current_version(catalog.versions_of(app))
         for domain in catalog.domains_of(app):
@@ -173,7 +160,7 @@ def _subdomain_problems(catalog: CapCatalog, groups: list[ApplicationTenants]) -
                 )
     for group in groups:
         for domain in catalog.domains_of(group.app):
-            for tenant in group.members:
+            for tenant in group.tenants:
                 # The tenant itself until another claims the host (its ref, a new string per
                 # call, only then: this runs once per tenant and domain).
                 owner = served.setdefault((domain.host, tenant.sub_domain), tenant)
@@ -186,27 +173,19 @@ def _subdomain_problems(catalog: CapCatalog, groups: list[ApplicationTenants]) -
                     )
 
 
-def build_tenant_catalog(
-    sources: SourceSet, catalog: CapCatalog, known: Collection[RecordKey] = ()
-) -> TenantCatalog:
-    """Every tenant, grouped by application, and every problem of the rules above. A record in
-    `known` (one whose app an earlier render made from the same bytes for the same application
-    inputs) becomes a KnownTenant: the rules across records (application, provider, names,
-    tenant ids, subdomains) check it like any other; its annotations passed when it was rendered."""
+def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatalog:
+    """Every tenant, grouped by application, and every problem of the rules above."""
     apps = {(a.namespace, a.name): a for a in catalog.applications}
-    records: dict[ApplicationKey, list[Tenant | KnownTenant]] = defaultdict(list)
+    records: dict[ApplicationKey, list[Tenant]] = defaultdict(list)
     problems: list[Problem] = []
     for document in sources.of_kind(*CAP_TENANT):
-        tenant: Tenant | KnownTenant
-        if known and (document.file, document.document) in known:
-            tenant = known_tenant(document)
+        tenant = tenant_of_record(document, TenantType.CONSUMER)
+        key = (tenant.namespace, tenant.application)
+        app = apps.get(key)
+        if app is None or app.services_only:
+            problems.append(_orphan_problem(tenant, document, app))
         else:
-            tenant = tenant_from_source(document, TenantType.CONSUMER)
-        orphan = _orphan_problem(tenant, document, apps)
-        if orphan is not None:
-            problems.append(orphan)
-        else:
-            records[(tenant.namespace, tenant.application)].append(tenant)
+            records[key].append(tenant)
     groups = []
     for app in catalog.applications:
         problems += _application_mark_problems(app)
@@ -226,8 +205,7 @@ def build_tenant_catalog(
         problems += [
             p
             for t in tenants
-            if isinstance(t, Tenant)
-            and t.annotations.get(DEPROVISION_ANNOTATION) not in (None, "true", "false")
+            if t.deprovision_mark not in (None, "true", "false")
             for p in _annotation_problems(t, app)
         ]
         groups.append(ApplicationTenants(app, tuple(tenants), settings))

@@ -7,7 +7,7 @@ document has passed schemas/captenant.sme.sap.com.v1alpha1.json, so the views on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -65,15 +65,9 @@ class TenantStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class Tenant:
-    """One tenant of one application; `source` is None for a provider tenant without a record."""
+class TenantDetails:
+    """What a tenant's own plan and app read of its record, besides what identifies it."""
 
-    name: str
-    namespace: str
-    application: str  # spec.capApplicationInstance
-    sub_domain: str
-    tenant_id: str
-    tenant_type: TenantType
     version: str  # spec.version, "" when unset
     upgrade_strategy: UpgradeStrategy
     marked_for_deprovisioning: bool
@@ -81,7 +75,63 @@ class Tenant:
     labels: dict[str, str]
     annotations: dict[str, str]
     status: TenantStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """One tenant of one application; `source` is None for a provider tenant without a record.
+
+    What identifies the tenant (name, namespace, application, subdomain, tenant id: all that the
+    rules across records read) is read when it is made; the rest of its record (`details`) when
+    first asked for, so that the rules over 20,000 records do not read 20,000 statuses for the
+    few tenants a render plans. A provider tenant without a record has the details of an empty
+    one: no version, always upgraded, not marked, no labels, annotations or status."""
+
+    name: str
+    namespace: str
+    application: str  # spec.capApplicationInstance
+    sub_domain: str
+    tenant_id: str
+    tenant_type: TenantType
     source: SourceDocument | None
+    _details: TenantDetails | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def details(self) -> TenantDetails:
+        return self._details or self._read_details()
+
+    def _read_details(self) -> TenantDetails:
+        details = _details_of(self.source.body if self.source is not None else {}, self.name)
+        object.__setattr__(self, "_details", details)  # frozen: set once, always to the same
+        return details
+
+    @property
+    def version(self) -> str:
+        return (self._details or self._read_details()).version
+
+    @property
+    def upgrade_strategy(self) -> UpgradeStrategy:
+        return (self._details or self._read_details()).upgrade_strategy
+
+    @property
+    def marked_for_deprovisioning(self) -> bool:
+        return (self._details or self._read_details()).marked_for_deprovisioning
+
+    @property
+    def subscription_context_secret(self) -> str:
+        return (self._details or self._read_details()).subscription_context_secret
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return (self._details or self._read_details()).labels
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return (self._details or self._read_details()).annotations
+
+    @property
+    def status(self) -> TenantStatus:
+        return (self._details or self._read_details()).status
 
     @property
     def is_provider(self) -> bool:
@@ -95,6 +145,17 @@ class Tenant:
     @property
     def ref(self) -> str:
         return f"CAPTenant {self.namespace}/{self.name}"
+
+    @property
+    def deprovision_mark(self) -> str | None:
+        """The record's deprovision annotation as written (`annotations`' value), read without
+        the rest of the details: a rule over every record checks it."""
+        if self._details is not None or self.source is None:
+            return self.annotations.get(DEPROVISION_ANNOTATION)
+        metadata = self.source.body.get("metadata")
+        annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+        value = annotations.get(DEPROVISION_ANNOTATION) if isinstance(annotations, dict) else None
+        return None if value is None else str(value)
 
 
 def _text(mapping: Any, key: str) -> str:
@@ -174,22 +235,41 @@ def _str(value: Any) -> str:
 
 
 def tenant_from_source(source: SourceDocument, tenant_type: TenantType) -> Tenant:
+    """The tenant a record holds, every field read now (a value none of the enums has raises
+    ValueError here)."""
+    tenant = tenant_of_record(source, tenant_type)
+    tenant._read_details()
+    return tenant
+
+
+def tenant_of_record(source: SourceDocument, tenant_type: TenantType) -> Tenant:
+    """The tenant a record holds, what identifies it read now and its details on first use: for
+    the rules over every record of a render, which read only the former."""
     body = source.body
-    spec = body.get("spec") or {}
+    spec = body.get("spec")
     metadata = body.get("metadata")
-    if not isinstance(metadata, dict):
-        metadata = {}
+    metadata = metadata if isinstance(metadata, dict) else {}
     fields = spec if isinstance(spec, dict) else {}
-    name = _str(metadata.get("name"))
-    annotations = _string_map(metadata, "annotations")
-    strategy = spec.get("versionUpgradeStrategy") or UpgradeStrategy.ALWAYS
     return Tenant(
-        name,
+        _str(metadata.get("name")),
         _str(metadata.get("namespace")),
         _str(fields.get("capApplicationInstance")),
         _str(fields.get("subDomain")),
         _str(fields.get("tenantId")),
         tenant_type,
+        source,
+    )
+
+
+def _details_of(body: Any, name: str) -> TenantDetails:
+    spec = body.get("spec") or {}
+    metadata = body.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
+    fields = spec if isinstance(spec, dict) else {}
+    annotations = _string_map(metadata, "annotations")
+    strategy = spec.get("versionUpgradeStrategy") or UpgradeStrategy.ALWAYS
+    return TenantDetails(
         _str(fields.get("version")),
         _STRATEGIES.get(strategy) or UpgradeStrategy(strategy),
         annotations.get(DEPROVISION_ANNOTATION) == "true",
@@ -197,42 +277,6 @@ def tenant_from_source(source: SourceDocument, tenant_type: TenantType) -> Tenan
         _string_map(metadata, "labels") if "labels" in metadata else {},
         annotations,
         _status(body),
-        source,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class KnownTenant:
-    """A tenant record whose app an earlier render made from the same bytes for the same
-    application inputs (render.TenantRenders.known): what the rules across records read of it,
-    as `tenant_from_source` reads it. Its own rules (plan, annotations, application) held when
-    that app was rendered, and hold again: they read only the record and the inputs."""
-
-    name: str
-    namespace: str
-    application: str
-    sub_domain: str
-    tenant_id: str
-    source: SourceDocument
-
-    @property
-    def ref(self) -> str:
-        return f"CAPTenant {self.namespace}/{self.name}"
-
-
-def known_tenant(source: SourceDocument) -> KnownTenant:
-    body = source.body
-    spec = body.get("spec")
-    metadata = body.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
-    fields = spec if isinstance(spec, dict) else {}
-    return KnownTenant(
-        _str(metadata.get("name")),
-        _str(metadata.get("namespace")),
-        _str(fields.get("capApplicationInstance")),
-        _str(fields.get("subDomain")),
-        _str(fields.get("tenantId")),
-        source,
     )
 
 
@@ -251,12 +295,5 @@ def derived_provider_tenant(app: Application, provider: Provider) -> Tenant:
         sub_domain=provider.sub_domain,
         tenant_id=provider.tenant_id,
         tenant_type=TenantType.PROVIDER,
-        version="",
-        upgrade_strategy=UpgradeStrategy.ALWAYS,
-        marked_for_deprovisioning=False,
-        subscription_context_secret=subscription_context_secret_name(name),
-        labels={},
-        annotations={},
-        status=TenantStatus(),
         source=None,
     )

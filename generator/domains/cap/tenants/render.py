@@ -14,13 +14,19 @@ stage.
 
 Work shared by the tenants of an application (its versions, domains, routing annotations, step
 templates) is done once per application, so a render is linear in tenants.
+
+Each tenant's app is had through one function the caller may choose, handed the tenant and
+what makes its app: by default every app is made, planned and rendered (`always_make`); a
+caller that keeps apps made before passes `TenantRenders.app_of`, which takes the app an earlier
+render made from the same record for the same application inputs instead. Every rule across
+records ran before, on every record (catalog): how an app was had changes nothing else.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +56,6 @@ from btp_gitops.generator.domains.cap.tenants.jobs import (
 from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
     CAP_TENANT_FINALIZER,
-    KnownTenant,
     Tenant,
 )
 from btp_gitops.generator.domains.cap.tenants.names import (
@@ -78,23 +83,6 @@ from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stag
 StepKey = tuple[str, TenantOperation]  # (CAPApplicationVersion name, operation)
 RecordKey = tuple[str, int]  # a tenant record's file (as shown) and document
 ApplicationKey = tuple[str, str]  # (namespace, name) of a CAPApplication
-
-
-@dataclass(slots=True)
-class TenantRenders:
-    """Tenant apps rendered by an earlier render, by record, and the ones this render makes.
-
-    `known` holds apps rendered from the same record bytes for the same application inputs
-    (`application_inputs`), which the render takes instead of rendering the tenant again. The
-    rules across records (application, provider, names, tenant ids, subdomains) are checked on
-    every record; a known record's own rules (its plan, its annotations) are not checked again:
-    they read only the record and the application inputs, as they were when its app was made.
-    The render puts each app it renders from a record into `rendered`. Reading and writing them
-    is the pipeline's (io.render_cache): the domain does no I/O.
-    """
-
-    known: Mapping[RecordKey, AppRender] = field(default_factory=dict)
-    rendered: dict[RecordKey, AppRender | None] = field(default_factory=dict)
 
 
 def _canonical(document: SourceDocument) -> list[Any]:
@@ -282,35 +270,77 @@ def _context(group: ApplicationTenants, catalog: CapCatalog) -> ApplicationConte
     )
 
 
+MakeApp = Callable[[Tenant], AppRender | None]  # plans a tenant of one application, renders its app
+AppOf = Callable[[Tenant, MakeApp], AppRender | None]  # how a render has each tenant's app
+
+
+def always_make(tenant: Tenant, make: MakeApp) -> AppRender | None:
+    """Every tenant's app made: planned and rendered."""
+    return make(tenant)
+
+
+@dataclass(slots=True)
+class _TenantApps:
+    """Makes the apps of one application's tenants."""
+
+    context: ApplicationContext
+    problems: list[Problem]  # the render's: where the problems of a tenant's plan go
+
+    def make(self, tenant: Tenant) -> AppRender | None:
+        """Plan the tenant and render its app; None when it renders nothing (deprovisioned), or
+        when its plan has problems (the render fails with them)."""
+        context = self.context
+        plan = plan_tenant(tenant, context.app, context.versions)
+        if plan.problems:
+            self.problems += plan.problems
+            return None
+        if plan.retired:
+            return None
+        return render_tenant(context, tenant, plan)
+
+
+@dataclass(slots=True)
+class TenantRenders:
+    """Tenant apps by record, which a caller keeps across renders (the pipeline's render cache,
+    pipeline.cached_sources, which reads and writes them: the domain does no I/O).
+
+    `known` holds apps an earlier render made from the same record bytes for the same
+    application inputs (`application_inputs`): `app_of` takes such an app instead of planning
+    and rendering the tenant again, and puts each app it makes (None: nothing to render) into
+    `rendered`. A tenant's plan reads only its record and those inputs, so it would be the same
+    again; the rules across records are not the plan's: they ran on every record before
+    (catalog.build_tenant_catalog), whether its app is known or not.
+    """
+
+    known: Mapping[RecordKey, AppRender] = field(default_factory=dict)
+    rendered: dict[RecordKey, AppRender | None] = field(default_factory=dict)
+
+    def app_of(self, tenant: Tenant, make: MakeApp) -> AppRender | None:
+        source = tenant.source
+        if source is None:  # a provider derived from its CAPApplication
+            return make(tenant)
+        key = (source.file, source.document)
+        known = self.known.get(key)
+        if known is not None:
+            return known
+        app = self.rendered[key] = make(tenant)
+        return app
+
+
 def render_cap_tenants(
-    tenants: TenantCatalog, catalog: CapCatalog, renders: TenantRenders | None = None
+    tenants: TenantCatalog, catalog: CapCatalog, app_of: AppOf = always_make
 ) -> list[AppRender]:
-    """An app per tenant that has anything left to render; every problem of every tenant at once.
-    With `renders`, a tenant whose app it knows is not rendered again (see TenantRenders)."""
+    """An app per tenant that has anything left to render, each had through `app_of`, which is
+    handed the tenant and what makes its app; every problem of every tenant at once."""
     apps = []
     problems: list[Problem] = []
-    renders = renders if renders is not None else TenantRenders()
     for group in tenants.applications:
         context = _context(group, catalog)
-        for tenant in group.members:
-            if isinstance(tenant, KnownTenant):  # built from a record of renders.known
-                apps.append(renders.known[(tenant.source.file, tenant.source.document)])
-                continue
-            plan = plan_tenant(tenant, group.app, context.versions)
-            problems += plan.problems
-            key = (tenant.source.file, tenant.source.document) if tenant.source is not None else None
-            if plan.problems or plan.retired:
-                if key is not None and plan.retired:
-                    renders.rendered[key] = None
-                continue
-            known = renders.known.get(key) if key is not None else None
-            if known is not None:
-                apps.append(known)
-                continue
-            app = render_tenant(context, tenant, plan)
-            if key is not None:
-                renders.rendered[key] = app
-            apps.append(app)
+        make = _TenantApps(context, problems).make
+        for tenant in group.tenants:
+            app = app_of(tenant, make)
+            if app is not None:
+                apps.append(app)
         problems += context.problems
     raise_if_problems(InvalidSpec, "invalid CAP tenants", problems)
     return apps

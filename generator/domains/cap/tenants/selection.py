@@ -37,7 +37,6 @@ from btp_gitops.generator.domains.cap.exposures import semantic_version
 from btp_gitops.generator.domains.cap.model import Application, TenantOperation, Version
 from btp_gitops.generator.domains.cap.tenants.model import (
     DEPROVISION_ANNOTATION,
-    KnownTenant,
     Tenant,
     UpgradeStrategy,
 )
@@ -96,7 +95,7 @@ class TenantPlan:
     warning: str = ""  # what a reviewer should know: the tenant waits, or runs on a version now gone
 
 
-def record_of(tenant: Tenant | KnownTenant, app: Application) -> SourceDocument:
+def record_of(tenant: Tenant, app: Application) -> SourceDocument:
     """Where problems about a tenant point: its record, or the CAPApplication for a derived provider."""
     return tenant.source if tenant.source is not None else app.source
 
