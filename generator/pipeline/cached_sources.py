@@ -19,8 +19,8 @@ today's, as a `ReusedApp`: its files, object keys and Flux stages as the render 
 pack laid them out and checked them; its objects are decoded only when something asks for them.
 After a render that passed every check, the pack is written again when anything in it changed.
 
-The one seam with the CAP domain is `cap.TenantRenders`: `CachedSources.renders` says which
-records' apps are known, the domain has each tenant's app through `TenantRenders.app_of` (a
+The one seam with the CAP domain is `pipeline.tenant_renders.TenantRenders`: `CachedSources.renders`
+says which records' apps are known, the domain has each tenant's app through `TenantRenders.app_of` (a
 known one taken, any other made and kept in `rendered`, which `entries` and `pack_records`
 write). The domain's rules read every record as a `Tenant`, from the cache or not.
 """
@@ -43,7 +43,7 @@ from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
-from btp_gitops.generator.domains.cap import CAP_TENANT, TenantRenders
+from btp_gitops.generator.domains.cap import CAP_TENANT
 from btp_gitops.generator.io.input_files import UnreadableInput, decoded_text, read_input_bytes
 from btp_gitops.generator.io.render_cache import Entry, RenderCache, app_payload, rendered_app
 from btp_gitops.generator.io.render_pack import (
@@ -59,6 +59,7 @@ from btp_gitops.generator.io.render_pack import (
     save_pack,
 )
 from btp_gitops.generator.io.sources import display_path, documents_in_text, source_file_names
+from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
 
 RecordKey = tuple[str, int]
 

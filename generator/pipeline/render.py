@@ -60,7 +60,6 @@ from btp_gitops.generator.core.validation import SchemaRegistry, validate_source
 from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.btp_operator import render_btp_operator
 from btp_gitops.generator.domains.cap import (
-    TenantRenders,
     always_make,
     application_inputs,
     render_cap_applications,
@@ -98,6 +97,7 @@ from btp_gitops.generator.pipeline.cached_sources import (
     thawed,
 )
 from btp_gitops.generator.pipeline.reused_output import Unchanged, check_reused_output
+from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
 from btp_gitops.generator.pipeline.wiring import app_stages, cluster_wiring
 from btp_gitops.generator.transforms.guards import assert_no_credentials

@@ -31,8 +31,9 @@ from btp_gitops.generator.domains.cap.tenants.model import (
     tenant_from_source,
     tenant_of_record,
 )
-from btp_gitops.generator.domains.cap.tenants.render import MakeApp, TenantRenders, always_make
+from btp_gitops.generator.domains.cap.tenants.render import MakeApp, always_make
 from btp_gitops.generator.io.sources import load_sources
+from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
 from tests.cap_tenants.conftest import recorded_status, tenant_record, write_tenants
 
 TENANT_MODULES = (model, catalog, selection, render, routing, jobs, names, cap_render)

@@ -22,7 +22,6 @@ import yaml
 import btp_gitops
 from btp_gitops.generator.core.errors import InvalidSpec, SchemaViolation
 from btp_gitops.generator.core.sources import SourceDocument
-from btp_gitops.generator.domains.cap import TenantRenders
 from btp_gitops.generator.io import render_cache, render_pack
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.render_cache import Entry, RenderCache
@@ -30,6 +29,7 @@ from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.io.sources import source_files
 from btp_gitops.generator.pipeline.cached_sources import CachedSources, Record
 from btp_gitops.generator.pipeline.render import RenderResult, render_cluster
+from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
 from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, FLUX, TargetOptions
 from tests.conftest import CLI, EXAMPLES, RunCli, read_tree
 

@@ -140,7 +140,8 @@ def render_domain(domain: Domain, catalog: CapCatalog) -> AppRender:
 
 def render_cap_applications(sources: SourceSet, tenant_app_of: AppOf = always_make) -> list[AppRender]:
     """Every CAP application and domain of the sources, or nothing when there is none; each
-    tenant's app had through `tenant_app_of` (tenants.always_make, tenants.TenantRenders)."""
+    tenant's app had through `tenant_app_of` (`always_make`, or the render cache's
+    `pipeline.tenant_renders.TenantRenders.app_of`)."""
     catalog = build_catalog(sources)
     tenants = build_tenant_catalog(sources, catalog)
     problems = catalog_problems(catalog) + list(tenants.problems)

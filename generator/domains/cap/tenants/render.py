@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -297,34 +297,6 @@ class _TenantApps:
         if plan.retired:
             return None
         return render_tenant(context, tenant, plan)
-
-
-@dataclass(slots=True)
-class TenantRenders:
-    """Tenant apps by record, which a caller keeps across renders (the pipeline's render cache,
-    pipeline.cached_sources, which reads and writes them: the domain does no I/O).
-
-    `known` holds apps an earlier render made from the same record bytes for the same
-    application inputs (`application_inputs`): `app_of` takes such an app instead of planning
-    and rendering the tenant again, and puts each app it makes (None: nothing to render) into
-    `rendered`. A tenant's plan reads only its record and those inputs, so it would be the same
-    again; the rules across records are not the plan's: they ran on every record before
-    (catalog.build_tenant_catalog), whether its app is known or not.
-    """
-
-    known: Mapping[RecordKey, AppRender] = field(default_factory=dict)
-    rendered: dict[RecordKey, AppRender | None] = field(default_factory=dict)
-
-    def app_of(self, tenant: Tenant, make: MakeApp) -> AppRender | None:
-        source = tenant.source
-        if source is None:  # a provider derived from its CAPApplication
-            return make(tenant)
-        key = (source.file, source.document)
-        known = self.known.get(key)
-        if known is not None:
-            return known
-        app = self.rendered[key] = make(tenant)
-        return app
 
 
 def render_cap_tenants(
