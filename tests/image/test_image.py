@@ -22,7 +22,9 @@ import btp_gitops
 from tests.conftest import CHART, CLI, EXAMPLES, ROOT, read_tree
 from tests.image.conftest import BuiltImage, Bundle
 
-pytestmark = [pytest.mark.image, pytest.mark.tools]
+# One worker builds and unpacks the image (tests/image/conftest.py): two would build it at once
+# into the same cache entry (scripts/build-image.sh).
+pytestmark = [pytest.mark.image, pytest.mark.tools, pytest.mark.xdist_group("image")]
 
 LABELS = (
     "org.opencontainers.image.source",
