@@ -22,9 +22,7 @@ import btp_gitops
 from tests.conftest import CHART, CLI, EXAMPLES, ROOT, read_tree
 from tests.image.conftest import BuiltImage, Bundle
 
-# One worker builds and unpacks the image (tests/image/conftest.py): two would build it at once
-# into the same cache entry (scripts/build-image.sh).
-pytestmark = [pytest.mark.image, pytest.mark.tools, pytest.mark.xdist_group("image")]
+pytestmark = [pytest.mark.image, pytest.mark.tools]
 
 LABELS = (
     "org.opencontainers.image.source",

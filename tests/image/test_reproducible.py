@@ -15,9 +15,7 @@ import pytest
 
 from tests.image.conftest import BuiltImage, build_image
 
-# One worker builds and unpacks the image (tests/image/conftest.py): two would build it at once
-# into the same cache entry (scripts/build-image.sh).
-pytestmark = [pytest.mark.image, pytest.mark.tools, pytest.mark.slow, pytest.mark.xdist_group("image")]
+pytestmark = [pytest.mark.image, pytest.mark.tools, pytest.mark.slow]
 
 
 def sha256(path: Path) -> str:

@@ -2,37 +2,56 @@
 
 Register it from ``tests/conftest.py`` (``pytest_plugins = [..., "tests.support.parallel"]``).
 
-``scripts/test.sh`` runs the suite twice over: ``pytest -n N --dist loadgroup --serial-tests=skip``
-on every core, then ``pytest --serial-tests=only`` with nothing else running. Each worker is a
-process of its own with its own session fixtures (its own kube-apiserver and etcd, Prometheus
-servers, wheel, temporary directories and state home), so the workers share only what is outside
-pytest: the checkout, the per-user cache of tools and CRDs (read only), and the machine's cores.
+``scripts/test.sh`` runs the suite twice over: ``pytest -n N --serial-tests=skip`` on every core,
+then ``pytest --serial-tests=only`` with nothing else running. Each worker is a process of its own
+with its own session fixtures (its own kube-apiserver and etcd, Prometheus servers, wheel,
+temporary directories and state home), so the workers share only what is outside pytest: the
+checkout, the per-user cache of tools and CRDs (read only), and the machine's cores.
 
-Two things follow:
+Work units (``--dist loadfile``, in the pytest options)
+    A test module is one unit, run by one worker: its module- and class-scoped fixtures, and what
+    it caches for itself, are set up once, not once per worker. A directory in
+    :data:`SHARED_DIRECTORIES` is one unit as a whole: its modules share a session fixture that
+    must not exist twice (the OCI image: two workers would build it into the same cache entry of
+    ``scripts/build-image.sh`` at once). xdist's own ``--dist loadgroup`` cannot do this here: with
+    pytest 9.2 it no longer groups anything (pytest-dev/pytest-xdist#1386).
+
+Order
+    Units go to the workers in collection order, and a worker collects the modules holding a test
+    marked ``slow`` (minutes: the image, Flux, the 1,000-tenant render) first: started last, one
+    would keep a worker busy long after the other ran out of work.
 
 ``serial`` tests
     A test that holds a process to a wall-clock bound tight enough that a second worker competing
     for the cores could break it is marked ``serial``. ``--serial-tests=skip`` deselects them (the
     parallel run), ``--serial-tests=only`` runs nothing else (the run after it); the default, ``run``,
-    treats them like any other test. Mark a test ``serial`` only for that reason: shared state
+    treats them like any other test. Mark a test ``serial`` only for that reason: state shared
     between tests is fixed where it is shared, not hidden by running alone.
-
-Groups
-    With ``--dist loadgroup`` xdist sends the tests of one ``xdist_group`` to one worker. A test
-    using a fixture of module, class or package scope joins the group of that module (or package),
-    so such a fixture is set up once, not once per worker that happens to get one of its tests.
-    Tests sharing a session fixture that must not exist twice (the OCI image and its build cache)
-    carry an explicit ``@pytest.mark.xdist_group``.
 """
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-__all__ = ["SERIAL_CHOICES"]
+import pytest
+from xdist.scheduler import LoadFileScheduling
+
+__all__ = ["SERIAL_CHOICES", "SHARED_DIRECTORIES", "FilesAndSharedDirectories"]
 
 SERIAL_CHOICES = ("run", "skip", "only")
-_SHARED_SCOPES = ("module", "class", "package")
+# Directories (relative to the root, with a trailing slash) whose modules form one work unit.
+SHARED_DIRECTORIES = ("tests/image/",)
+
+
+class FilesAndSharedDirectories(LoadFileScheduling):
+    """xdist's file-by-file scheduling, with each of SHARED_DIRECTORIES as one unit, in collection
+    order."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        for directory in SHARED_DIRECTORIES:
+            if nodeid.startswith(directory):
+                return directory
+        return str(super()._split_scope(nodeid))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,14 +64,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks (--dist loadgroup)
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadFileScheduling | None:
+    if config.getoption("dist") != "loadfile":
+        return None  # another mode asked for by name: xdist's own
+    # Collection order, not xdist's largest-unit-first (by test count, which says nothing of time).
+    config.option.loadscopereorder = False
+    return FilesAndSharedDirectories(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _select_serial(config, items)
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            group = _shared_fixture_group(item)
-            if group is not None:
-                item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller hands out its order
+        _slow_modules_first(items)
 
 
 def _select_serial(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -60,7 +84,8 @@ def _select_serial(config: pytest.Config, items: list[pytest.Item]) -> None:
     if choice == "run":
         return
     keep_serial = choice == "only"
-    kept, deselected = [], []
+    kept: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
     for item in items:
         is_serial = item.get_closest_marker("serial") is not None
         (kept if is_serial == keep_serial else deselected).append(item)
@@ -69,19 +94,12 @@ def _select_serial(config: pytest.Config, items: list[pytest.Item]) -> None:
         items[:] = kept
 
 
-def _shared_fixture_group(item: pytest.Item) -> str | None:
-    """The module (or package) whose module-, class- or package-scoped fixture `item` uses."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    module = item.nodeid.split("::", 1)[0]
-    group = None
-    for definitions in info.name2fixturedefs.values():
-        if not definitions:
-            continue
-        scope = definitions[-1].scope
-        if scope == "package":
-            return definitions[-1].baseid or module
-        if scope in _SHARED_SCOPES:
-            group = module
-    return group
+def _slow_modules_first(items: list[pytest.Item]) -> None:
+    """Every module (or shared directory) holding a `slow` test before the others, each in place."""
+
+    def unit(item: pytest.Item) -> str:
+        module = item.nodeid.split("::", 1)[0]
+        return next((d for d in SHARED_DIRECTORIES if module.startswith(d)), module)
+
+    slow = {unit(item) for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: unit(item) not in slow)  # stable: the order within stays
