@@ -91,10 +91,11 @@ types() {
 #   PyJWT 2.9 (2.15.1): bearer tokens (test_bearer_auth.py).
 #   prometheus-client 0.12 (0.26): the controller's metrics (test_runtime.py) and the subscription
 #     server's /metrics, read as text (test_routes.py::test_metrics).
-#   pytest 8.0, pytest-xdist 3.6.1, syrupy 5, hypothesis 6.100: all of the above (in parallel, with
-#     snapshots and fuzzers) and test_tiers.py (the tier plugin).
+#   pytest 8.0, syrupy 5, hypothesis 6.100: all of the above (with snapshots and fuzzers, in parallel)
+#     and the plugins of tests/support (test_tiers.py, test_parallel.py).
 # Not here: ruff, mypy and the type stubs (lint tools; the lint phases run the pins);
-# kubernetes-validate, aiohttp, urllib3, import-linter, mkdocs, mkdocs-material (floor == pin).
+# kubernetes-validate, aiohttp, urllib3, import-linter, pytest-xdist, mkdocs, mkdocs-material
+# (their floor is their pin).
 FLOOR_TESTS=(
   tests/unit/test_yamlio.py
   tests/unit/test_yaml_block_writer.py
@@ -103,6 +104,7 @@ FLOOR_TESTS=(
   tests/unit/test_keys.py
   tests/unit/test_helm_worker_limits.py
   tests/unit/test_tiers.py
+  tests/unit/test_parallel.py
   tests/render/test_render_example.py
   tests/kyma/test_render_example.py
   tests/cap/test_render_examples.py
