@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.support.parallel import SHARED_DIRECTORIES, FilesAndSharedDirectories
 
 # A module-scoped fixture records each set-up in a file named by the environment.
 SHARED = """
@@ -160,3 +161,25 @@ def test_without_the_option_every_test_runs_in_file_order(tmp_path: Path) -> Non
     assert setups == ["main"]
     order = re.findall(r"^(\S+?\.py)::\S+ PASSED", result.stdout, re.MULTILINE)
     assert order.index("test_free_a.py") < order.index("test_zz_slow.py")
+
+
+def test_a_shared_directory_is_one_unit_of_work_and_any_other_module_is_its_own() -> None:
+    scheduler = object.__new__(FilesAndSharedDirectories)  # _split_scope reads no state
+
+    units = {
+        nodeid: scheduler._split_scope(nodeid)
+        for nodeid in (
+            "tests/image/test_image.py::test_runs",
+            "tests/image/test_reproducible.py::test_build[a::b]",
+            "tests/kube/test_flux_sync.py::test_sync",
+            "tests/unit/test_names.py::TestNames::test_one",
+        )
+    }
+
+    assert units == {
+        "tests/image/test_image.py::test_runs": "tests/image/",
+        "tests/image/test_reproducible.py::test_build[a::b]": "tests/image/",
+        "tests/kube/test_flux_sync.py::test_sync": "tests/kube/test_flux_sync.py",
+        "tests/unit/test_names.py::TestNames::test_one": "tests/unit/test_names.py",
+    }
+    assert "tests/image/" in SHARED_DIRECTORIES
