@@ -104,7 +104,12 @@ def run_sample(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[
             *args,
         ],
         cwd=sample,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "PARALLEL_SAMPLE_SETUPS": str(setups)},
+        env={
+            # Not the variables of the xdist worker this test may itself run in.
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")},
+            "PYTHONPATH": str(ROOT),
+            "PARALLEL_SAMPLE_SETUPS": str(setups),
+        },
         capture_output=True,
         text=True,
         check=False,
