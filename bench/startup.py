@@ -1,7 +1,7 @@
 """Benchmark: start-up (`btp-gitops --version`, `post-render < /dev/null`) and `module-resources`
 against BTP Manager's way of making the same artifact (a bash script: helm template + yq).
 
-    .venv/bin/python -m bench.startup [--repeat 7]
+    .venv/bin/python -m bench.startup [--repeat 7] [--no-script]
 
 Every figure is a fresh child process measured from outside: CPU is the child's user + system time
 (with its own children: helm and every yq for the script; `wait4`), wall from start to exit, peak
@@ -18,6 +18,8 @@ them (the machine is shared).
   (bench/module_resources_previous.yaml, rendered once by btp-gitops, so that to-delete lists
   something): goal >= 5x faster in wall time. Both outputs are checked to hold the same objects,
   file by file, before anything is timed; `helm template` alone is shown for reference.
+  `--no-script` leaves the script out (and with it yq, which no test needs: the suite's smoke test
+  of this benchmark runs so, and CI builds no tool for a benchmark alone).
 
 The children run without PYTHONDONTWRITEBYTECODE, after one warm-up run each, so Python reads its
 bytecode cache as an installed btp-gitops does (pip compiles it at install).
@@ -163,8 +165,14 @@ def main() -> int:
     parser.add_argument(
         "--repeat", type=int, default=7, help="rounds; each figure is their median (default 7)"
     )
+    parser.add_argument(
+        "--no-script",
+        action="store_true",
+        help="leave out BTP Manager's helm+yq script (and the yq it needs, built on demand otherwise)",
+    )
     args = parser.parse_args()
-    helm, yq = tool("helm3"), tool("yq")
+    helm = tool("helm3")
+    yq = None if args.no_script else tool("yq")
     python = sys.executable
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
@@ -203,12 +211,10 @@ def main() -> int:
             ],
             previous,
         )
-        peer = ModuleResourcesCase(
-            work,
-            "script",
-            lambda out: ["bash", str(PEER), str(helm), str(yq), str(CHART), str(OVERRIDES), TAG, str(out)],
-            previous,
-        )
+        peer = None
+        if yq is not None:
+            script = [str(PEER), str(helm), str(yq), str(CHART), str(OVERRIDES), TAG]
+            peer = ModuleResourcesCase(work, "script", lambda out: ["bash", *script, str(out)], previous)
         rendered = work / "helm-template"
         cases: dict[str, Callable[[], Sample]] = {
             "python -c pass": lambda: measure([python, "-c", "pass"]),
@@ -216,7 +222,7 @@ def main() -> int:
             "btp-gitops --version": lambda: measure([str(CLI), "--version"]),
             "btp-gitops post-render < /dev/null": lambda: measure([str(CLI), "post-render"]),
             "btp-gitops module-resources": ours,
-            SCRIPT: peer,
+            **({SCRIPT: peer} if peer is not None else {}),
             "helm template alone (reference)": lambda: measure(
                 [
                     str(helm),
@@ -233,16 +239,18 @@ def main() -> int:
             ),
         }
         warm = {name: run() for name, run in cases.items()}  # bytecode and page cache; outputs to compare
-        problems = same_objects(ours.out, peer.out)
-        if problems:
-            print("module-resources: btp-gitops and the script disagree:\n  " + "\n  ".join(problems))
-            return 1
-        files = len(objects_by_file(ours.out))
+        if peer is not None:
+            problems = same_objects(ours.out, peer.out)
+            if problems:
+                print("module-resources: btp-gitops and the script disagree:\n  " + "\n  ".join(problems))
+                return 1
         print(f"load average before: {load()}")
-        print(f"module-resources outputs: the same objects in all {files} files (the release record aside)")
-        print(
-            f"the script: {warm[SCRIPT].said.strip()} (one per question per document, as BTP Manager's asks)"
-        )
+        if peer is not None:
+            files = len(objects_by_file(ours.out))
+            said = warm[SCRIPT].said.strip()
+            aside = "(the release record aside)"
+            print(f"module-resources outputs: the same objects in all {files} files {aside}")
+            print(f"the script: {said} (one per question per document, as BTP Manager's asks)")
         samples: dict[str, list[Sample]] = {name: [] for name in cases}
         for _ in range(args.repeat):  # interleaved: every case once per round
             for name, run in cases.items():
@@ -262,6 +270,9 @@ def main() -> int:
                 f"  {name}: {cpu:.3f} s CPU ({cpu / floor:.1f}x the import-yaml floor), {rss:.1f} MiB "
                 f"(goal <= {START_CPU_GOAL} s, <= {START_RSS_GOAL:.0f} MiB: {verdict})"
             )
+        if peer is None:
+            print("  module-resources: the script was left out (--no-script)")
+            return 0
         ratio = median(samples[SCRIPT], "wall") / median(samples["btp-gitops module-resources"], "wall")
         cpu_ratio = median(samples[SCRIPT], "cpu") / median(samples["btp-gitops module-resources"], "cpu")
         verdict = "meets" if ratio >= MODULE_RESOURCES_GOAL else "MISSES"

@@ -30,7 +30,6 @@ ETCD_VERSION=v3.6.16      # go.etcd.io/etcd/server/v3
 HELM3_VERSION=v3.22.0     # helm.sh/helm/v3
 HELM4_VERSION=v4.3.1      # helm.sh/helm/v4
 KUSTOMIZE_VERSION=v5.8.2  # sigs.k8s.io/kustomize/kustomize/v5 (v5.8.3 needs go 1.27)
-SOPS_VERSION=v3.13.3      # github.com/getsops/sops/v3
 ACTIONLINT_VERSION=v1.7.12 # github.com/rhysd/actionlint (lints .github/workflows and action.yml)
 # Flux's controllers, at the version of the Flux CRDs scripts/fetch-crds.sh pins (v1.10 needs go 1.27).
 SOURCE_CONTROLLER_VERSION=v1.9.6    # github.com/fluxcd/source-controller
@@ -38,7 +37,7 @@ KUSTOMIZE_CONTROLLER_VERSION=v1.9.6 # github.com/fluxcd/kustomize-controller
 SOURCE_CONTROLLER_ARTIFACT_VERSION=v0.18.0 # github.com/fluxcd/pkg/artifact (see sync_wrapper)
 YQ_VERSION=v4.54.3        # github.com/mikefarah/yq/v4 (bench/startup.py's BTP Manager script peer)
 
-ALL_TOOLS=(kube-apiserver etcd helm3 helm4 kustomize sops actionlint source-controller kustomize-controller)
+ALL_TOOLS=(kube-apiserver etcd helm3 helm4 kustomize actionlint source-controller kustomize-controller)
 # Built only when named (a benchmark asks for them); no test needs them.
 ON_DEMAND_TOOLS=(yq)
 
@@ -207,7 +206,6 @@ build_tool() {
         helm3) version=$HELM3_VERSION binary=helm ;;
         helm4) version=$HELM4_VERSION binary=helm ;;
         kustomize) version=$KUSTOMIZE_VERSION binary=kustomize ;;
-        sops) version=$SOPS_VERSION binary=sops ;;
         actionlint) version=$ACTIONLINT_VERSION binary=actionlint ;;
         source-controller) version=$SOURCE_CONTROLLER_VERSION binary=source-controller ;;
         kustomize-controller) version=$KUSTOMIZE_CONTROLLER_VERSION binary=kustomize-controller ;;
@@ -281,10 +279,6 @@ build_tool() {
                 (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
                     "sigs.k8s.io/kustomize/kustomize/v5@$version")
                 ;;
-            sops)
-                (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
-                    "github.com/getsops/sops/v3/cmd/sops@$version")
-                ;;
             yq)
                 # The main package is the module root; its version is a constant in the source.
                 (cd "$tmp" && run "$log" env GOBIN="$tmp" "${goinstall[@]}" -ldflags "-s -w" \
@@ -316,8 +310,6 @@ build_tool() {
         case $tool in
             helm3 | helm4 | kustomize) vcmd=("$tmp/$binary" version) ;;
             yq) vcmd=("$tmp/$binary" --version) ;;
-            # sops would otherwise ask the GitHub API for the latest release.
-            sops) vcmd=("$tmp/$binary" --disable-version-check --version) ;;
             actionlint) vcmd=("$tmp/$binary" -version) ;;
             # Flux's controllers have no version flag; --help parses every flag and exits 0.
             source-controller | kustomize-controller) vcmd=("$tmp/$binary" --help) ;;

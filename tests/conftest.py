@@ -19,7 +19,12 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from tests.support.wheel import build_wheel
 
-pytest_plugins = ["tests.support.tiers", "tests.support.kubeapi", "tests.support.prometheus"]
+pytest_plugins = [
+    "tests.support.tiers",
+    "tests.support.parallel",
+    "tests.support.kubeapi",
+    "tests.support.prometheus",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

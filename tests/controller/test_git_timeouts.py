@@ -36,6 +36,9 @@ from tests.controller.test_gitstore import AppendLine, WriteFile, remote_head, r
 from tests.support.git_http import GitHttpRemote
 
 TIMEOUT = 1.5
+# A 1.5 s network timeout, and bounds of TIMEOUT + 3 s on the failures: a second worker's Git and
+# HTTP servers competing for the cores made operations that must succeed time out (tests.support.parallel).
+pytestmark = pytest.mark.serial
 PASSWORD = "s3cret-password"
 
 

@@ -25,7 +25,6 @@ TOOL_NAMES = frozenset(
         "helm3",
         "helm4",
         "kustomize",
-        "sops",
         "actionlint",
         "source-controller",
         "kustomize-controller",
