@@ -457,7 +457,7 @@ def test_two_replicas_and_a_competing_pusher_lose_and_duplicate_no_tenant(
         replicas = [running, second]
         tenants = [f"0001{i:04d}-aaaa-4bbb-8ccc-dddddddddddd" for i in range(60)]
         # Each replica fetches the issuer's token keys once before the burst: a fetch that times out
-        # under CI load would answer every request 503 for the failure's memory (test_auth covers
+        # under CI load would answer every request 503 for the failure's memory (test_bearer_auth covers
         # that), which is not what this test is about.
         for replica in replicas:
             deadline = time.monotonic() + 150
