@@ -45,7 +45,10 @@ from tests.controller.tenant_operations.conftest import (
     tenant_record,
 )
 
-pytestmark = pytest.mark.kube
+# Serial: in two of three parallel runs of the suite (never in a serial one) a PUT to the local peer
+# was lost (the client saw ConnectionResetError on loopback, the peer recorded nothing) while the
+# other worker loaded the machine; the cause is not found yet, and these tests count every PUT.
+pytestmark = [pytest.mark.kube, pytest.mark.serial]
 
 GLOBEX_ID = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
 VERSION = "bookshop-1-1-0"
