@@ -119,12 +119,15 @@ def forge_app(
 
 
 def add_file(app: list[Any], blob: bytearray, name: str, text: str) -> None:
-    """A file in the app's directory, listed in its kustomization.yaml as the layout would."""
+    """A file in the app's directory, listed in its kustomization.yaml as the layout would (when
+    the app still has one: a fuzzer may have damaged its name or bytes first)."""
     data = text.encode()
     app[4].append([name, len(blob), len(blob) + len(data)])
     blob += data
-    kustomization = next(entry for entry in app[4] if entry[0] == "kustomization.yaml")
-    old = bytes(blob[kustomization[1] : kustomization[2]]).decode()
+    kustomization = next((entry for entry in app[4] if entry[0] == "kustomization.yaml"), None)
+    if kustomization is None:
+        return
+    old = bytes(blob[kustomization[1] : kustomization[2]]).decode(errors="replace")
     listed = sorted([line[2:] for line in old.splitlines() if line.startswith("- ")] + [name])
     new = old.split("resources:\n")[0] + "resources:\n" + "".join(f"- {n}\n" for n in listed)
     encoded = new.encode()
