@@ -457,8 +457,10 @@ class KubeClient:
         with self._watches_lock:
             responses = list(self._open_watches)
         for response in responses:
-            # A watch ending by itself meanwhile has closed its socket already (EBADF): it is over.
-            with contextlib.suppress(OSError):
+            # A watch that ended by itself meanwhile is over already: its socket is closed (EBADF,
+            # OSError), or urllib3 has handed its connection back to the pool at the end of the
+            # stream (RuntimeError), before the watch's own `finally` forgot it.
+            with contextlib.suppress(OSError, RuntimeError, ValueError):
                 response.shutdown()
 
     def close(self) -> None:

@@ -246,7 +246,7 @@ class SaasCallbackClient:
             error.close()
             raise CallbackFailed(f"{what} to {host} answered {error.code}", error.code) from None
         except (urllib.error.URLError, OSError, ValueError) as error:
-            raise CallbackFailed(f"{what} to {host} failed: {type(error).__name__}") from error
+            raise CallbackFailed(f"{what} to {host} failed: {_cause(error)}") from error
 
 
 def callback_url(base: str, path: str) -> str:
@@ -260,6 +260,17 @@ def callback_url(base: str, path: str) -> str:
     if (joined.scheme, joined.netloc) != (origin.scheme, origin.netloc):
         raise CallbackFailed("the callback path would leave the SaaS registry's host", delay=0)
     return url
+
+
+def _cause(error: BaseException) -> str:
+    """The failure's class and, for a socket error, what the system said ("URLError:
+    ConnectionRefusedError [Errno 111]"): enough to tell a refused connection from a reset or a
+    timeout in an operator's log, without any part of the request (its URL, headers or body)."""
+    reason = error.reason if isinstance(error, urllib.error.URLError) else None
+    inner = reason if isinstance(reason, BaseException) else error
+    errno = getattr(inner, "errno", None)
+    detail = type(inner).__name__ + (f" [Errno {errno}]" if isinstance(errno, int) else "")
+    return f"{type(error).__name__}: {detail}" if inner is not error else detail
 
 
 def _where(url: str) -> str:

@@ -101,6 +101,26 @@ def test_watch_sees_changes_after_the_list(kube: KubeClient, kube_namespace: str
     assert seen == [("ADDED", "w"), ("DELETED", "w")]
 
 
+def test_stopping_while_a_watch_ends_by_itself_is_quiet(kube: KubeClient, kube_namespace: str) -> None:
+    """A stop that meets a watch whose stream has just ended (its connection already back in the
+    pool, its own cleanup not yet run) leaves it alone instead of failing the stop (CI saw
+    urllib3's RuntimeError from `Manager.stop`)."""
+    _, version = kube.list_with_version(CONFIG_MAP, kube_namespace)
+    events = kube.watch(CONFIG_MAP, version, kube_namespace, timeout_seconds=1)
+    kube.create(CONFIG_MAP, _config_map("ends", kube_namespace), kube_namespace)
+    kind, _ = next(events)
+    while kind == "BOOKMARK":
+        kind, _ = next(events)
+    # The watch is paused at its first event; its stream now runs to the server's timeout and
+    # urllib3 hands the connection back, as happens when the server closes a watch on its own.
+    [response] = list(kube._open_watches)
+    while response.read(4096):
+        pass
+    kube.interrupt_watches()
+    assert kind == "ADDED"
+    events.close()
+
+
 def test_delete_with_preconditions_spares_a_changed_or_replaced_object(
     kube: KubeClient, kube_namespace: str
 ) -> None:
