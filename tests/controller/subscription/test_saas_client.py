@@ -195,7 +195,9 @@ def test_nothing_listening(saas_registry: SaasRegistry, client: SaasCallbackClie
         "subscriptionUrl",
     )
 
-    with pytest.raises(CallbackFailed, match=r"failed: URLError: ConnectionRefusedError \[Errno \d+\]$") as failed:
+    with pytest.raises(
+        CallbackFailed, match=r"failed: URLError: ConnectionRefusedError \[Errno \d+\]$"
+    ) as failed:
         client.send_status(target, CALLBACK, STATUS)
     assert failed.value.status is None
 
