@@ -24,6 +24,7 @@ from tests.controller.tenant_operations.conftest import (
     finish_job,
     open_callback,
     ready_on,
+    reconcile_until_settled,
     tenant_record,
 )
 
@@ -59,7 +60,7 @@ def test_the_record_is_removed_before_the_callback(
     for job in jobs:
         finish_job(kube, job, "Complete")
 
-    assert controller.tenant_operations.reconcile(unsubscribed) == DONE
+    assert reconcile_until_settled(controller.tenant_operations, unsubscribed) == DONE
 
     assert source.record("initech") is None
     assert source.last_commit_changes() == ["D\ttenants/initech.yaml"]
@@ -90,7 +91,7 @@ def test_a_failed_deprovisioning_keeps_the_record(
     [job] = create_jobs(kube, source.rendered_jobs("initech"))
     finish_job(kube, job, "Failed")
 
-    controller.tenant_operations.reconcile(unsubscribed)
+    reconcile_until_settled(controller.tenant_operations, unsubscribed)
 
     record = source.record("initech")
     assert record is not None and record["status"]["state"] == "Deleting"
