@@ -171,7 +171,11 @@ LOOKUP = [
     pytest.param("api-gateway", ("Ready", "api-gateway-3.0.0", ""), id="module-name-with-another-label"),
     pytest.param(
         "gateway",
-        ("Warning", None, "no templates were found: for module gateway in channel regular"),
+        (
+            "Warning",
+            None,
+            'no templates were found: for module gateway in channel regular (did you mean "api-gateway"?)',
+        ),
         id="label-ignored-when-module-name-is-set",
     ),
 ]
