@@ -79,6 +79,7 @@ def kyma_options(args: argparse.Namespace) -> KymaOptions:
         render_time(args.at),
         timedelta(minutes=args.min_maintenance_window),
         restricted_modules(args.restricted_modules),
+        allow_module_removal=args.allow_module_removal,
     )
 
 
@@ -434,6 +435,13 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         help="Kyma modules (comma-separated; repeatable) whose ModuleReleaseMeta's spec.kymaSelector says "
         "which Kymas may use them, as Lifecycle Manager's restricted-modules list; a kymaSelector on any "
         "other module makes it unavailable",
+    )
+    parser.add_argument(
+        "--allow-module-removal",
+        action="store_true",
+        help="let the render remove Kyma modules no longer in spec.modules even while an entry there "
+        "cannot be resolved (refused by default: a misspelt module name would delete the module it "
+        "meant); the Kyma's annotation btp-gitops.io/allow-module-removal: NAMES allows it per module",
     )
     parser.add_argument(
         "--at",

@@ -13,6 +13,7 @@ controller.errors), and the exit code of each branch (core.exit_codes holds the 
     |   +-- ClusterUnreachable                  post-render --from-cluster cannot read the cluster
     |   +-- PathNotAllowed                      a source reaches a file outside the source roots
     |   +-- RenderWouldEmpty                    a render would remove most of a populated cluster
+    |   +-- ModuleRemovalRefused                a Kyma module would be removed while an entry is unresolvable
     +-- ChartError                      exit 4  a chart cannot be found or rendered
     |   +-- ChartNotFound
     |   +-- ChartRenderFailed
@@ -135,6 +136,11 @@ class PathNotAllowed(InputError):
 
 class RenderWouldEmpty(InputError):
     """The sources would remove every app, or most objects, of a populated cluster directory."""
+
+
+class ModuleRemovalRefused(InputError):
+    """A Kyma module would be removed while an entry of the same Kyma's spec.modules cannot be
+    resolved (likely a misspelt name), and the removal was not asked for explicitly."""
 
 
 class ChartError(BtpGitopsError):

@@ -111,14 +111,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class KymaOptions:
-    """`render --catalog DIR --maintenance-policy FILE --at TIME --restricted-modules NAMES`, for the
-    Kyma modules domain."""
+    """`render --catalog DIR --maintenance-policy FILE --at TIME --restricted-modules NAMES
+    --allow-module-removal`, for the Kyma modules domain."""
 
     catalogs: tuple[Path, ...] = ()
     maintenance_policy: PolicyText | None = None  # the file as the CLI read it
     at: datetime | None = None  # when maintenance windows are checked; None: now
     min_window: timedelta = DEFAULT_MIN_WINDOW  # a running window with less left is not entered
     restricted_modules: tuple[str, ...] = ()  # Lifecycle Manager's restricted-modules list
+    allow_module_removal: bool = False  # remove modules even while an entry cannot be resolved
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +330,7 @@ def kyma_context(
         where=where,
         min_window=options.min_window,
         restricted_modules=frozenset(options.restricted_modules),
+        allow_module_removal=options.allow_module_removal,
     )
 
 

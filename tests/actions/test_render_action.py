@@ -513,3 +513,84 @@ def test_any_other_render_failure_fails_the_render_step(
     with git.Repo(checkout) as repo:
         assert not repo.is_dirty(untracked_files=True)
     assert len(remote_log(remote)) == 1
+
+
+# --- A misspelt Kyma module name (render exit 3, issue 33) ----------------------------------------
+
+
+def _misspell_relay(workspace: Path) -> None:
+    """relay written rleay: read as Lifecycle Manager reads it, relay is to be removed."""
+    edit_kyma(workspace / "sources", spec={"modules": [{"name": "greeter"}, {"name": "rleay"}]})
+    _commit_all(git.Repo(workspace), "rleay")
+
+
+MISSPELT = (
+    "sources/kyma.yaml: document 1 (Kyma kyma-system/default): spec.modules[1].name: module rleay: no "
+    'templates were found: for module rleay in channel regular (did you mean "relay"?)'
+)
+
+
+def test_a_misspelt_module_name_fails_the_job_before_anything_is_committed_or_pushed(
+    kyma_workspace: Path, remote: Path, tmp_path: Path
+) -> None:
+    """Before, the render removed relay, exited 9 and the action pushed that commit before failing
+    the job. Now the diff step already fails (exit 3) naming the entry and the module meant, the
+    render step does not run, and the remote keeps its one commit. Run alone, render.sh returns the
+    same exit 3 with no outputs and a clean checkout."""
+    run_workflow(kyma_workspace, remote, tmp_path, mode="commit")
+    [rendered] = remote_log(remote)
+    _misspell_relay(kyma_workspace)
+
+    with pytest.raises(AssertionError, match=r"step diff failed \(3\)") as failed:
+        run_workflow(kyma_workspace, remote, tmp_path, mode="commit")
+
+    assert f"  {MISSPELT}\n" in str(failed.value)
+    assert [commit.hexsha for commit in remote_log(remote)] == [rendered.hexsha]
+
+    checkout = tmp_path / "checkout"
+    git.Repo.clone_from(remote, checkout).close()
+    outputs = tmp_path / "render-outputs"
+    outputs.write_text("")
+    result = subprocess.run(
+        ["bash", str(ACTION.path.parent / "render.sh")],
+        env={
+            **runner_env(CLI.parent),
+            "SOURCES": "sources",
+            "GITOPS_PATH": str(checkout),
+            "CLUSTER": CLUSTER,
+            "GITHUB_OUTPUT": str(outputs),
+            "RUNNER_TEMP": str(tmp_path),
+        },
+        cwd=kyma_workspace,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == ExitCode.INPUT, result.stderr
+    assert f"  {MISSPELT}\n" in result.stderr
+    assert (outputs.read_text(), "::warning" in result.stdout) == ("", False)
+    with git.Repo(checkout) as repo:
+        assert repo.head.commit.hexsha == rendered.hexsha
+        assert not repo.is_dirty(untracked_files=True)
+
+
+def test_a_removal_asked_for_in_extra_args_is_pushed(
+    kyma_workspace: Path, remote: Path, tmp_path: Path
+) -> None:
+    """The action needs no input of its own: extra-args reach diff and render alike."""
+    run_workflow(kyma_workspace, remote, tmp_path, mode="commit")
+    _misspell_relay(kyma_workspace)
+
+    runs = run_workflow(
+        kyma_workspace,
+        remote,
+        tmp_path,
+        mode="commit",
+        **{"extra-args": "--allow-module-removal", "fail-on-module-problems": "false"},
+    )
+
+    assert runs["render"].outputs["module-problems"] == "true"  # rleay itself is still unresolvable
+    assert runs["push"].ran and len(remote_log(remote)) == 2
+    with git.Repo(remote) as repo:
+        relay = repo.head.commit.tree / f"clusters/{CLUSTER}/kyma-relay"
+        assert "relay-default.yaml" not in {item.name for item in relay.traverse()}  # its default CR went

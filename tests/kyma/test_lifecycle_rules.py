@@ -11,7 +11,8 @@ per table:
 - a mandatory module also listed in `spec.modules`: the entry is not eligible, the module is
   rendered as mandatory;
 - per-module failure: the module keeps its previous app, is reported, the others are planned;
-- removal of a module no longer asked for: default CR first, the module's resources next;
+- removal of a module no longer asked for: default CR first, the module's resources next; refused
+  beside an entry that cannot be resolved (a misspelt name) unless the Kyma or the flag allows it;
 - maintenance: requiring downtime without a policy is an Error, not an upgrade.
 
 Nothing is faked: YAML text in (parsed by PyYAML), the real planner, plans and reports out.
@@ -27,6 +28,8 @@ from typing import Any
 import pytest
 import yaml
 
+from btp_gitops.generator.core.errors import ModuleRemovalRefused
+from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
 from btp_gitops.generator.core.validation import problems_in
 from btp_gitops.generator.domains.kyma.maintenance import PolicyText
@@ -121,6 +124,7 @@ def plan(
     previous: dict[str, str] | None = None,
     policy: str | None = None,
     restricted: frozenset[str] = frozenset(),
+    allow_removal: bool = False,
 ) -> KymaPlan:
     sources: list[SourceDocument] = documents(kyma, file="kyma.yaml", directory=Path("/src"))
     context = KymaContext(
@@ -130,6 +134,7 @@ def plan(
         previous=previous or {},
         where="clusters/default",
         restricted_modules=restricted,
+        allow_module_removal=allow_removal,
     )
     return plan_kyma_modules(SourceSet.of(sources), context)
 
@@ -171,7 +176,11 @@ LOOKUP = [
     pytest.param("api-gateway", ("Ready", "api-gateway-3.0.0", ""), id="module-name-with-another-label"),
     pytest.param(
         "gateway",
-        ("Warning", None, "no templates were found: for module gateway in channel regular"),
+        (
+            "Warning",
+            None,
+            'no templates were found: for module gateway in channel regular (did you mean "api-gateway"?)',
+        ),
         id="label-ignored-when-module-name-is-set",
     ),
 ]
@@ -514,6 +523,74 @@ def test_removal_without_a_default_cr_is_at_once(resource: dict[str, Any] | None
         "removed from spec.modules: the module's resources are deleted",
     )
     assert "keda" not in read_record(result.record_files, "clusters/default").modules
+
+
+def _allowing(kyma: str, modules: str) -> str:
+    """The Kyma text with the annotation that allows removing `modules`."""
+    body = yaml.safe_load(kyma)
+    body["metadata"]["annotations"] = {"btp-gitops.io/allow-module-removal": modules}
+    return yaml.safe_dump(body, sort_keys=False)
+
+
+MISSPELT = [{"name": "kdea"}, {"name": "servrless"}]
+TWO_MODULES = (
+    module_template("keda", "1.0.0", channel="regular"),
+    module_template("serverless", "1.0.0", channel="regular"),
+)
+
+
+def test_a_removal_beside_an_unresolvable_entry_is_refused_naming_each_entry() -> None:
+    previous = recorded(installed("keda", "1.0.0"), installed("serverless", "1.0.0"))
+
+    with pytest.raises(ModuleRemovalRefused) as refused:
+        plan(kyma_text(MISSPELT), *TWO_MODULES, previous=previous)
+
+    assert refused.value.exit_code == ExitCode.INPUT
+    assert refused.value.message.startswith(
+        "refusing to remove Kyma modules keda, serverless: no longer in spec.modules while an entry there "
+        "cannot be resolved"
+    )
+    assert refused.value.message.endswith(
+        'btp-gitops.io/allow-module-removal: "keda,serverless" (2 problems)'
+    )
+    where = "kyma.yaml: document 1 (Kyma kyma-system/default)"
+    assert [problem.render() for problem in refused.value.problems] == [
+        f"{where}: spec.modules[0].name: module kdea: no templates were found: for module kdea in channel "
+        'regular (did you mean "keda"?)',
+        f"{where}: spec.modules[1].name: module servrless: no templates were found: for module servrless in "
+        'channel regular (did you mean "serverless"?)',
+    ]
+
+
+def test_the_annotation_allows_the_removals_it_names_and_the_flag_all() -> None:
+    previous = recorded(installed("keda", "1.0.0"), installed("serverless", "1.0.0"))
+    with pytest.raises(ModuleRemovalRefused, match=r"^refusing to remove Kyma module serverless: "):
+        plan(_allowing(kyma_text(MISSPELT), "keda"), *TWO_MODULES, previous=previous)
+
+    by_annotation = plan(
+        _allowing(kyma_text(MISSPELT), " keda , serverless"), *TWO_MODULES, previous=previous
+    )
+    by_flag = plan(kyma_text(MISSPELT), *TWO_MODULES, previous=previous, allow_removal=True)
+
+    for allowed in (by_annotation, by_flag):
+        assert {name: str(status.state) for name, status in statuses(allowed).items()} == {
+            "kdea": "Warning",
+            "keda": "Deleting",
+            "serverless": "Deleting",
+            "servrless": "Warning",
+        }
+        assert len(allowed.problems) == 2  # the entries stay module problems (exit 9)
+
+
+def test_a_removal_under_way_or_without_an_unresolvable_entry_needs_no_allowance() -> None:
+    # The previous render deleted keda's default CR (Deleting): that render chose the removal.
+    under_way = recorded(installed("keda", "1.0.0", state="Deleting"))
+    result = plan(kyma_text([{"name": "kdea"}]), *TWO_MODULES, previous=under_way)
+    assert str(statuses(result)["keda"].state) == "Deleting"
+    # Removed while every entry resolves: an ordinary removal.
+    previous = recorded(installed("keda", "1.0.0"))
+    result = plan(kyma_text([{"name": "serverless"}]), *TWO_MODULES, previous=previous)
+    assert str(statuses(result)["keda"].state) == "Deleting"
 
 
 def test_unmanaged_and_mandatory_modules_are_not_removed() -> None:

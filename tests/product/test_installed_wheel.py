@@ -142,6 +142,40 @@ def test_diff_against_a_rendered_repo(product: InstalledProduct, tmp_path: Path)
     assert "sap-btp-operator-config" in changed.stdout
 
 
+def test_a_misspelt_kyma_module_removes_nothing(product: InstalledProduct, tmp_path: Path) -> None:
+    """Issue 33: greeter written greter would have removed greeter; the installed CLI refuses it
+    (exit 3, the module meant named, the commit and the tree as they were) until asked for."""
+    source = copy_example("kyma-modules", tmp_path / "sources")
+    repo = tmp_path / "gitops"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for key, value in (("user.name", "test"), ("user.email", "test@example.com")):
+        subprocess.run(["git", "-C", str(repo), "config", key, value], check=True)
+    assert product.run("render", source, "--out", repo, "--commit").returncode == 0
+    before, commit = read_tree(repo), _head(repo)
+    kyma = source / "kyma.yaml"
+    kyma.write_text(kyma.read_text().replace("- name: greeter", "- name: greter"))
+
+    refused = product.run("render", source, "--out", repo, "--commit")
+
+    assert refused.returncode == 3, refused.stderr
+    assert refused.stderr.startswith("error: refusing to remove Kyma module greeter: ")
+    assert (
+        f"  {kyma}: document 1 (Kyma kyma-system/default): spec.modules[0].name: module greter: no "
+        'templates were found: for module greter in channel regular (did you mean "greeter"?)\n'
+    ) in refused.stderr
+    assert (read_tree(repo), _head(repo)) == (before, commit)
+
+    removed = product.run("render", source, "--out", repo, "--commit", "--allow-module-removal")
+    assert removed.returncode == 9, removed.stderr
+    assert _head(repo) != commit
+
+
+def _head(repo: Path) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
 @pytest.mark.tools
 def test_post_render_behind_helm(product: InstalledProduct, tmp_path: Path) -> None:
     """Helm 3 runs the installed executable as its post-renderer on the chart the wheel ships."""

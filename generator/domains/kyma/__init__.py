@@ -8,6 +8,7 @@ selector     label selectors: a restricted module's spec.kymaSelector
 record       the versions a previous render resolved, kept beside the apps
 status       module and Kyma states, in the shape of the Kyma CR's status
 content      a resolved module -> its objects and default CR, labelled and ordered
+removal_guard  no removal beside an entry that cannot be resolved (a misspelt name), unless asked for
 render       plan (record, skip-reconciliation, resolve, decide) and render the modules
 
 This face lists what other packages (pipeline, cli) may use.

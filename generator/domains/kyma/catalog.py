@@ -46,6 +46,14 @@ class Catalog:
         """Templates a module entry could mean in Lifecycle Manager's deprecated reference styles."""
         return [t for t in self.templates if reference in {t.name, t.qualified_name, t.fqdn}]
 
+    def module_names(self) -> frozenset[str]:
+        """The modules a spec.modules entry may name, the candidates of a "did you mean": those of
+        the templates found by spec.moduleName or the module-name label, and of the release metas,
+        mandatory ones aside (no entry may name them)."""
+        by_templates = {t.module_name or t.module_label or "" for t in self.templates if not t.mandatory}
+        by_metas = {meta.name for meta in self.release_metas if meta.mandatory_version is None}
+        return frozenset(name for name in by_templates | by_metas if name)
+
     def mandatory_templates(self) -> list[Template]:
         return [t for t in self.templates if t.mandatory]
 

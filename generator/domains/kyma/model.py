@@ -8,7 +8,7 @@ Names, labels and defaults are Lifecycle Manager's (https://github.com/kyma-proj
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -48,8 +48,8 @@ def qualified(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def _labels(source: SourceDocument) -> dict[str, str]:
-    labels = get_path(source.body, "metadata", "labels")
+def _labels(source: SourceDocument, key: str = "labels") -> dict[str, str]:
+    labels = get_path(source.body, "metadata", key)
     return dict(labels) if isinstance(labels, dict) else {}
 
 
@@ -90,6 +90,7 @@ class Kyma:
     modules: tuple[ModuleRequest, ...]
     skip_maintenance_windows: bool
     labels: Mapping[str, str]
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ref(self) -> str:
@@ -124,6 +125,7 @@ class Kyma:
             modules=tuple(ModuleRequest.from_spec(i, m) for i, m in enumerate(spec.get("modules") or [])),
             skip_maintenance_windows=bool(spec.get("skipMaintenanceWindows", False)),
             labels=_labels(source),
+            annotations=_labels(source, "annotations"),
         )
 
 

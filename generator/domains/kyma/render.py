@@ -16,7 +16,9 @@ a Manifest. Rendering for Git does the same once per render, for the one Kyma of
    one keeps the previous app (no downgrade, Warning); an upgrade to a template that requires
    downtime keeps the previous app until a maintenance window is open (domains.kyma.maintenance);
    a recorded module no longer asked for is still looked up (kept while that fails) and removed,
-   its default CR before its resources.
+   its default CR before its resources; but while an entry of spec.modules cannot be resolved
+   (a misspelt name?), starting a removal needs an explicit allowance, else nothing is rendered
+   (domains.kyma.removal_guard).
 5. Render the rest (domains.kyma.content), record the versions, report in the shape of the Kyma
    CR's status (domains.kyma.status).
 
@@ -62,6 +64,7 @@ from btp_gitops.generator.domains.kyma.model import (
     qualified,
 )
 from btp_gitops.generator.domains.kyma.record import RECORD_FILE, Record, read_record, record_text
+from btp_gitops.generator.domains.kyma.removal_guard import Unresolvable, refuse_unconfirmed_removals
 from btp_gitops.generator.domains.kyma.resolution import (
     NO_TEMPLATES,
     Resolution,
@@ -95,6 +98,7 @@ class KymaContext:
     where: str = "the previous render"  # how errors name the previous render's cluster directory
     min_window: timedelta = DEFAULT_MIN_WINDOW  # a running window with less left is not entered
     restricted_modules: frozenset[str] = frozenset()  # Lifecycle Manager's restricted-modules list
+    allow_module_removal: bool = False  # --allow-module-removal: a removal beside an unresolvable entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +242,11 @@ class _Decider:
             version=before.version if before else "",  # never below it, once a template is found
         )
         return ModulePlan(status, problem=problem)
+
+    def removal_under_way(self, module: str) -> bool:
+        """Whether the previous render began removing the module (deleted its default CR)."""
+        recorded = self.record.module(module)
+        return recorded is not None and recorded.state is ModuleState.DELETING
 
     def lookup_failure(self, installed: ModuleStatus) -> Unresolved | None:
         """A module being removed is still looked up, as Lifecycle Manager looks up every module of
@@ -405,11 +414,15 @@ def _plan(
     return decider.decide(resolution, policy, locate)
 
 
-def _module_plans(kyma: Kyma, catalog: Catalog, decider: _Decider) -> list[ModulePlan]:
+def _module_plans(
+    kyma: Kyma, catalog: Catalog, decider: _Decider, allow_removal: bool = False
+) -> list[ModulePlan]:
     """One plan per module: the mandatory ones, every entry of spec.modules, and the removed ones.
     A module that cannot be resolved is planned like the others (state and message), never
-    stopping the rest."""
+    stopping the rest; but a removal beside an entry that cannot be resolved (a misspelt name?) is
+    refused unless `allow_removal` or the Kyma allows it (domains.kyma.removal_guard)."""
     mandatory = resolve_mandatory(catalog)
+    unresolvable: list[Unresolvable] = []
     listed = {request.name: request for request in kyma.modules}
     unmanaged = {request.name for request in kyma.modules if not request.managed}
     by_mandatory = {
@@ -423,12 +436,21 @@ def _module_plans(kyma: Kyma, catalog: Catalog, decider: _Decider) -> list[Modul
             plans.append(_unmanaged(request, decider.record))
             continue
         resolution = resolve_module(catalog, kyma, request)
+        if isinstance(resolution, Unresolved):
+            unresolvable.append((request, resolution))
         if request.name in by_mandatory:
             listed_plan = _listed_mandatory(kyma, by_mandatory[request.name], resolution, request)
             by_mandatory[request.name] = listed_plan
         else:
             plans.append(_plan(kyma, decider, resolution, request.policy, request.field("name")))
-    return [*by_mandatory.values(), *plans, *decider.removals({*listed, *mandatory})]
+    removals = decider.removals({*listed, *mandatory})
+    starting = [
+        plan.status.name
+        for plan in removals
+        if plan.status.state is ModuleState.DELETING and not decider.removal_under_way(plan.status.name)
+    ]
+    refuse_unconfirmed_removals(kyma, starting, unresolvable, catalog.module_names(), allow_removal)
+    return [*by_mandatory.values(), *plans, *removals]
 
 
 def _listed_mandatory(
@@ -471,7 +493,7 @@ def plan_kyma_modules(sources: SourceSet, context: KymaContext) -> KymaPlan:
     raise_if_problems(InvalidSpec, f"invalid Kyma {kyma.ref}", request_problems(kyma, kyma.modules))
     policy = parse_policy(context.maintenance_policy) if context.maintenance_policy else None
     decider = _Decider(kyma, catalog, record, context.previous, policy, context.at, context.min_window)
-    plans = _module_plans(kyma, catalog, decider)
+    plans = _module_plans(kyma, catalog, decider, context.allow_module_removal)
     report = _report(kyma, plans)
     notes = ignored_policy_keys(policy) if policy is not None else ()
     return KymaPlan(

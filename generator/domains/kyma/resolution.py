@@ -37,6 +37,7 @@ import semver
 
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
+from btp_gitops.generator.core.suggestions import did_you_mean
 from btp_gitops.generator.domains.kyma.catalog import Catalog
 from btp_gitops.generator.domains.kyma.model import (
     BETA_LABEL,
@@ -288,16 +289,21 @@ def _by_release_meta(
     return _checked(catalog, kyma, resolved, request)
 
 
-def _not_found(catalog: Catalog, module: str, looked_for: str, others: str) -> str:
+def _not_found(catalog: Catalog, request: ModuleRequest, looked_for: str, others: str) -> str:
+    module = request.name
     message = f"{NO_TEMPLATES}: for module {module} {looked_for}"
     if others:
         message += f" ({others})"
-    if not catalog.templates_of(module) and catalog.named_or_by_fqdn(module):
-        message += (
+    if catalog.templates_of(module):
+        return message
+    if catalog.named_or_by_fqdn(module):
+        return message + (
             f"; templates are found by their spec.moduleName (or, without one, their {MODULE_NAME_LABEL} "
             "label), references by template name or FQDN are deprecated and not supported"
         )
-    return message
+    # No module of that name at all: most likely a misspelt one. A module being removed is looked
+    # up by its recorded name (no entry of spec.modules): no name was written to suggest against.
+    return message + (did_you_mean(module, catalog.module_names()) if request.index >= 0 else "")
 
 
 def _by_channel(catalog: Catalog, kyma: Kyma, request: ModuleRequest, channel: str) -> Resolution:
@@ -316,7 +322,7 @@ def _by_channel(catalog: Catalog, kyma: Kyma, request: ModuleRequest, channel: s
     if not matches:
         # With no template of the module at all, its name is the likely mistake, not the channel.
         where = where if candidates else request.field("name")
-        message = _not_found(catalog, module, looked_for, others)
+        message = _not_found(catalog, request, looked_for, others)
         return Unresolved(module, channel, message, where, ModuleState.WARNING)
     # Beta and internal templates are not in the catalog a Kyma without the label sees.
     allowed = [t for t in matches if gate(kyma, t, None) is None]
