@@ -6,12 +6,15 @@ the test kube-apiserver: no release and no object is left) with a message naming
 would crash-loop (it exits without a source repository); the same for the other values a process
 cannot start with (a Prometheus URL without a repository, Git credentials that do not fit the
 URL), by the schema and, with `--skip-schema-validation`, by the templates in sentences; both ways
-out pass; and the release workflow's `helm lint` lines pass.
+out pass; the release workflow's `helm lint` lines pass; and the NOTES Helm prints after an install
+name what was installed (release, namespace, components, the Deployments and Services of the
+release's manifest), how to check it runs, and the callback URLs for the SaaS registry.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +25,11 @@ from tests.chart.helm import (
     CHART,
     HELMS,
     MINIMAL,
+    VARIANTS,
     helm,
     install,
     lint,
+    notes,
     template,
 )
 from tests.conftest import ROOT
@@ -184,7 +189,7 @@ def test_the_release_workflow_lints_what_it_publishes(helm_cli: str) -> None:
 
 
 # --------------------------------------------------------------------------
-# helm install against the API server: refused with nothing left
+# helm install against the API server: refused with nothing left, NOTES after a real install
 
 
 def release_objects(api: k8s.ApiClient, namespace: str) -> list[str]:
@@ -216,3 +221,119 @@ def test_helm_install_refuses_the_defaults_and_installs_nothing(
     )
     assert (releases.returncode, releases.stdout) == (0, "")
     assert release_objects(chart_api, kube_namespace) == []
+
+
+def manifest_names(kubeconfig: Path, helm_cli: str, release: str, namespace: str) -> dict[str, set[str]]:
+    manifest = helm(helm_cli, "get", "manifest", release, "--namespace", namespace, kubeconfig=kubeconfig)
+    assert manifest.returncode == 0, manifest.stderr
+    names: dict[str, set[str]] = {}
+    for body in yaml.safe_load_all(manifest.stdout):
+        if body:
+            names.setdefault(body["kind"], set()).add(body["metadata"]["name"])
+    return names
+
+
+@pytest.mark.kube
+@pytest.mark.crds
+@pytest.mark.parametrize("helm_cli", HELMS)
+def test_the_notes_of_a_real_install_say_what_was_installed_and_what_next(
+    chart_api: k8s.ApiClient, kube_api: KubeAPI, kube_namespace: str, helm_cli: str
+) -> None:
+    release = f"notes-{helm_cli}"
+    values = {"source": SSH_SOURCE, "git": SSH_AUTH}
+    installed = install(helm_cli, values, release, kube_namespace, kube_api.kubeconfig)
+    try:
+        text = notes(installed)
+        names = manifest_names(kube_api.kubeconfig, helm_cli, release, kube_namespace)
+        controller, server = f"{release}-btp-gitops-controller", f"{release}-btp-gitops-subscription-server"
+        assert names["Deployment"] == {controller, server}
+        assert names["Service"] == {controller, server}
+
+        assert text.startswith(
+            f"btp-gitops 0.1.0 is installed as release {release} in namespace {kube_namespace}."
+        )
+        assert (
+            f"- Controller: Deployment {controller}, 2 replica(s), one leading on the Lease {kube_namespace}/{controller}."
+            in text
+        )
+        assert f"Service {controller}.{kube_namespace}.svc port 8081 (/healthz, /readyz, /metrics)" in text
+        assert f"- Subscription server: Deployment {server}, 2 replica(s)," in text
+        assert f"Service {server}.{kube_namespace}.svc port 8080 (http), recording tenants into" in text
+        assert "git@github.com:example/platform-sources.git (branch main)" in text
+        # every command names objects of this release
+        rollouts = re.findall(rf"kubectl -n {kube_namespace} rollout status deployment/(\S+)", text)
+        assert sorted(rollouts) == sorted(names["Deployment"])
+        assert f"kubectl -n {kube_namespace} logs deployment/{controller}" in text
+        assert f"get lease {controller} -o jsonpath" in text
+        deployed = {
+            d.metadata.name for d in k8s.AppsV1Api(chart_api).list_namespaced_deployment(kube_namespace).items
+        }
+        assert set(rollouts) <= deployed
+        # what to configure in the SaaS registry, on the routes the server serves
+        assert "onSubscription:        https://HOST/provision/tenants/{tenantId}" in text
+        assert "getDependencies:       https://HOST/dependencies/<provider subaccount id>/" in text
+        assert "callbackTimeoutMillis: 900000" in text
+        assert "url:   https://HOST/sms/provision/tenants/{app_tid}" in text
+        again = helm(
+            helm_cli, "get", "notes", release, "--namespace", kube_namespace, kubeconfig=kube_api.kubeconfig
+        )
+        assert again.returncode == 0 and text.strip() in again.stdout
+    finally:
+        uninstalled = helm(
+            helm_cli, "uninstall", release, "--namespace", kube_namespace, kubeconfig=kube_api.kubeconfig
+        )
+        assert uninstalled.returncode == 0, uninstalled.stderr
+
+
+def dry_run_notes(kube_api: KubeAPI, namespace: str, values: dict[str, Any], helm_cli: str = "helm4") -> str:
+    return notes(
+        install(helm_cli, values, "btp-gitops", namespace, kube_api.kubeconfig, ("--dry-run=client",))
+    )
+
+
+@pytest.mark.kube
+@pytest.mark.crds
+@pytest.mark.usefixtures("chart_api")
+def test_the_notes_of_the_controller_alone(kube_api: KubeAPI, kube_namespace: str) -> None:
+    text = dry_run_notes(kube_api, kube_namespace, CONTROLLER_ONLY)
+    assert "- Controller: Deployment btp-gitops-controller, 2 replica(s)" in text
+    assert "the CAP Git reconcilers are off (no source.repo)" in text
+    assert "- Subscription server: not installed (subscriptionServer.enabled=false)" in text
+    assert "subscription-server" not in text
+    assert "SaaS registry at it" not in text
+
+
+@pytest.mark.kube
+@pytest.mark.crds
+@pytest.mark.usefixtures("chart_api")
+def test_the_notes_with_istio_name_the_callback_host(kube_api: KubeAPI, kube_namespace: str) -> None:
+    text = dry_run_notes(kube_api, kube_namespace, VARIANTS["all-on"], helm_cli="helm3")
+    assert (
+        "CAP tenant operations and status and version cleanup (Prometheus http://prometheus-operated" in text
+    )
+    assert "branch production" in text
+    assert (
+        "- Istio: VirtualService btp-gitops-subscription-server for subscriptions.example.com, through the Gateway"
+        in text
+    )
+    assert (
+        f"{kube_namespace}/btp-gitops-subscription-server (HTTPS with the Secret subscriptions-tls)" in text
+    )
+    assert "- ServiceMonitors: btp-gitops-controller, btp-gitops-subscription-server." in text
+    assert "The callbacks reach the server at https://subscriptions.example.com." in text
+    assert "onSubscription:        https://subscriptions.example.com/provision/tenants/{tenantId}" in text
+    assert "HOST" not in text
+
+
+@pytest.mark.kube
+@pytest.mark.crds
+@pytest.mark.usefixtures("chart_api")
+def test_the_notes_of_the_other_branches(kube_api: KubeAPI, kube_namespace: str) -> None:
+    one_replica = dry_run_notes(kube_api, kube_namespace, VARIANTS["existing-gateway-one-replica"])
+    assert "- Controller: Deployment gitops-controller, 1 replica(s), without leader election." in one_replica
+    assert "get lease" not in one_replica
+    assert "through the Gateway istio-system/shared-gateway." in one_replica
+    assert "Service gitops-subscription-server" in one_replica and "port 80 (http)" in one_replica
+    tls = dry_run_notes(kube_api, kube_namespace, VARIANTS["git-https-server-tls"])
+    assert "port 8080 (https)" in tls
+    assert "expose\n  btp-gitops-subscription-server over HTTPS" in tls
