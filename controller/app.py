@@ -230,6 +230,11 @@ class StopSignal:
             signal.signal(number, self._handle)
 
     def _handle(self, number: int, frame: FrameType | None) -> None:
+        # A supervisor may deliver the stop more than once (`timeout` signals the process and then
+        # its process group): the stop is one event, reported once.
+        if self.event.is_set():
+            log.debug("received signal %d: already stopping", number)
+            return
         log.info("received signal %d: stopping", number)
         self.event.set()
 

@@ -210,6 +210,7 @@ class Manager:
         self._watches_synced: list[threading.Event] = []
 
     def start(self) -> None:
+        self._kube.keep_connections(self.connections_needed())
         for loop in self._loops:
             for watch in loop.reconciler.watches:
                 synced = threading.Event()
@@ -219,6 +220,15 @@ class Manager:
                 )
             for index in range(self._settings.workers):
                 self._spawn(f"reconcile-{loop.reconciler.name}-{index}", self._work, loop)
+
+    def connections_needed(self) -> int:
+        """Connections to the API server in use at once: one per watch (its list, then its long
+        poll), one per worker (a reconcile sends one request at a time), and two for the process
+        around the manager (the Lease renewals and its release). A smaller pool opens the surplus
+        for each request and discards it afterwards, with a urllib3 warning per connection, which
+        is every watch at once when the manager stops."""
+        watches = sum(len(loop.reconciler.watches) for loop in self._loops)
+        return watches + self._settings.workers * len(self._loops) + 2
 
     def _spawn(self, name: str, target: Callable[..., None], *args: object) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -270,6 +280,11 @@ class Manager:
                     if time.monotonic() - listed_at >= self._settings.resync_period:
                         break  # list again: every key is reconciled again (resync)
             except TemporaryError as error:
+                if self._stopping.is_set():
+                    # `stop()` cut the long poll on purpose (interrupt_watches): the end of the
+                    # watch is the stop itself, not a failure to report or retry.
+                    log.debug("watch %s interrupted: stopping", watch.resource.plural)
+                    return
                 failures += 1
                 self._metrics.watch_restarts.labels(watch.resource.plural).inc()
                 delay = min(
@@ -278,6 +293,8 @@ class Manager:
                 log.warning("watch %s ended: %s; listing again in %.1fs", watch.resource.plural, error, delay)
                 self._stopping.wait(delay if failures > 1 else 0.2)
             except PermanentError as error:
+                if self._stopping.is_set():
+                    return
                 failures += 1
                 log.error("cannot watch %s: %s", watch.resource.plural, error)
                 self._stopping.wait(min(self._settings.backoff_max, 5.0 * failures))

@@ -6,12 +6,13 @@
 
 `src/btp_gitops/__init__.py` `__version__` is the source (pyproject.toml reads it). The copies are the
 places a user sees the version without Python: the controller chart's version and appVersion, the
-Helm plugin, the image tag of the Argo CD sidecar patch, and the render action's references in the GitHub
-Actions page of the docs. Not copies: charts/sap-btp-operator (the upstream operator chart's own version) and
-module-resources/ (generated from that chart).
+`helm install` commands of its README, the Helm plugin, the image tag of the Argo CD sidecar patch,
+and the render action's references in the GitHub Actions page of the docs. Not copies:
+charts/sap-btp-operator (the upstream operator chart's own version) and module-resources/
+(generated from that chart).
 
 Each copy is one regular expression whose group `v` is the version; a copy that no longer matches
-exactly once is an error, so a moved or renamed line cannot be skipped silently.
+exactly as often as it should is an error, so a moved or renamed line cannot be skipped silently.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ PLACES = (
     Copy(SOURCE, re.compile(r'^__version__ = "(?P<v>[^"]+)"$', re.MULTILINE)),
     Copy("charts/btp-gitops/Chart.yaml", re.compile(r"^version: (?P<v>\S+)$", re.MULTILINE)),
     Copy("charts/btp-gitops/Chart.yaml", re.compile(r'^appVersion: "(?P<v>[^"]+)"$', re.MULTILINE)),
+    Copy(
+        "charts/btp-gitops/README.md",
+        re.compile(r"oci://ghcr\.io/btp-gitops/charts/btp-gitops --version (?P<v>\S+)"),
+        count=2,
+    ),
     Copy("helm-plugin/plugin.yaml", re.compile(r"^version: (?P<v>\S+)$", re.MULTILINE)),
     Copy(
         "argocd-cmp/repo-server-patch.yaml",

@@ -93,12 +93,15 @@ class Render:
         return [body for _, body in self.documents()]
 
 
-def helm(name: str, *args: str | Path) -> Render:
-    """Run a helm CLI with isolated homes."""
+def helm(name: str, *args: str | Path, kubeconfig: Path | None = None) -> Render:
+    """Run a helm CLI with isolated homes, against `kubeconfig`'s cluster or none."""
     with tempfile.TemporaryDirectory(prefix="helm-home-") as home:
         env = {key: value for key, value in os.environ.items() if not key.startswith("HELM_")}
         env.update(
-            HELM_CONFIG_HOME=f"{home}/config", HELM_DATA_HOME=f"{home}/data", HELM_CACHE_HOME=f"{home}/cache"
+            HELM_CONFIG_HOME=f"{home}/config",
+            HELM_DATA_HOME=f"{home}/data",
+            HELM_CACHE_HOME=f"{home}/cache",
+            KUBECONFIG=str(kubeconfig or Path(home) / "no-cluster"),
         )
         result = subprocess.run(
             [str(tool_path(name)), *map(str, args)],
@@ -135,6 +138,31 @@ def lint(name: str, values: dict[str, Any]) -> Render:
         return helm(name, "lint", CHART, "--values", values_file)
 
 
+def install(
+    name: str,
+    values: dict[str, Any],
+    release: str,
+    namespace: str,
+    kubeconfig: Path | None = None,
+    extra: tuple[str, ...] = (),
+) -> Render:
+    """`helm install <release> charts/btp-gitops -n <namespace> -f values.yaml`, into the cluster
+    of `kubeconfig` (none: `extra` must hold `--dry-run=client`)."""
+    with tempfile.TemporaryDirectory(prefix="chart-values-") as directory:
+        values_file = Path(directory) / "values.yaml"
+        values_file.write_text(yaml.safe_dump(values, sort_keys=False), encoding="utf-8")
+        args = ["install", release, CHART, "--namespace", namespace, "--values", values_file, *extra]
+        return helm(name, *args, kubeconfig=kubeconfig)
+
+
+def notes(installed: Render) -> str:
+    """The NOTES Helm printed after an install (the text after its `NOTES:` line)."""
+    assert installed.returncode == 0, f"helm install failed:\n{installed.stderr}"
+    _, marker, text = installed.stdout.partition("\nNOTES:\n")
+    assert marker, f"no NOTES in:\n{installed.stdout}"
+    return text
+
+
 def merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """`override` deep-merged over `base` (maps merge, everything else replaces), as Helm merges values."""
     result = dict(base)
@@ -161,8 +189,12 @@ def container(deployment: dict[str, Any]) -> dict[str, Any]:
 
 # Value sets whose renders the tests compare across Helm versions and dry-run in the API server;
 # together they take every branch of the templates.
+MINIMAL: dict[str, Any] = {"source": {"repo": "https://git.example.com/platform/sources.git"}}
+
 VARIANTS: dict[str, dict[str, Any]] = {
-    "default": {},
+    # the defaults and the one value a first install with the subscription server must set
+    # (the defaults alone are refused: tests/chart/test_first_install.py)
+    "minimal": MINIMAL,
     "all-on": ALL_ON,
     # also every tunable of the Git network operations and the HTTP stack off its default,
     # fractional seconds included
@@ -187,6 +219,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     "existing-gateway-one-replica": {
         "fullnameOverride": "gitops",
+        "source": {"repo": "file:///srv/git/platform-sources.git", "branch": "release"},
         "image": {"tag": "0.1.0-rc.1", "pullPolicy": "Always"},
         "log": {"format": "text", "level": "debug"},
         "controller": {"replicas": 1, "leaderElection": {"enabled": False}},

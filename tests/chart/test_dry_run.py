@@ -77,7 +77,7 @@ def test_every_rendered_object_is_accepted(
     assert {obj.kind for obj in objects} >= {"Deployment", "ClusterRole", "Role", "Service", "ServiceAccount"}
 
 
-@pytest.mark.parametrize("variant", ["default", "all-on", "git-https-server-tls"])
+@pytest.mark.parametrize("variant", ["minimal", "all-on", "git-https-server-tls"])
 def test_the_pods_meet_the_restricted_pod_security_standard(
     chart_api: k8s.ApiClient, kube_namespace: str, variant: str
 ) -> None:
@@ -101,7 +101,7 @@ def test_a_pod_without_the_container_security_context_is_refused(
     chart_api: k8s.ApiClient, kube_namespace: str
 ) -> None:
     enforce_restricted(chart_api, kube_namespace)
-    deployment = next(obj for obj in rendered("helm3", "default", kube_namespace) if obj.kind == "Deployment")
+    deployment = next(obj for obj in rendered("helm3", "minimal", kube_namespace) if obj.kind == "Deployment")
     pod = pod_of(deployment)
     body = copy.deepcopy(pod.body)
     del body["spec"]["containers"][0]["securityContext"]

@@ -1,8 +1,8 @@
 """charts/btp-gitops rendered by the real helm v3 and v4 CLIs (`helm template`).
 
 Covered: both Helm versions render the same objects for every value variant (tests/chart/helm.py),
-and the default and all-features renders of each version are reviewed YAML snapshots; which
-objects each variant renders; the processes' arguments, exactly the `btp-gitops controller` and
+and the minimal (defaults and a source repository) and all-features renders of each version are
+reviewed YAML snapshots; which objects each variant renders; the processes' arguments, exactly the `btp-gitops controller` and
 `btp-gitops subscription-server` flags (a renamed flag fails here) and accepted by the real
 argument parser of the CLI; the Git credential wiring (SSH mount and GIT_SSH_COMMAND,
 HTTPS env from secretKeyRef and git's env config) and that no Secret or credential is rendered;
@@ -24,10 +24,12 @@ from tests.chart.helm import (
     ALL_ON,
     CHART,
     HELMS,
+    MINIMAL,
     NAMESPACE,
     VARIANTS,
     container,
     find,
+    merged,
     template,
 )
 
@@ -108,7 +110,7 @@ def test_helm3_and_helm4_render_the_same_objects(variant: str) -> None:
     assert helm3, "nothing rendered"
 
 
-@pytest.mark.parametrize("variant", ["default", "all-on"])
+@pytest.mark.parametrize("variant", ["minimal", "all-on"])
 @pytest.mark.parametrize("helm", HELMS)
 def test_render_snapshot(helm: str, variant: str, yaml_snapshot: Any) -> None:
     rendered = template(helm, VARIANTS[variant])
@@ -123,7 +125,7 @@ def test_the_render_is_deterministic() -> None:
 # --------------------------------------------------------------------------
 # what is rendered
 
-DEFAULT_INVENTORY = {
+MINIMAL_INVENTORY = {
     ("ServiceAccount", CONTROLLER),
     ("Deployment", CONTROLLER),
     ("Service", CONTROLLER),
@@ -142,10 +144,10 @@ DEFAULT_INVENTORY = {
 @pytest.mark.parametrize(
     ("variant", "expected"),
     [
-        ("default", DEFAULT_INVENTORY),
+        ("minimal", MINIMAL_INVENTORY),
         (
             "all-on",
-            DEFAULT_INVENTORY
+            MINIMAL_INVENTORY
             | {
                 ("ServiceMonitor", CONTROLLER),
                 ("ServiceMonitor", SERVER),
@@ -155,12 +157,12 @@ DEFAULT_INVENTORY = {
         ),
         (
             "existing-gateway-one-replica",
-            {(kind, name.replace("btp-gitops", "gitops")) for kind, name in DEFAULT_INVENTORY}
+            {(kind, name.replace("btp-gitops", "gitops")) for kind, name in MINIMAL_INVENTORY}
             | {("VirtualService", "gitops-subscription-server")},
         ),
         (
             "controller-only",
-            {(kind, name) for kind, name in DEFAULT_INVENTORY if name == CONTROLLER}
+            {(kind, name) for kind, name in MINIMAL_INVENTORY if name == CONTROLLER}
             | {("ServiceMonitor", CONTROLLER)},
         ),
     ],
@@ -196,7 +198,7 @@ def test_chart_metadata() -> None:
 
 
 def test_image_tag_defaults_to_the_app_version() -> None:
-    default = find(render("default"), "Deployment", CONTROLLER)
+    default = find(render("minimal"), "Deployment", CONTROLLER)
     pinned = find(render("existing-gateway-one-replica"), "Deployment", "gitops-controller")
     assert container(default)["image"] == f"ghcr.io/btp-gitops/btp-gitops:{__version__}"
     assert (container(default)["imagePullPolicy"], container(pinned)["imagePullPolicy"]) == (
@@ -255,13 +257,15 @@ def test_arguments_with_every_feature_on() -> None:
 
 
 def test_arguments_of_the_other_branches() -> None:
-    default = render("default")
+    default = render("minimal")
     assert container(find(default, "Deployment", CONTROLLER))["args"] == [
         "controller",
         f"--namespace={NAMESPACE}",
         "--leader-elect",
         "--lease-name=btp-gitops-controller",
         "--probe-address=0.0.0.0:8081",
+        "--source-repo=https://git.example.com/platform/sources.git",
+        "--source-branch=main",
         "--workdir=/var/lib/btp-gitops/source",
         "--git-timeout=30",
         "--git-probe-interval=10",
@@ -348,7 +352,7 @@ def test_the_defaults_of_the_values_are_the_defaults_of_the_cli() -> None:
     """The default render passes exactly what the CLI would assume without the flags, so an
     install with default values behaves as documented for the CLI."""
     parser = build_parser()
-    objects = render("default")
+    objects = render("minimal")
     git = ("git_timeout", "git_probe_interval")
     http_limits = ("max_concurrent", "max_queued")
     compared = {
@@ -410,7 +414,7 @@ def test_https_credentials_come_from_the_secret_through_a_credential_helper() ->
 
 def test_without_git_auth_nothing_is_mounted_or_set() -> None:
     for name in (CONTROLLER, SERVER):
-        deployment = find(render("default"), "Deployment", name)
+        deployment = find(render("minimal"), "Deployment", name)
         assert set(env_of(deployment)) == {"POD_NAMESPACE", "POD_NAME", "HOME"}
         assert [volume["name"] for volume in deployment["spec"]["template"]["spec"]["volumes"]] == [
             "workdir",
@@ -437,7 +441,7 @@ def test_no_secret_and_no_inline_credential_is_rendered(variant: str) -> None:
 
 @pytest.mark.parametrize("name", [CONTROLLER, SERVER])
 def test_pods_are_locked_down(name: str) -> None:
-    deployment = find(render("default"), "Deployment", name)
+    deployment = find(render("minimal"), "Deployment", name)
     pod = deployment["spec"]["template"]["spec"]
     assert deployment["spec"]["replicas"] == 2
     assert pod["serviceAccountName"] == name
@@ -461,8 +465,8 @@ def test_pods_are_locked_down(name: str) -> None:
 @pytest.mark.parametrize(
     ("variant", "name", "port", "scheme"),
     [
-        ("default", CONTROLLER, "metrics", None),
-        ("default", SERVER, 8080, "HTTP"),
+        ("minimal", CONTROLLER, "metrics", None),
+        ("minimal", SERVER, 8080, "HTTP"),
         ("git-https-server-tls", SERVER, 8080, "HTTPS"),
     ],
 )
@@ -492,7 +496,7 @@ def test_scheduling_values_reach_the_controller_pods() -> None:
 
 def test_pod_labels_cannot_override_the_selector_labels() -> None:
     values = {"controller": {"podLabels": {"app.kubernetes.io/component": "other", "team": "a"}}}
-    deployment = find(template("helm3", values).objects(), "Deployment", CONTROLLER)
+    deployment = find(template("helm3", merged(MINIMAL, values)).objects(), "Deployment", CONTROLLER)
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert labels["app.kubernetes.io/component"] == "controller"
     assert labels["team"] == "a"
@@ -554,7 +558,7 @@ def test_service_monitors_scrape_metrics_of_one_service_each(variant: str) -> No
 
 
 def test_service_ports() -> None:
-    objects = render("default")
+    objects = render("minimal")
     assert find(objects, "Service", CONTROLLER)["spec"]["ports"] == [
         {"name": "metrics", "port": 8081, "targetPort": "metrics", "protocol": "TCP"}
     ]
@@ -588,7 +592,7 @@ def test_tls_on_the_subscription_server() -> None:
 
 
 def test_the_lease_role_names_the_lease() -> None:
-    role = find(render("default"), "Role", CONTROLLER)
+    role = find(render("minimal"), "Role", CONTROLLER)
     assert role["rules"] == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {
@@ -599,7 +603,7 @@ def test_the_lease_role_names_the_lease() -> None:
         },
         {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "create", "patch"]},
     ]
-    binding = find(render("default"), "RoleBinding", CONTROLLER)
+    binding = find(render("minimal"), "RoleBinding", CONTROLLER)
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": NAMESPACE}]
 
 

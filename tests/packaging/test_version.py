@@ -20,11 +20,15 @@ SCRIPT = ROOT / "scripts" / "set-version.py"
 FILES = (
     "src/btp_gitops/__init__.py",
     "charts/btp-gitops/Chart.yaml",
+    "charts/btp-gitops/README.md",
     "helm-plugin/plugin.yaml",
     "argocd-cmp/repo-server-patch.yaml",
     "docs/gitops/github-actions.md",
 )
 ACTION_REF = re.compile(r"btp-gitops/\.github/actions/render@v(\S+)")
+CHART_INSTALL = re.compile(
+    r"helm install btp-gitops oci://ghcr\.io/btp-gitops/charts/btp-gitops --version (\S+)"
+)
 
 
 def versions_written(root: Path) -> dict[str, list[str]]:
@@ -41,12 +45,14 @@ def versions_written(root: Path) -> dict[str, list[str]]:
         "helm plugin": [str(plugin["version"])],
         "argocd sidecar image tag": [sidecar["image"].rpartition(":")[2]],
         "docs action refs": ACTION_REF.findall((root / "docs/gitops/github-actions.md").read_text()),
+        "chart README installs": CHART_INSTALL.findall((root / "charts/btp-gitops/README.md").read_text()),
     }
 
 
 def test_every_copy_agrees_with_version() -> None:
     written = versions_written(ROOT)
     assert written["docs action refs"], "docs/gitops/github-actions.md no longer shows the action's ref"
+    assert written["chart README installs"], "the chart README no longer installs a published version"
     assert {name: sorted(set(found)) for name, found in written.items()} == {
         name: [__version__] for name in written
     }

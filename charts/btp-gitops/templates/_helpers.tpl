@@ -72,6 +72,33 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 {{- fail "subscriptionServer.tls.existingSecret and subscriptionServer.istio.enabled exclude each other: the Istio gateway terminates TLS and sends plain HTTP to the server" -}}
 {{- end -}}
 {{- end -}}
+{{- include "btp-gitops.validateSource" . -}}
+{{- end -}}
+
+{{/* What a process needs to start at all: a value it exits on (exit 2 or 5, a crash loop) is
+refused here, with the value to set. Checked last, so the checks above name their own values. */}}
+{{- define "btp-gitops.validateSource" -}}
+{{- $repo := .Values.source.repo -}}
+{{- if and .Values.subscriptionServer.enabled (not $repo) -}}
+{{- fail "source.repo: the subscription server (subscriptionServer.enabled, on by default) records tenants in the source Git repository and does not start without one. Set source.repo to the repository the generator renders from (and git.auth with git.existingSecret for its credentials, see the chart README), or set subscriptionServer.enabled=false to install the controller alone" -}}
+{{- end -}}
+{{- if and .Values.controller.prometheusUrl (not $repo) -}}
+{{- fail "controller.prometheusUrl: version cleanup commits to the source Git repository and the controller does not start without one. Set source.repo too, or leave controller.prometheusUrl empty" -}}
+{{- end -}}
+{{- if $repo -}}
+{{- $ssh := regexMatch "^ssh://|^[^@\\s/]+@[^:\\s]+:" $repo -}}
+{{- $http := regexMatch "^https?://" $repo -}}
+{{- $auth := .Values.git.auth -}}
+{{- if and $ssh (ne $auth "ssh") -}}
+{{- fail (printf "git.auth: source.repo %s is an SSH URL, and SSH needs a key and the server's host keys, which git.auth %s does not give. Set git.auth=ssh and git.existingSecret (a Secret with ssh-privatekey and known_hosts), or use the repository's https URL" $repo $auth) -}}
+{{- end -}}
+{{- if and (eq $auth "ssh") (not $ssh) -}}
+{{- fail (printf "git.auth: ssh credentials are used for SSH URLs only, and source.repo %s is not one. Use the repository's SSH URL (ssh://... or git@host:path), or git.auth=https for an https URL" $repo) -}}
+{{- end -}}
+{{- if and (eq $auth "https") (not $http) -}}
+{{- fail (printf "git.auth: https credentials are used for http(s) URLs only, and source.repo %s is not one. Use the repository's https URL, or git.auth=ssh for an SSH URL" $repo) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Pod-level settings both Deployments share. */}}

@@ -229,3 +229,65 @@ def test_an_unreachable_source_repository_ends_the_process(
     controller: Controller = start_controller("broken", election, "--source-repo", str(missing))
     assert controller.process.wait(60) == ExitCode.OUTPUT  # the one GitError; 1 means "changes found"
     assert f"error: cannot fetch branch main from {missing}" in controller.log.read_text()
+
+
+def bare_source_repo(directory: Path) -> Path:
+    """A bare remote whose branch main has one empty commit: enough for the CAP Git reconcilers."""
+    remote, seed = directory / "sources.git", directory / "seed"
+    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    for command in (
+        ["git", "init", "--quiet", "--bare", "--initial-branch=main", str(remote)],
+        ["git", "init", "--quiet", "--initial-branch=main", str(seed)],
+        ["git", "-C", str(seed), *identity, "commit", "--quiet", "--allow-empty", "-m", "Sources"],
+        ["git", "-C", str(seed), "push", "--quiet", str(remote), "main:main"],
+    ):
+        subprocess.run(command, check=True, capture_output=True)
+    return remote
+
+
+@pytest.mark.usefixtures("crds_for_every_reconciler")
+@pytest.mark.parametrize(
+    ("election", "with_source_repo"),
+    [
+        pytest.param("--leader-elect", False, id="leader-elect"),
+        pytest.param("--no-leader-elect", False, id="no-leader-elect"),
+        pytest.param("--leader-elect", True, id="leader-elect-with-source-repo"),
+    ],
+)
+def test_sigterm_stops_quietly(
+    start_controller: object, tmp_path: Path, election: str, with_source_repo: bool
+) -> None:
+    """The kubelet's SIGTERM is an ordinary stop: the watches the stop interrupts are not
+    reported as failures (they were about ten ProtocolError warnings, and urllib3's "connection
+    pool is full"), the signal is logged once at info, and the exit code is 0. With a source
+    repository the CAP Git reconcilers watch too, and its writer stops with them."""
+    assert callable(start_controller)
+    source: list[str] = []
+    if with_source_repo:
+        remote = bare_source_repo(tmp_path)
+        source = ["--source-repo", str(remote), "--workdir", str(tmp_path / "workdir")]
+    controller: Controller = start_controller("stopping", election, *source)
+    wait_until(
+        lambda: any(
+            str(line["message"]).startswith("starting reconcilers") for line in controller.log_lines()
+        ),
+        60,
+        "the reconcilers to start",
+    )
+    wait_until(lambda: controller.get("/readyz")[0] == 200, 60, "every watch to list")
+
+    # Twice, as `timeout` and other supervisors do (to the process, then to its process group):
+    # the stop is one event, logged once.
+    controller.process.send_signal(signal.SIGTERM)
+    controller.process.send_signal(signal.SIGTERM)
+
+    assert controller.process.wait(30) == 0
+    text = controller.log.read_text()
+    assert all(line.startswith("{") for line in text.splitlines()), f"a line that is no log entry:\n{text}"
+    entries = controller.log_lines()
+    loud = [entry for entry in entries if entry["level"] not in ("debug", "info")]
+    assert not loud, "warnings or errors while stopping:\n" + "\n".join(map(json.dumps, loud))
+    signals = [entry for entry in entries if "signal" in str(entry["message"])]
+    assert [(entry["level"], entry["message"]) for entry in signals] == [
+        ("info", f"received signal {signal.SIGTERM.value}: stopping")
+    ]
