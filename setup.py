@@ -63,7 +63,6 @@ data = [
 ]
 
 
-
 def dot_folder_files(package: str) -> list[str]:
     """Patterns for the files under a data package's dot-directories (an example's `.modules/`)."""
     folder = folder_of(package, mapping)
@@ -75,5 +74,8 @@ def dot_folder_files(package: str) -> list[str]:
 
 setup(
     packages=[NAMESPACE, DATA, *code, *data],
-    package_data={NAMESPACE: ["py.typed"], **{package: ALL_FILES + dot_folder_files(package) for package in data}},
+    package_data={
+        NAMESPACE: ["py.typed"],
+        **{package: [*ALL_FILES, *dot_folder_files(package)] for package in data},
+    },
 )

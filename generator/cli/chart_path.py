@@ -1,7 +1,5 @@
-"""`btp-gitops chart-path [CHART]`: where a chart bundled with btp-gitops is, for `helm install`.
-
-    helm install btp-gitops "$(btp-gitops chart-path)" -n btp-gitops --create-namespace
-"""
+"""`btp-gitops chart-path [CHART]`: where a chart bundled with btp-gitops is, for `helm install`
+(`helm install btp-gitops "$(btp-gitops chart-path)" -n btp-gitops`) when there is no checkout."""
 
 from __future__ import annotations
 

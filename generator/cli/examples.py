@@ -29,6 +29,8 @@ def add_examples_parser(commands: Any) -> None:
     )
     examples.add_argument("directory", metavar="DIR", help="created if missing; e.g. `examples`")
     examples.add_argument(
-        "--overwrite", action="store_true", help="replace example files DIR already holds (nothing is deleted)"
+        "--overwrite",
+        action="store_true",
+        help="replace example files DIR already holds (nothing is deleted)",
     )
     examples.set_defaults(handler=run_examples)

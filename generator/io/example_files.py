@@ -19,7 +19,7 @@ from btp_gitops.generator.io import bundled
 @dataclass(frozen=True)
 class WrittenExamples:
     directory: Path
-    examples: tuple[str, ...]  # the top-level example directories, sorted
+    examples: tuple[str, ...]  # the top-level example directories and files, sorted
     files: tuple[str, ...]  # every file written, relative to `directory`, sorted
 
 
@@ -68,5 +68,5 @@ def write_examples(directory: Path, *, overwrite: bool) -> WrittenExamples:
             os.replace(partial, target)
         except OSError as error:
             raise OutputError(f"{target}: {error.strerror or error}") from error
-    examples = sorted({Path(name).parts[0] for name in files if len(Path(name).parts) > 1})
+    examples = sorted({Path(name).parts[0] for name in files})
     return WrittenExamples(directory, tuple(examples), tuple(files))

@@ -34,8 +34,8 @@ def test_examples_writes_every_example_file_as_the_checkout_has_it(
     assert files_under(tmp_path / "examples") == files_under(EXAMPLES)
     assert ".modules/relay/chart/Chart.yaml" in "\n".join(files_under(tmp_path / "examples"))
     assert result.stdout == (
-        f"wrote {len(files_under(EXAMPLES))} files of 4 examples to {tmp_path / 'examples'}: "
-        "btp-operator, cap-app, cap-services-only, kyma-modules\n"
+        f"wrote {len(files_under(EXAMPLES))} files of 5 examples to {tmp_path / 'examples'}: "
+        "btp-operator, cap-app, cap-services-only, kyma-beta.yaml, kyma-modules\n"
     )
 
 
