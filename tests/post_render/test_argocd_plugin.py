@@ -188,7 +188,7 @@ def kyma_repository(tmp_path: Path) -> Path:
     the modules' manifests beside that (the render may read them only with allow-path)."""
     repo = tmp_path / "repo"
     (repo / "clusters" / "beta").mkdir(parents=True)
-    shutil.copy(ROOT / "tests" / "kyma" / "data" / "kyma-beta.yaml", repo / "clusters" / "beta" / "kyma.yaml")
+    shutil.copy(ROOT / "examples" / "kyma-beta.yaml", repo / "clusters" / "beta" / "kyma.yaml")
     shutil.copytree(EXAMPLES / "kyma-modules" / "catalog", repo / "catalog")
     shutil.copytree(EXAMPLES / "kyma-modules" / ".modules", repo / ".modules")
     return repo / "clusters" / "beta"

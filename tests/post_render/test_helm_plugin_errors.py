@@ -130,7 +130,9 @@ def test_the_message_reaches_the_terminal_helm_runs_in(helm_home: HelmHome, tmp_
     assert str(log_of(helm_home)) in terminal
 
 
-def test_a_ci_log_without_a_terminal_shows_the_reason_above_helms_error(helm_home: HelmHome, tmp_path: Path) -> None:
+def test_a_ci_log_without_a_terminal_shows_the_reason_above_helms_error(
+    helm_home: HelmHome, tmp_path: Path
+) -> None:
     """As a CI runner starts helm: no controlling terminal (a new session), stdin empty, stdout and
     stderr pipes. Helm 4 drops the plugin's stderr; the reason must still be in helm's stderr."""
     result = subprocess.run(
