@@ -51,6 +51,14 @@ def write_examples(directory: Path, *, overwrite: bool) -> WrittenExamples:
     links = [link for name in files if (link := _link_under(directory, name)) is not None]
     if links:
         raise UsageError(f"{links[0]}: a symbolic link where an example file goes; nothing written")
+    blocked = [
+        parent
+        for name in files
+        for parent in (directory / name).parents
+        if parent.is_relative_to(directory) and parent.exists() and not parent.is_dir()
+    ]
+    if blocked:
+        raise UsageError(f"{blocked[0]}: a file where the examples need a directory; nothing written")
     present = [name for name in files if (directory / name).exists()]
     if present and not overwrite:
         shown = ", ".join(present[:3]) + (f" and {len(present) - 3} more" if len(present) > 3 else "")
@@ -59,14 +67,24 @@ def write_examples(directory: Path, *, overwrite: bool) -> WrittenExamples:
             "(pass --overwrite to replace them, or name another directory)"
         )
     for name in files:
-        target = directory / name
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            data = (source / name).read_bytes()
-            partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            partial.write_bytes(data)
-            os.replace(partial, target)
-        except OSError as error:
-            raise OutputError(f"{target}: {error.strerror or error}") from error
+        _write_one(source / name, directory / name)
     examples = sorted({Path(name).parts[0] for name in files})
     return WrittenExamples(directory, tuple(examples), tuple(files))
+
+
+def _write_one(source: Path, target: Path) -> None:
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    created = False
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = source.read_bytes()
+        # a new file, never one planted there (O_EXCL), never through a link (O_NOFOLLOW)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        created = True
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(partial, target)
+    except OSError as error:
+        if created:
+            partial.unlink(missing_ok=True)
+        raise OutputError(f"{target}: {error.strerror or error}") from error

@@ -140,3 +140,20 @@ def test_helm_templates_the_chart_at_the_printed_path(
     assert result.returncode == 0, result.stderr
     kinds = {doc["kind"] for doc in yaml.safe_load_all(result.stdout) if doc}
     assert {"CustomResourceDefinition", "Deployment", "ServiceAccount"} <= kinds
+
+
+def test_examples_refuses_a_file_where_it_needs_a_directory_before_writing_anything(
+    product: InstalledProduct, tmp_path: Path
+) -> None:
+    target = tmp_path / "examples"
+    target.mkdir()
+    (target / "cap-app").write_text("not a directory\n")
+
+    result = product.run("examples", target)
+
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith(
+        f"{target / 'cap-app'}: a file where the examples need a directory; nothing written"
+    )
+    assert "Traceback" not in result.stderr
+    assert sorted(path.name for path in target.iterdir()) == ["cap-app"]
