@@ -36,6 +36,8 @@ def packages_under(package: str, folder: Path, *, code: bool) -> Iterator[str]:
     for path in sorted(folder.rglob("*")):
         if not path.is_dir() or "__pycache__" in path.parts:
             continue
+        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue  # no package name can start with a dot: shipped by dot_folder_files below
         if code and not (path / "__init__.py").is_file():
             continue
         yield ".".join([package, *path.relative_to(folder).parts])
@@ -60,7 +62,20 @@ data = [
     for p in packages_under(name, folder, code=False)
 ]
 
+
+def dot_folder_files(package: str) -> list[str]:
+    """Patterns for the files under a data package's dot-directories (an example's `.modules/`)."""
+    folder = folder_of(package, mapping)
+    if not folder.is_dir():
+        return []
+    dots = sorted(path.name for path in folder.iterdir() if path.is_dir() and path.name.startswith("."))
+    return [f"{name}/**/{pattern}" for name in dots for pattern in ALL_FILES]
+
+
 setup(
     packages=[NAMESPACE, DATA, *code, *data],
-    package_data={NAMESPACE: ["py.typed"], **{package: ALL_FILES for package in data}},
+    package_data={
+        NAMESPACE: ["py.typed"],
+        **{package: [*ALL_FILES, *dot_folder_files(package)] for package in data},
+    },
 )

@@ -1,12 +1,12 @@
 """The data files that ship inside btp-gitops, found through `importlib.resources`.
 
 In an installed wheel they are plain directories of the package, `btp_gitops/data/{schemas,charts,
-module-resources,crd-schemas}`. In a checkout's editable install they are the repository's own
-folders (`schemas/`, `charts/`, `module-resources/`, `src/btp_gitops/data/crd-schemas/`), which
-pyproject.toml's package-dir maps into the package: the answer names those folders, never the
-editable install's tree of links to them, because the readers open every file without following a
-link. Either way the answer is a real directory, because the Helm engine and the schema loader read
-files by path.
+module-resources,crd-schemas,examples}`. In a checkout's editable install they are the repository's
+own folders (`schemas/`, `charts/`, `module-resources/`, `src/btp_gitops/data/crd-schemas/`,
+`examples/`), which pyproject.toml's package-dir maps into the package: the answer names those
+folders, never the editable install's tree of links to them, because the readers open every file
+without following a link. Either way the answer is a real directory, because the Helm engine and
+the schema loader read files by path.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ CHECKOUT_FOLDERS = {
     "charts": Path("charts"),
     "module-resources": Path("module-resources"),
     "crd-schemas": Path("src", "btp_gitops", "data", "crd-schemas"),
+    "examples": Path("examples"),
 }
 
 
@@ -89,3 +90,8 @@ def crd_schema_dir() -> Path:
 def module_resources_dir() -> Path:
     """The committed `module-resources/` artifact of the bundled SAP BTP service operator chart."""
     return _member("module-resources")
+
+
+def examples_dir() -> Path:
+    """The example sources the docs render (`examples/`), which `btp-gitops examples DIR` copies out."""
+    return _member("examples")

@@ -20,7 +20,7 @@ CATALOG = EXAMPLE / "catalog"
 # --catalog CATALOG alone may not read it.
 MODULE_CONTENT = EXAMPLE / ".modules"
 POLICY = EXAMPLE / "maintenance-policy.json"
-BETA_KYMA = Path(__file__).parent / "data" / "kyma-beta.yaml"
+BETA_KYMA = EXAMPLE.parent / "kyma-beta.yaml"
 
 
 def run(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

@@ -2,7 +2,7 @@
 
 The example catalog has three modules (greeter: classic, two channels, raw manifest directories;
 relay: ModuleReleaseMeta, beta, a Helm chart; auditlog: mandatory, one raw manifest file). The
-example's Kyma (regular channel) renders into cluster `default`, tests/kyma/data/kyma-beta.yaml
+example's Kyma (regular channel) renders into cluster `default`, examples/kyma-beta.yaml
 (beta, fast channel, greeter without its default CR) into cluster `beta` of the same repo, its
 catalog given with `--catalog`.
 
@@ -125,7 +125,7 @@ def test_the_report_is_a_table(rendered: tuple[Path, list[str]]) -> None:
         f"committed {git.Repo(rendered[0]).commit('HEAD~1').hexsha}",
     ]
     assert second.splitlines()[1:5] == [
-        "Kyma kyma-system/beta-cluster (tests/kyma/data/kyma-beta.yaml: document 1): Ready",
+        "Kyma kyma-system/beta-cluster (examples/kyma-beta.yaml: document 1): Ready",
         "  MODULE    CHANNEL  VERSION  STATE  TEMPLATE                    MESSAGE",
         "  auditlog  -        1.2.0    Ready  kyma-system/auditlog-1.2.0  mandatory: ModuleReleaseMeta "
         "kyma-system/auditlog has version 1.2.0",
@@ -153,7 +153,7 @@ def test_the_json_report_has_the_status_shape(tmp_path: Path, run_cli: RunCli) -
     (kyma,) = report["kymas"]
     assert {k: v for k, v in kyma.items() if k != "modules"} == {
         "kyma": "kyma-system/beta-cluster",
-        "source": "tests/kyma/data/kyma-beta.yaml: document 1",
+        "source": "examples/kyma-beta.yaml: document 1",
         "channel": "fast",
         "state": "Ready",
         "skipReconciliation": False,

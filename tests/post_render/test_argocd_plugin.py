@@ -101,12 +101,16 @@ metadata:
         (EXAMPLES / "cap-services-only", "sme.sap.com"),
         (EXAMPLES / "cap-app" / "tenants", "sme.sap.com"),
         (EXAMPLES / "kyma-modules", "operator.kyma-project.io"),
-        (ROOT / "tests" / "kyma" / "data", "operator.kyma-project.io"),
+        (EXAMPLES / "kyma-beta.yaml", "operator.kyma-project.io"),  # a directory of one Kyma
     ],
 )
 def test_discover_matches_a_directory_of_every_source_kind(tmp_path: Path, sources: Path, group: str) -> None:
     app = tmp_path / "repo" / "app"
-    shutil.copytree(sources, app)
+    if sources.is_file():
+        app.mkdir(parents=True)
+        shutil.copy(sources, app)
+    else:
+        shutil.copytree(sources, app)
     found = discover(app)
     assert found.startswith("./")
     assert re.search(rf"^apiVersion: *{re.escape(group)}/", (app / found).read_text(), re.MULTILINE)
@@ -188,7 +192,7 @@ def kyma_repository(tmp_path: Path) -> Path:
     the modules' manifests beside that (the render may read them only with allow-path)."""
     repo = tmp_path / "repo"
     (repo / "clusters" / "beta").mkdir(parents=True)
-    shutil.copy(ROOT / "tests" / "kyma" / "data" / "kyma-beta.yaml", repo / "clusters" / "beta" / "kyma.yaml")
+    shutil.copy(ROOT / "examples" / "kyma-beta.yaml", repo / "clusters" / "beta" / "kyma.yaml")
     shutil.copytree(EXAMPLES / "kyma-modules" / "catalog", repo / "catalog")
     shutil.copytree(EXAMPLES / "kyma-modules" / ".modules", repo / ".modules")
     return repo / "clusters" / "beta"

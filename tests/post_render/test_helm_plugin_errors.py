@@ -13,6 +13,7 @@ import os
 import pty
 import select
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -127,3 +128,29 @@ def test_the_message_reaches_the_terminal_helm_runs_in(helm_home: HelmHome, tmp_
     assert f"{tmp_path / 'missing.yaml'}: {MESSAGE}" in terminal
     assert "btp-gitops post-render failed (exit 3)" in terminal
     assert str(log_of(helm_home)) in terminal
+
+
+def test_a_ci_log_without_a_terminal_shows_the_reason_above_helms_error(
+    helm_home: HelmHome, tmp_path: Path
+) -> None:
+    """As a CI runner starts helm: no controlling terminal (a new session), stdin empty, stdout and
+    stderr pipes. Helm 4 drops the plugin's stderr; the reason must still be in helm's stderr."""
+    result = subprocess.run(
+        [str(tool_path("helm4")), *failing_args(tmp_path)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=helm_home.env(),
+        start_new_session=True,
+        check=False,
+        timeout=300,
+    )
+
+    assert result.returncode != 0
+    reason = f"{tmp_path / 'missing.yaml'}: {MESSAGE}"
+    assert "cannot read source documents (1 problem)" in result.stderr
+    assert reason in result.stderr
+    assert "btp-gitops post-render failed (exit 3)" in result.stderr
+    # before Helm's own one-line error, as a reader of the log scans it
+    assert result.stderr.index(reason) < result.stderr.index('plugin "btp-gitops" exited with error')
+    assert result.stderr.count(reason) == 1

@@ -6,16 +6,20 @@ The conventions (docs/index.md "Reading the examples" says the same to readers):
   next), the lines after it up to the next `$ ` line are its expected output, stdout and stderr
   together as a terminal shows them. Every command must exit 0; an example that shows a failure
   says so in the command (`...; echo "exit $?"`).
-- The commands of one page run in order, in one fresh copy of the checkout (its tracked and
-  untracked, not ignored, files), with `btp-gitops` found on PATH in the directory of the Python
-  running the tests: what `. .venv/bin/activate` gives a reader.
+- The commands of one page run in order, as someone who installed the wheel runs them: in an empty
+  directory that `btp-gitops examples examples` seeded (a page starting with that command runs it
+  itself), with the `btp-gitops` of a venv the wheel
+  built from this checkout was installed into first on PATH, and nothing of the checkout on PATH
+  or in the working directory. A page needing a file of the checkout fails here.
 - Any other fenced block holding a `btp-gitops` command (a cluster, a registry or `helm` would be
   needed to run it) must follow a `<!-- not run: reason -->` comment, so none is left out silently.
 
-Output is compared after a small normalisation: the copy's path reads `.` and its parent `..`,
-trailing blanks are dropped, and a line `...` stands for any number of lines. Git commits are
-reproducible (fixed identity and dates, no user or system Git configuration), so commit ids in
-the output are compared as they are.
+Output is compared after a small normalisation: the working directory reads `.` and its parent
+`..`, trailing blanks are dropped, and a line `...` stands for any number of lines. A value that
+differs from reader to reader is written as a placeholder (PLACEHOLDERS): `<commit>` for a Git
+commit id (a reader's commits have their own author and date), `<digest>` for a sha256 digest,
+`<time>` for a UTC timestamp and `<path>` for a path outside the working directory (where the
+package is installed). `--update` writes them back in place of such values.
 
     .venv/bin/python -m tests.support.doc_examples --update [PAGE...]   # rewrite outputs that differ
 """
@@ -26,7 +30,6 @@ import argparse
 import difflib
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +44,17 @@ SHELL_LANGS = {"", "console", "bash", "sh", "shell"}
 # A btp-gitops command: at the start of a (prompted) line, or after a pipe, `&&` or `$(`.
 COMMAND = re.compile(r"(?:^(?:\$ )?|[|;&(]\s*)btp-gitops(?:\s|$)")
 ELLIPSIS = "..."
+SEED = "btp-gitops examples examples"  # how a reader gets the example sources the pages use
+# What each placeholder of an expected line stands for in the printed one.
+PLACEHOLDERS = {
+    "<commit>": r"[0-9a-f]{40}",
+    "<digest>": r"sha256:[0-9a-f]{64}",
+    "<time>": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z",
+    "<path>": r"/\S*",
+}
+# The values `--update` turns back into placeholders (a path is left as printed: most are ours).
+VARYING = {name: PLACEHOLDERS[name] for name in ("<commit>", "<digest>", "<time>")}
+PLACEHOLDER = re.compile("|".join(re.escape(name) for name in PLACEHOLDERS))
 # Commits made by the examples get the same ids on every run and machine.
 GIT_DATE = "2025-01-01T00:00:00+00:00"
 
@@ -151,30 +165,36 @@ def unchecked_commands(page: Path) -> list[str]:
     ]
 
 
-def workspace(into: Path) -> Path:
-    """A copy of the checkout's files (tracked, and untracked but not ignored): no .venv, no out/."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
+def workspace(into: Path, bin_dir: Path, env: dict[str, str], *, seed: bool) -> Path:
+    """An empty directory, seeded as the docs tell a reader (SEED) unless the page does it."""
+    work = into / "work"
+    work.mkdir()
+    if not seed:
+        return work
+    seeded = subprocess.run(
+        [str(bin_dir / "btp-gitops"), *SEED.split()[1:]],
+        cwd=work,
+        env=env,
         capture_output=True,
-        check=True,
-        timeout=60,
-    ).stdout.decode()
-    copy = into / "btp-gitops"
-    for relative in filter(None, listed.split("\0")):
-        source = ROOT / relative
-        if source.is_symlink() or source.is_file():  # tracked files deleted in the work tree are skipped
-            target = copy / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target, follow_symlinks=False)
-    return copy
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    if seeded.returncode != 0:
+        raise RuntimeError(f"{SEED} failed:\n{seeded.stderr}")
+    return work
 
 
-def environment(home: Path) -> dict[str, str]:
+def environment(home: Path, bin_dir: Path) -> dict[str, str]:
+    """The installed CLI first on PATH, as an activated venv or pipx puts it; nothing of the checkout
+    or of the venv running the tests."""
+    own_bin = str(Path(sys.executable).parent)
+    system_path = [
+        entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry and entry != own_bin
+    ]
     env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     env.update(
-        # the installed CLI of the Python running the tests, as an activated venv puts it first
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        PATH=os.pathsep.join([str(bin_dir), *system_path]),
         HOME=str(home),
         GIT_CONFIG_NOSYSTEM="1",
         GIT_AUTHOR_DATE=GIT_DATE,
@@ -183,8 +203,8 @@ def environment(home: Path) -> dict[str, str]:
         COLUMNS="100",
         LC_ALL="C.UTF-8",
     )
-    env.pop("CI", None)
-    env.pop("VIRTUAL_ENV", None)
+    for name in ("CI", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):
+        env.pop(name, None)
     return env
 
 
@@ -206,6 +226,23 @@ def run(example: Example, cwd: Path, env: dict[str, str]) -> tuple[int, list[str
     return result.returncode, lines
 
 
+def line_matches(expected: str, actual: str) -> bool:
+    """Equal, a placeholder standing for the value it names."""
+    if PLACEHOLDER.search(expected) is None:
+        return expected == actual
+    pattern = "".join(
+        PLACEHOLDERS[part] if part in PLACEHOLDERS else re.escape(part)
+        for part in re.split(f"({PLACEHOLDER.pattern})", expected)
+    )
+    return re.fullmatch(pattern, actual) is not None
+
+
+def with_placeholders(line: str) -> str:
+    for name, pattern in VARYING.items():
+        line = re.sub(rf"(?<![0-9a-zA-Z]){pattern}(?![0-9a-zA-Z])", name, line)
+    return line
+
+
 def matches(expected: Sequence[str], actual: Sequence[str]) -> bool:
     """Line by line, `...` standing for any number of lines."""
     if not expected:
@@ -213,7 +250,7 @@ def matches(expected: Sequence[str], actual: Sequence[str]) -> bool:
     head, rest = expected[0].rstrip(), expected[1:]
     if head == ELLIPSIS:
         return any(matches(rest, actual[skip:]) for skip in range(len(actual) + 1))
-    return bool(actual) and actual[0] == head and matches(rest, actual[1:])
+    return bool(actual) and line_matches(head, actual[0]) and matches(rest, actual[1:])
 
 
 @dataclass(frozen=True)
@@ -236,21 +273,31 @@ class Outcome:
         return f"{where}\noutput differs:\n" + "\n".join(diff)
 
 
-def run_page(page: Path, scratch: Path) -> Iterator[Outcome]:
-    """Run a page's examples in order in a fresh copy of the checkout under `scratch`."""
-    cwd = workspace(scratch)
+def run_page(page: Path, scratch: Path, bin_dir: Path) -> Iterator[Outcome]:
+    """Run a page's examples in order in a new directory under `scratch`, with the `btp-gitops` of
+    `bin_dir` (an installed wheel's venv)."""
     home = scratch / "home"
     home.mkdir()
-    env = environment(home)
-    for example in runnable(page):
+    env = environment(home, bin_dir)
+    page_examples = runnable(page)
+    seeds_itself = bool(page_examples) and page_examples[0].command == SEED
+    cwd = workspace(scratch, bin_dir, env, seed=not seeds_itself)
+    for example in page_examples:
         returncode, actual = run(example, cwd, env)
         yield Outcome(example, returncode, tuple(actual))
 
 
-def update(page: Path) -> int:
+def installed_bin(scratch: Path) -> Path:
+    """The bin directory of a venv holding the wheel built from this checkout."""
+    from tests.support.wheel import build_wheel, install  # noqa: PLC0415
+
+    return install(build_wheel(scratch / "build"), scratch / "installed").venv / "bin"
+
+
+def update(page: Path, bin_dir: Path) -> int:
     """Rewrite the outputs of `page` that differ from what the commands print; the count."""
     with tempfile.TemporaryDirectory() as scratch:
-        outcomes = list(run_page(page, Path(scratch)))
+        outcomes = list(run_page(page, Path(scratch), bin_dir))
     lines = page.read_text(encoding="utf-8").splitlines(keepends=True)
     changed = 0
     for outcome in reversed(outcomes):  # from the end, so earlier line numbers stay valid
@@ -260,7 +307,7 @@ def update(page: Path) -> int:
             start, end = outcome.example.output_lines
             indent = re.match(r" *", lines[outcome.example.line - 1])
             prefix = indent[0] if indent else ""
-            lines[start:end] = [(prefix + line).rstrip() + "\n" for line in outcome.actual]
+            lines[start:end] = [(prefix + with_placeholders(line)).rstrip() + "\n" for line in outcome.actual]
             changed += 1
     page.write_text("".join(lines), encoding="utf-8")
     return changed
@@ -273,15 +320,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     selected = [path.resolve() for path in args.pages] or [page for page in pages() if runnable(page)]
     failed = 0
-    for page in selected:
-        if args.update:
-            print(f"{name(page)}: {update(page)} output(s) rewritten")
-            continue
-        with tempfile.TemporaryDirectory() as scratch:
-            for outcome in run_page(page, Path(scratch)):
-                if not outcome.ok:
-                    failed += 1
-                    print(outcome.report(), file=sys.stderr)
+    with tempfile.TemporaryDirectory() as installation:
+        bin_dir = installed_bin(Path(installation))
+        for page in selected:
+            if args.update:
+                print(f"{name(page)}: {update(page, bin_dir)} output(s) rewritten")
+                continue
+            with tempfile.TemporaryDirectory() as scratch:
+                for outcome in run_page(page, Path(scratch), bin_dir):
+                    if not outcome.ok:
+                        failed += 1
+                        print(outcome.report(), file=sys.stderr)
     return 1 if failed else 0
 
 
