@@ -128,7 +128,19 @@ def test_helm_templates_the_chart_at_the_printed_path(
     }
 
     result = subprocess.run(
-        [str(tool_path(helm)), "template", "btp-gitops", chart, "-n", "btp-gitops", "--include-crds"],
+        # The chart refuses its bare defaults (nothing to serve subscriptions from): a first
+        # install names the source repository, as the chart's README says.
+        [
+            str(tool_path(helm)),
+            "template",
+            "btp-gitops",
+            chart,
+            "-n",
+            "btp-gitops",
+            "--include-crds",
+            "--set",
+            "source.repo=https://git.example.com/platform/sources.git",
+        ],
         capture_output=True,
         text=True,
         cwd=product.home,
