@@ -2,7 +2,7 @@
 
 Every freshly read document is checked against its schema, then the names of those that passed
 (names become paths). A document that fails either is left out of the sources the domains read,
-and so are the CAP documents that cannot be checked without it (domains.cap.unchecked_dependents);
+and so are the documents that cannot be checked without it (each domain's `unchecked_dependents`);
 every other document goes on to the domains' rules, so one run reports every problem.
 """
 
@@ -16,7 +16,7 @@ from btp_gitops.generator.core.names import metadata_name_problems
 from btp_gitops.generator.core.progress import Progress
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
 from btp_gitops.generator.core.validation import SchemaRegistry, source_problems
-from btp_gitops.generator.domains.cap import unchecked_dependents
+from btp_gitops.generator.domains import btp_operator, cap
 
 
 def _key(document: SourceDocument) -> tuple[str, int]:
@@ -44,6 +44,7 @@ def checked_sources(
     failed = checks.failed_documents()
     if not failed:
         return SourceSet.of(documents), list(catalog)
-    skipped = failed | unchecked_dependents(documents, failed)
+    skipped = failed | cap.unchecked_dependents(documents, failed)
+    skipped |= btp_operator.unchecked_dependents(documents, failed)
     kept = SourceSet.of(document for document in documents if _key(document) not in skipped)
     return kept, [document for document in catalog if _key(document) not in failed]
