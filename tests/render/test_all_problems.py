@@ -110,3 +110,52 @@ def test_a_document_that_fails_its_schema_is_skipped_with_what_needs_it(
         'sme.sap.com/v1alpha1/CapTenant (did you mean "CAPTenant"? btp-gitops reads CAPTenant at '
         "sme.sap.com/v1alpha1)\n"
     )
+
+
+def test_kyma_problems_are_reported_with_the_others(tmp_path: Path, run_cli: RunCli) -> None:
+    source = tmp_path / "src"
+    shutil.copytree(EXAMPLES / "kyma-modules", source)
+    shutil.copytree(EXAMPLES / "cap-app", source / "cap")
+    _edit(source / "kyma.yaml", "  channel: regular", "  channel: none")
+    _edit(source / "cap/tenants/globex.yaml", "  subDomain: globex", "  subdomain: globex")
+
+    code, stderr = _render(run_cli, tmp_path)
+
+    assert code == ExitCode.INPUT
+    assert stderr.splitlines() == [
+        "error: invalid sources (3 problems: invalid source documents; invalid Kyma Kyma kyma-system/default)",
+        "  src/cap/tenants/globex.yaml: document 1 (CAPTenant bookshop/globex): spec.subDomain: required field "
+        "is missing",
+        "  src/cap/tenants/globex.yaml: document 1 (CAPTenant bookshop/globex): spec.subdomain: unknown field "
+        '(did you mean "subDomain"?)',
+        "  src/kyma.yaml: document 1 (Kyma kyma-system/default): spec.channel: 'none' is not a release channel",
+    ]
+
+
+def test_a_chart_error_keeps_its_exit_code_and_lists_the_input_problems(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """A chart that cannot be loaded is not a problem of the sources: exit 4, as the table says, with
+    the sources' problems found before it listed under it."""
+    source = tmp_path / "src"
+    shutil.copytree(EXAMPLES / "btp-operator", source)
+    shutil.copytree(EXAMPLES / "cap-app", source / "cap")
+    chart = tmp_path / "chart"
+    chart.mkdir()
+    (chart / "Chart.yaml").write_text("apiVersion: v2\n")
+    config = source / "btpoperatorconfig.yaml"
+    config.write_text(config.read_text() + f"  chart:\n    path: {chart}\n")
+    _edit(source / "cap/tenants/globex.yaml", "  subDomain: globex", "  subdomain: globex")
+
+    result = run_cli("render", "src", "--out", "out", "--allow-path", chart, cwd=tmp_path)
+
+    assert result.returncode == ExitCode.CHART, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("error: cannot load chart "), lines
+    assert lines[1:] == [
+        "  src/cap/tenants/globex.yaml: document 1 (CAPTenant bookshop/globex): spec.subDomain: required field "
+        "is missing",
+        "  src/cap/tenants/globex.yaml: document 1 (CAPTenant bookshop/globex): spec.subdomain: unknown field "
+        '(did you mean "subDomain"?)',
+    ]
+    assert not (tmp_path / "out").exists()
