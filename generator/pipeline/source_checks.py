@@ -44,7 +44,14 @@ def checked_sources(
     failed = checks.failed_documents()
     if not failed:
         return SourceSet.of(documents), list(catalog)
+    kept = SourceSet.of(still_checked(documents, failed))
+    return kept, [document for document in catalog if _key(document) not in failed]
+
+
+def still_checked(documents: Sequence[SourceDocument], failed: set[tuple[str, int]]) -> list[SourceDocument]:
+    """`documents` without those that `failed` a check and those that cannot be checked without them."""
+    if not failed:
+        return list(documents)
     skipped = failed | cap.unchecked_dependents(documents, failed)
     skipped |= btp_operator.unchecked_dependents(documents, failed)
-    kept = SourceSet.of(document for document in documents if _key(document) not in skipped)
-    return kept, [document for document in catalog if _key(document) not in failed]
+    return [document for document in documents if _key(document) not in skipped]
