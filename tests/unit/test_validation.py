@@ -208,6 +208,15 @@ spec:
         ),
         pytest.param(
             BTP_OPERATOR_CONFIG,
+            "spec: {certificates: {mode: Cert-Manger}}",
+            [
+                f"{CFG}: spec.certificates.mode: must be one of 'cert-manager', 'gardener', 'self-signed', "
+                """got 'Cert-Manger' (did you mean "cert-manager"?)"""
+            ],
+            id="config-certificate-mode-misspelt",
+        ),
+        pytest.param(
+            BTP_OPERATOR_CONFIG,
             "spec: {credentials: {secretStoreRef: {kind: Vault, name: v}}}",
             [
                 f"{CFG}: spec.credentials.secretStoreRef.kind: must be one of 'SecretStore', "
