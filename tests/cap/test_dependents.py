@@ -34,8 +34,12 @@ def test_a_skipped_domain_takes_its_applications_their_versions_and_tenants() ->
     assert unchecked_dependents(ALL, _keys(DOMAIN)) == _keys(APP, VERSION, TENANT)
 
 
-def test_a_skipped_version_takes_only_its_applications_tenants() -> None:
-    assert unchecked_dependents(ALL, _keys(OTHER_VERSION)) == _keys(OTHER_TENANT)
+def test_a_skipped_version_takes_its_application_with_its_other_versions_and_tenants() -> None:
+    """Without its first version, whether an application is services-only is not known."""
+    second = _doc("ov2.yaml", "CAPApplicationVersion", "other-2", capApplicationInstance="other")
+    assert unchecked_dependents([*ALL, second], _keys(OTHER_VERSION)) == _keys(
+        OTHER_APP, second, OTHER_TENANT
+    )
 
 
 def test_a_skipped_tenant_takes_nothing() -> None:

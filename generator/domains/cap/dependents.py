@@ -5,10 +5,11 @@ rest, so that one run reports every problem (core.collected_problems). A CAP doc
 to a skipped one would then fail for the wrong reason ("no CAPApplication ... in the sources"), so
 it is skipped as well, and reported once the document it needs is fixed:
 
-    CAPApplication          with a domainRef to a skipped Domain or ClusterDomain
+    CAPApplication          with a domainRef to a skipped Domain or ClusterDomain, or with a
+                            skipped version (its first version decides whether it is services-only,
+                            and the rules compare its versions)
     CAPApplicationVersion   of a skipped CAPApplication
-    CAPTenant               of a skipped CAPApplication, or of one with a skipped version (its plan
-                            picks among all versions)
+    CAPTenant               of a skipped CAPApplication
 
 Only names are read here, defensively: a skipped document need not match its schema. Pure.
 """
@@ -83,17 +84,15 @@ def unchecked_dependents(
         for d in [*by_kind.get(DOMAIN, []), *by_kind.get(CLUSTER_DOMAIN, [])]
         if out(d)
     }
+    versions = by_kind.get(CAP_APPLICATION_VERSION, [])
+    incomplete = {_application_of(version) for version in versions if out(version)}
     for app in by_kind.get(CAP_APPLICATION, []):
-        if not out(app) and _refers_to_skipped_domain(app, domains):
+        if not out(app) and (_refers_to_skipped_domain(app, domains) or _names(app) in incomplete):
             dependents.add(_key(app))
     applications = {_names(app) for app in by_kind.get(CAP_APPLICATION, []) if out(app)}
-    incomplete = set(applications)
-    for version in by_kind.get(CAP_APPLICATION_VERSION, []):
-        if not out(version) and _application_of(version) in applications:
-            dependents.add(_key(version))
-        if out(version):
-            incomplete.add(_application_of(version))
-    for tenant in by_kind.get(CAP_TENANT, []):
-        if not out(tenant) and _application_of(tenant) in incomplete:
-            dependents.add(_key(tenant))
+    dependents |= {
+        _key(document)
+        for document in [*versions, *by_kind.get(CAP_TENANT, [])]
+        if not out(document) and _application_of(document) in applications
+    }
     return dependents
