@@ -15,6 +15,7 @@ from btp_gitops.generator.core.objects import format_field_path
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.redact import shown
 from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.core.suggestions import did_you_mean, nearest
 
 if TYPE_CHECKING:
     # jsonschema and referencing (~0.1 s of imports) are loaded when a registry is built, in
@@ -65,6 +66,10 @@ class SchemaRegistry:
     def versions_of(self, kind: str) -> list[str]:
         return sorted(api_version for api_version, known in self._kinds if known == kind)
 
+    def kinds_of_group(self, group: str) -> list[str]:
+        """The kinds btp-gitops reads of one API group ("" for the core group), every version's."""
+        return sorted({kind for api_version, kind in self._kinds if api_group(api_version) == group})
+
     def validator(self, api_version: str, kind: str) -> jsonschema.protocols.Validator:
         key = (api_version, kind)
         if key not in self._validators:
@@ -73,6 +78,11 @@ class SchemaRegistry:
             schema = self._kinds[key].schema
             self._validators[key] = jsonschema.Draft202012Validator(schema, registry=self._registry)
         return self._validators[key]
+
+
+def api_group(api_version: str) -> str:
+    """ "sme.sap.com" of "sme.sap.com/v1alpha1"; "" of "v1" (the core group)."""
+    return api_version.rpartition("/")[0]
 
 
 def describe_schema_error(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
@@ -86,7 +96,9 @@ def describe_schema_error(error: jsonschema.ValidationError) -> list[tuple[str, 
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(schema.get("properties", {}))
         unknown = sorted(str(key) for key in error.instance if key not in allowed)
-        return [(format_field_path([*path, key]), "unknown field") for key in unknown]
+        return [
+            (format_field_path([*path, key]), f"unknown field{did_you_mean(key, allowed)}") for key in unknown
+        ]
     if error.validator == "required":
         missing = str(error.message).split("'")[1] if "'" in error.message else ""
         return [(format_field_path([*path, missing]), "required field is missing")]
@@ -107,7 +119,10 @@ def without_instance(error: jsonschema.ValidationError) -> str:
 
 
 def enum_mismatch(choices: Iterable[Any], instance: Any) -> str:
-    return f"must be one of {', '.join(repr(choice) for choice in choices)}, got {shown(instance)}"
+    choices = list(choices)
+    named = [choice for choice in choices if isinstance(choice, str)]
+    hint = did_you_mean(instance, named) if isinstance(instance, str) else ""
+    return f"must be one of {', '.join(repr(choice) for choice in choices)}, got {shown(instance)}{hint}"
 
 
 def type_mismatch(expected: Any, instance: Any) -> str:
@@ -120,23 +135,31 @@ def type_name(value: Any) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
+def unknown_kind_message(api_version: str, kind: str, registry: SchemaRegistry) -> str:
+    """What is wrong with a kind btp-gitops does not read at this apiVersion, and what it does
+    read instead: the kind's versions, or the nearest kind of the same API group."""
+    versions = registry.versions_of(kind)
+    if versions:  # the list is the suggestion
+        return f"unknown kind {api_version}/{kind} (supported apiVersions of {kind}: {', '.join(versions)})"
+    kinds = registry.kinds_of_group(api_group(api_version))
+    near = nearest(kind, kinds)
+    if near is not None:
+        guess = f"{near} at {', '.join(registry.versions_of(near))}"
+        return f'unknown kind {api_version}/{kind} (did you mean "{near}"? btp-gitops reads {guess})'
+    return f"unknown kind {api_version}/{kind} (btp-gitops does not read this kind)"
+
+
 def problems_in(document: SourceDocument, registry: SchemaRegistry) -> list[Problem]:
     """Every schema violation of one document (an unknown kind is one problem)."""
     body = document.body
     if not registry.knows(document.api_version, document.kind):
-        versions = registry.versions_of(document.kind)
-        hint = (
-            f"supported apiVersions of {document.kind}: {', '.join(versions)}"
-            if versions
-            else "btp-gitops does not read this kind"
-        )
         return [
             Problem(
                 file=document.file,
                 document=document.document,
                 object_ref=document.ref,
                 field_path="apiVersion",
-                message=f"unknown kind {document.api_version}/{document.kind} ({hint})",
+                message=unknown_kind_message(document.api_version, document.kind, registry),
             )
         ]
     validator = registry.validator(document.api_version, document.kind)
@@ -155,10 +178,18 @@ def problems_in(document: SourceDocument, registry: SchemaRegistry) -> list[Prob
     return problems
 
 
+def source_problems(
+    documents: Sequence[SourceDocument], registry: SchemaRegistry, progress: Progress = NO_PROGRESS
+) -> list[Problem]:
+    """Every schema violation of every document."""
+    checked = counted(documents, progress, "validating sources", len(documents))
+    return [problem for document in checked for problem in problems_in(document, registry)]
+
+
 def validate_sources(
     documents: Sequence[SourceDocument], registry: SchemaRegistry, progress: Progress = NO_PROGRESS
 ) -> None:
     """Raise SchemaViolation listing every problem in every document, if there is any."""
-    checked = counted(documents, progress, "validating sources", len(documents))
-    problems = [problem for document in checked for problem in problems_in(document, registry)]
-    raise_if_problems(SchemaViolation, "invalid source documents", problems)
+    raise_if_problems(
+        SchemaViolation, "invalid source documents", source_problems(documents, registry, progress)
+    )

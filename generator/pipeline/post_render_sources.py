@@ -22,13 +22,20 @@ from datetime import datetime
 from pathlib import Path
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
-from btp_gitops.generator.core.errors import InvalidSpec, Problem, UsageError, raise_if_problems
+from btp_gitops.generator.core.collected_problems import CollectedProblems
+from btp_gitops.generator.core.errors import (
+    InvalidSpec,
+    Problem,
+    SchemaViolation,
+    UsageError,
+    raise_if_problems,
+)
 from btp_gitops.generator.core.layout import sort_key
 from btp_gitops.generator.core.names import metadata_name_problems
 from btp_gitops.generator.core.objects import Manifest, annotations_of, describe, object_key
 from btp_gitops.generator.core.report import AppRender, Level, Note
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
-from btp_gitops.generator.core.validation import SchemaRegistry, validate_sources
+from btp_gitops.generator.core.validation import SchemaRegistry, source_problems, validate_sources
 from btp_gitops.generator.domains import cap, kyma
 from btp_gitops.generator.io.containment import ContainedCharts
 from btp_gitops.generator.io.sources import load_sources
@@ -39,6 +46,7 @@ from btp_gitops.generator.pipeline.render import (
     reject_duplicate_objects,
     source_roots,
 )
+from btp_gitops.generator.pipeline.source_checks import still_checked
 from btp_gitops.generator.streams.helm import (
     FILENAME_ANNOTATION,
     SOURCE_PREFIX,
@@ -135,11 +143,16 @@ def _read_sources(
     return _Sources(documents, templates), others
 
 
-def _checked(sources: list[SourceDocument], schemas: SchemaRegistry) -> None:
-    """The checks a render makes of its sources, plus the namespace Helm would otherwise fill in."""
-    validate_sources(sources, schemas)
-    problems = metadata_name_problems(sources) + _namespace_problems(sources)
-    raise_if_problems(InvalidSpec, "objects of the stream that cannot be rendered", problems)
+def _checked(
+    sources: list[SourceDocument], schemas: SchemaRegistry, checks: CollectedProblems
+) -> list[SourceDocument]:
+    """The checks a render makes of its sources, plus the namespace Helm would otherwise fill in;
+    the sources that passed them (pipeline.source_checks), their problems kept in `checks`."""
+    checks.add(SchemaViolation, "invalid source documents", source_problems(sources, schemas))
+    named = [d for d in sources if (d.file, d.document) not in checks.failed_documents()]
+    problems = metadata_name_problems(named) + _namespace_problems(named)
+    checks.add(InvalidSpec, "objects of the stream that cannot be rendered", problems)
+    return still_checked(sources, checks.failed_documents())
 
 
 def _render_cap(documents: list[SourceDocument]) -> list[tuple[AppRender, int]]:
@@ -218,10 +231,16 @@ def post_render_sources(
     sources, others = _read_sources(stream, domain, stream_name, inputs)
     if not sources.documents:
         return 0, []
-    _checked(sources.documents, inputs.schemas)
-    placed = _render_cap(sources.documents) if domain == CAP else _render_kyma(sources.documents, inputs, now)
+    # Every problem of the checks, the domain's rules and the duplicates in one run (docs/errors.md).
+    checks = CollectedProblems()
+    documents = _checked(sources.documents, inputs.schemas, checks)
+    none: list[tuple[AppRender, int]] = []
+    placed = checks.run(
+        lambda: _render_cap(documents) if domain == CAP else _render_kyma(documents, inputs, now), none
+    )
     apps = [app for app, _ in placed]
-    reject_duplicate_objects(apps)
+    checks.run(lambda: reject_duplicate_objects(apps), None)
+    checks.raise_if_any()
     rendered = [m for app, tier in placed for m in helm_hooks(app.manifests, tier)]
     drop_empty_metadata_maps(rendered)
     assert_no_credentials(rendered, {})

@@ -2,6 +2,10 @@
 
 load sources -> validate -> render each domain -> lay out files -> guard -> write -> commit
 
+Validation and each domain's rules report together: a stage that finds problems skips only the
+documents it failed (pipeline.source_checks, core.collected_problems), and the render fails once,
+after every domain was checked, with every problem.
+
 `render_into_repo` holds the output's lock (io.repo) from reading the previous tree to the
 commit: it finishes a journal a killed run left, scans the cluster directory once (the writer
 rereads only what changed since), and decides the layout: a populated directory rendered before
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
+from btp_gitops.generator.core.collected_problems import CollectedProblems
 from btp_gitops.generator.core.errors import (
     InvalidSpec,
     Problem,
@@ -38,7 +43,6 @@ from btp_gitops.generator.core.errors import (
 from btp_gitops.generator.core.layout import TENANTS_DIR, app_directory, app_files, app_path, staged_app_files
 from btp_gitops.generator.core.names import (
     NameRule,
-    metadata_name_problems,
     name_message,
     object_name_message,
     path_message,
@@ -56,7 +60,7 @@ from btp_gitops.generator.core.ownership import (
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note, report_dict
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
-from btp_gitops.generator.core.validation import SchemaRegistry, validate_sources
+from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.btp_operator import render_btp_operator
 from btp_gitops.generator.domains.cap import (
@@ -97,6 +101,7 @@ from btp_gitops.generator.pipeline.cached_sources import (
     thawed,
 )
 from btp_gitops.generator.pipeline.reused_output import Unchanged, check_reused_output
+from btp_gitops.generator.pipeline.source_checks import checked_sources
 from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
 from btp_gitops.generator.pipeline.wiring import app_stages, cluster_wiring
@@ -186,18 +191,30 @@ def render_domains(
     engine: ChartRenderer,
     kyma: KymaPlan,
     roots: SourceRoots,
+    *,
     tenants: TenantRenders | None = None,
+    checks: CollectedProblems | None = None,
 ) -> list[AppRender]:
-    """Every domain's apps. Each domain reads only its own kinds, and files only inside `roots`."""
+    """Every domain's apps. Each domain reads only its own kinds, and files only inside `roots`.
+    A domain whose sources break its rules renders nothing: its problems go to `checks` and the
+    other domains are still rendered (and checked); without `checks`, they are raised at once."""
     contained = ContainedCharts(engine, roots)
     # The render cache's one seam with the CAP domain: each tenant's app is had through
     # `tenants.app_of`, which takes the apps in `tenants.known` and keeps those it makes.
     tenant_app_of = tenants.app_of if tenants is not None else always_make
-    return [
-        *render_btp_operator(sources, contained, bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART)),
-        *render_kyma_modules(kyma, contained, lambda paths: load_sources(paths, roots=roots)),
-        *render_cap_applications(sources, tenant_app_of),
+    collected = checks if checks is not None else CollectedProblems()
+    btp_chart = bundled.chart_dir(bundled.SAP_BTP_OPERATOR_CHART)
+    none: list[AppRender] = []
+    apps = [
+        *collected.run(lambda: render_btp_operator(sources, contained, btp_chart), none),
+        *collected.run(
+            lambda: render_kyma_modules(kyma, contained, lambda paths: load_sources(paths, roots=roots)), none
+        ),
+        *collected.run(lambda: render_cap_applications(sources, tenant_app_of), none),
     ]
+    if checks is None:
+        collected.raise_if_any()
+    return apps
 
 
 def reject_unsafe_paths(apps: list[AppRender], files: dict[str, str]) -> None:
@@ -415,18 +432,22 @@ def _render_cluster(
         cached = load_cached_sources(sources, cache, cache.scope(schemas, target.target), progress)
         documents, fresh = cached.documents, cached.fresh
     catalog = load_sources(kyma.catalogs, progress)
-    validate_sources([*fresh, *catalog], schemas, progress)
-    problems = metadata_name_problems([*fresh, *catalog])
-    raise_if_problems(InvalidSpec, "source names that cannot become paths", problems)
-    source_set = SourceSet.of(documents)
-    kyma_plan = plan_kyma_modules(source_set, kyma_context(kyma, catalog, previous or {}, where))
+    # Every stage from here to the domains' rules collects its problems: a document that fails
+    # one is skipped by the next, the others go on, and the run fails once with all of them.
+    checks = CollectedProblems()
+    source_set, catalog = checked_sources(
+        documents, fresh, catalog, schemas=schemas, progress=progress, checks=checks
+    )
+    context = kyma_context(kyma, catalog, previous or {}, where)
+    kyma_plan = checks.run(lambda: plan_kyma_modules(source_set, context), KymaPlan())
     progress.update("rendering", 0)
     inputs = application_inputs(source_set) if cached is not None else {}
     tenants = cached.renders(inputs) if cached is not None else None
     if cached is not None and tenants is not None:
         check_cached_records(cached.rendered_again(tenants), schemas)
-    apps = render_domains(source_set, engine, kyma_plan, roots, tenants)
-    reject_duplicate_objects(apps)
+    apps = render_domains(source_set, engine, kyma_plan, roots, tenants=tenants, checks=checks)
+    checks.run(lambda: reject_duplicate_objects(apps), None)
+    checks.raise_if_any()
     layout_notes = [] if shard_tenants else keep_flat(apps)
     per_app = lay_out_apps(apps, target.target, progress)
     laid_out = carry_over(cluster_files(apps, per_app), kyma_plan.untouched_apps, previous or {})

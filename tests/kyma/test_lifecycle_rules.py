@@ -707,7 +707,7 @@ MRM = "catalog.yaml: document 1 (ModuleReleaseMeta kyma-system/deployer)"
         ),
         pytest.param(
             {"kymaSelector": {"matchLabel": {ACCOUNT: "ga-1"}}},
-            [f"{MRM}: spec.kymaSelector.matchLabel: unknown field"],
+            [f'{MRM}: spec.kymaSelector.matchLabel: unknown field (did you mean "matchLabels"?)'],
             id="misspelt-field",
         ),
         pytest.param(

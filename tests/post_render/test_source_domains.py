@@ -405,3 +405,25 @@ def test_kyma_module_outside_the_catalog_roots_is_refused(post_render_cli: PostR
     assert "outside the source roots" in result.stderr
     assert "spec.rawManifest.path" in result.stderr
     assert result.stdout == ""
+
+
+def test_schema_and_cross_object_problems_of_a_stream_in_one_run(post_render_cli: PostRender) -> None:
+    """A misspelt field in one template and a misspelt application in another are one run."""
+    stream = helm3_stream([*CAP_FILES, CAP_APP / "tenants" / "acme.yaml"])
+    stream = stream.replace("  subDomain: globex\n", "  subdomain: globex\n").replace(
+        "capApplicationInstance: bookshop\n  subDomain: acme",
+        "capApplicationInstance: bookshp\n  subDomain: acme",
+    )
+    result = post_render_cli(stream, "--domain", "cap")
+    assert result.returncode == 3, result.stderr
+    lines = result.stderr.splitlines()
+    assert (
+        lines[0] == "error: invalid sources (3 problems: invalid source documents; invalid CAP applications)"
+    )
+    assert [line.split(": ", 2)[2] for line in lines[1:]] == [
+        "spec.capApplicationInstance: no CAPApplication bookshp in namespace bookshop in the sources "
+        '(did you mean "bookshop"?)',
+        "spec.subDomain: required field is missing",
+        'spec.subdomain: unknown field (did you mean "subDomain"?)',
+    ]
+    assert result.stdout == ""

@@ -125,7 +125,7 @@ spec:
         pytest.param(
             BTP_OPERATOR,
             "metadata: {labelz: {a: b}}",
-            [f"{OP}: metadata.labelz: unknown field"],
+            [f'{OP}: metadata.labelz: unknown field (did you mean "labels"?)'],
             id="btpoperator-unknown-metadata-field",
         ),
         pytest.param(
@@ -139,7 +139,7 @@ spec:
             "spec: {chart: {version: 1.0.0}, images: {webhook: x}, clusterID: typo}",
             [
                 f"{CFG}: spec.chart.version: unknown field",
-                f"{CFG}: spec.clusterID: unknown field",
+                f'{CFG}: spec.clusterID: unknown field (did you mean "clusterId"?)',
                 f"{CFG}: spec.images.webhook: unknown field",
             ],
             id="config-unknown-fields-at-three-levels",
@@ -208,6 +208,15 @@ spec:
         ),
         pytest.param(
             BTP_OPERATOR_CONFIG,
+            "spec: {certificates: {mode: Cert-Manger}}",
+            [
+                f"{CFG}: spec.certificates.mode: must be one of 'cert-manager', 'gardener', 'self-signed', "
+                """got 'Cert-Manger' (did you mean "cert-manager"?)"""
+            ],
+            id="config-certificate-mode-misspelt",
+        ),
+        pytest.param(
+            BTP_OPERATOR_CONFIG,
             "spec: {credentials: {secretStoreRef: {kind: Vault, name: v}}}",
             [
                 f"{CFG}: spec.credentials.secretStoreRef.kind: must be one of 'SecretStore', "
@@ -269,7 +278,8 @@ def test_problem_lines(base: str, patch: str, expected: list[str], registry: Sch
         pytest.param(
             patched(BTP_OPERATOR, "kind: BtpOperators"),
             "f.yaml: document 1 (BtpOperators kyma-system/btpoperator): apiVersion: unknown kind "
-            "operator.kyma-project.io/v1alpha1/BtpOperators (btp-gitops does not read this kind)",
+            'operator.kyma-project.io/v1alpha1/BtpOperators (did you mean "BtpOperator"? btp-gitops reads '
+            "BtpOperator at operator.kyma-project.io/v1alpha1)",
             id="misspelt-kind",
         ),
     ],

@@ -48,7 +48,12 @@ BUILTIN_ROWS: list[tuple[str, dict[str, Any], Found]] = [
     (
         "unknown-field",
         _deployment(lambda d: _container(d).update(imagePullPolicyy="Always")),
-        [("spec.template.spec.containers[0].imagePullPolicyy", "unknown field")],
+        [
+            (
+                "spec.template.spec.containers[0].imagePullPolicyy",
+                'unknown field (did you mean "imagePullPolicy"?)',
+            )
+        ],
     ),
     (
         "missing-required-field",

@@ -263,7 +263,7 @@ def test_third_party_custom_resource(tmp_path: Path, run_cli: RunCli) -> None:
     )
     assert (result.returncode, result.stderr) == (
         ExitCode.INPUT,
-        "certificate.yaml: document 1 (Certificate apps/web): spec.dnsName: unknown field\n"
+        'certificate.yaml: document 1 (Certificate apps/web): spec.dnsName: unknown field (did you mean "dnsNames"?)\n'
         "certificate.yaml: document 1 (Certificate apps/web): spec.privateKey.size: must be of type integer, got string\n",
     )
     shipped = run_cli("validate", "certificate.yaml", cwd=tmp_path)

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         stream_facts,
     )
     from btp_gitops.generator.domains.btp_operator.render import render_btp_operator
+    from btp_gitops.generator.domains.btp_operator.validation import unchecked_dependents
     from btp_gitops.generator.transforms.operator_secret import (
         InvalidSecret,
         operator_credentials_from_secret,
@@ -90,6 +91,7 @@ __all__ = [
     "post_render_module_objects",
     "render_btp_operator",
     "stream_facts",
+    "unchecked_dependents",
     "version_of",
 ]
 
@@ -129,6 +131,7 @@ __getattr__ = lazy_face(
             "stream_facts",
         ),
         "render": ("render_btp_operator",),
+        "validation": ("unchecked_dependents",),
         "btp_gitops.generator.transforms.operator_secret": (
             "InvalidSecret",
             "operator_credentials_from_secret",

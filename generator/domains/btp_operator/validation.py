@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from btp_gitops.generator.core.errors import InvalidSpec, Problem
@@ -99,3 +100,16 @@ def select_module_config(sources: SourceSet, request: SourceDocument, bundled_ch
             message="more than one BtpOperatorConfig: " + ", ".join(where(c) for c in configs),
         )
     raise InvalidSpec("cannot render the BTP operator module", [problem])
+
+
+def unchecked_dependents(
+    documents: Iterable[SourceDocument], skipped: Collection[tuple[str, int]]
+) -> set[tuple[str, int]]:
+    """The BtpOperators that cannot be checked while a BtpOperatorConfig is skipped (it failed its
+    schema or name check, pipeline.source_checks): without it they would be refused for the
+    wrong reason ("no BtpOperatorConfig in the sources")."""
+    documents = list(documents)
+    keys = [((d.api_version, d.kind), (d.file, d.document)) for d in documents]
+    if not any(kind == BTP_OPERATOR_CONFIG and key in skipped for kind, key in keys):
+        return set()
+    return {key for kind, key in keys if kind == BTP_OPERATOR}

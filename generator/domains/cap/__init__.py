@@ -12,12 +12,14 @@ ClusterDomain.
     render           the application and version apps
     post_render      which objects of a Helm stream are CAP sources, and the order of the apps'
                      hooks in one release
+    dependents       which documents cannot be checked while others are skipped
     tenants/         the CAPTenant records and their apps (its own face, re-exported here)
 
 This face lists what other packages (pipeline, controller) may use.
 """
 
 from btp_gitops.generator.domains.cap.catalog import application_mode, build_catalog
+from btp_gitops.generator.domains.cap.dependents import unchecked_dependents
 from btp_gitops.generator.domains.cap.exposures import semantic_version
 from btp_gitops.generator.domains.cap.identity import (
     CAV_VERSION,
@@ -146,6 +148,7 @@ __all__ = [
     "step_templates",
     "tenant_from_source",
     "tenant_operation_notes",
+    "unchecked_dependents",
     "version_gate_manifests",
     "version_gate_name",
 ]

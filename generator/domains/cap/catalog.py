@@ -61,6 +61,19 @@ class CapCatalog:
             None,
         )
 
+    def application_names(self, namespace: str) -> list[str]:
+        """The names of the CAPApplications of one namespace (for "did you mean")."""
+        return [a.name for a in self.applications if a.namespace == namespace]
+
+    def domain_names(self, kind: str, namespace: str) -> list[str]:
+        """The names of the written domains of one kind a CAPApplication in `namespace` may refer to."""
+        wanted_namespace = "" if kind == "ClusterDomain" else namespace
+        return [
+            d.name
+            for d in self.domains
+            if (d.kind, d.namespace) == (kind, wanted_namespace) and not d.implied
+        ]
+
     def domains_of(self, app: Application) -> list[Domain]:
         """The domains an application is served on: its domainRefs, else its deprecated domains."""
         if app.domain_refs:

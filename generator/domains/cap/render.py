@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from btp_gitops.generator.core.errors import InvalidSpec, raise_if_problems
+from btp_gitops.generator.core.errors import InvalidSpec, Problem, raise_if_problems
 from btp_gitops.generator.core.objects import KubeObject, Manifest
 from btp_gitops.generator.core.report import AppRender, Note
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
@@ -47,10 +47,12 @@ from btp_gitops.generator.domains.cap.network_policies import version_network_po
 from btp_gitops.generator.domains.cap.networking import domain_notes, domain_objects
 from btp_gitops.generator.domains.cap.tenants import (
     AppOf,
+    TenantCatalog,
     always_make,
     build_tenant_catalog,
     render_cap_tenants,
     tenant_operation_notes,
+    tenants_clear_of,
     version_gate_manifests,
 )
 from btp_gitops.generator.domains.cap.validation import catalog_problems
@@ -59,6 +61,15 @@ from btp_gitops.generator.transforms.metadata import add_finalizer
 from btp_gitops.generator.transforms.ordering import Stage, annotate_argocd_stage
 
 ORIGIN = "btp-gitops/cap"
+
+
+def _tenant_plan_problems(tenants: TenantCatalog, catalog: CapCatalog) -> list[Problem]:
+    """The problems of the tenants' plans, which `render_cap_tenants` raises."""
+    try:
+        render_cap_tenants(tenants, catalog)
+    except InvalidSpec as error:
+        return list(error.problems)
+    return []
 
 
 def written_resource(document: SourceDocument) -> Manifest:
@@ -145,7 +156,11 @@ def render_cap_applications(sources: SourceSet, tenant_app_of: AppOf = always_ma
     catalog = build_catalog(sources)
     tenants = build_tenant_catalog(sources, catalog)
     problems = catalog_problems(catalog) + list(tenants.problems)
-    raise_if_problems(InvalidSpec, "invalid CAP applications", problems)
+    if problems:
+        # The tenants whose application, versions, domains and record broke no rule are still
+        # planned, so that their problems are reported in the same run (docs/errors.md).
+        problems += _tenant_plan_problems(tenants_clear_of(problems, tenants, catalog), catalog)
+        raise_if_problems(InvalidSpec, "invalid CAP applications", problems)
     apps = [render_application(app, catalog) for app in catalog.applications]
     apps += [render_domain(domain, catalog) for domain in catalog.domains]
     return apps + render_cap_tenants(tenants, catalog, tenant_app_of)

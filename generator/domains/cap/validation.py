@@ -14,6 +14,7 @@ import semver
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.keys import is_certificate_bundle
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
+from btp_gitops.generator.core.suggestions import did_you_mean
 from btp_gitops.generator.domains.cap.catalog import CapCatalog
 from btp_gitops.generator.domains.cap.dns import template_values, uses_subdomain
 from btp_gitops.generator.domains.cap.exposures import current_version, semantic_version
@@ -108,8 +109,11 @@ def _domain_reference_problems(app: Application, catalog: CapCatalog) -> list[Pr
         seen.add((ref.kind, ref.name))
         if catalog.domain(ref.kind, ref.name, app.namespace) is None:
             scope = "" if ref.kind == "ClusterDomain" else f" in namespace {app.namespace}"
+            guess = did_you_mean(ref.name, catalog.domain_names(ref.kind, app.namespace))
             problems.append(
-                problem_at(app.source, f"{where}.name", f"no {ref.kind} {ref.name}{scope} in the sources")
+                problem_at(
+                    app.source, f"{where}.name", f"no {ref.kind} {ref.name}{scope} in the sources{guess}"
+                )
             )
     if not app.services_only and not app.domain_refs and not app.legacy_domains:
         problems.append(
@@ -129,7 +133,8 @@ def version_problems(version: Version, catalog: CapCatalog) -> list[Problem]:
             problem_at(
                 version.source,
                 "spec.capApplicationInstance",
-                f"no CAPApplication {version.application} in namespace {version.namespace} in the sources",
+                f"no CAPApplication {version.application} in namespace {version.namespace} in the sources"
+                + did_you_mean(version.application, catalog.application_names(version.namespace)),
             )
         ]
     rules = VersionRules(version, app.services_only, app.credentials_mode, {s.name for s in app.services})

@@ -11,7 +11,11 @@ app that those Jobs wait for.
     render     the tenant apps, in sync stages
 """
 
-from btp_gitops.generator.domains.cap.tenants.catalog import TenantCatalog, build_tenant_catalog
+from btp_gitops.generator.domains.cap.tenants.catalog import (
+    TenantCatalog,
+    build_tenant_catalog,
+    tenants_clear_of,
+)
 from btp_gitops.generator.domains.cap.tenants.jobs import StepTemplate, step_templates
 from btp_gitops.generator.domains.cap.tenants.model import (
     CAP_TENANT,
@@ -87,6 +91,7 @@ __all__ = [
     "step_templates",
     "tenant_from_source",
     "tenant_operation_notes",
+    "tenants_clear_of",
     "version_gate_manifests",
     "version_gate_name",
 ]

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet, problem_at
+from btp_gitops.generator.core.suggestions import did_you_mean
 from btp_gitops.generator.domains.cap.catalog import CapCatalog
 from btp_gitops.generator.domains.cap.exposures import current_version
 from btp_gitops.generator.domains.cap.model import Application, Provider
@@ -60,13 +61,16 @@ class TenantCatalog:
     problems: tuple[Problem, ...] = field(default=())
 
 
-def _orphan_problem(tenant: Tenant, source: SourceDocument, app: Application | None) -> Problem:
+def _orphan_problem(
+    tenant: Tenant, source: SourceDocument, app: Application | None, catalog: CapCatalog
+) -> Problem:
     """The record names no application of the sources (None), or one without tenants."""
     if app is None:
         return problem_at(
             source,
             "spec.capApplicationInstance",
-            f"no CAPApplication {tenant.application} in namespace {tenant.namespace} in the sources",
+            f"no CAPApplication {tenant.application} in namespace {tenant.namespace} in the sources"
+            + did_you_mean(tenant.application, catalog.application_names(tenant.namespace)),
         )
     return problem_at(
         source,
@@ -183,7 +187,7 @@ def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatal
         key = (tenant.namespace, tenant.application)
         app = apps.get(key)
         if app is None or app.services_only:
-            problems.append(_orphan_problem(tenant, document, app))
+            problems.append(_orphan_problem(tenant, document, app, catalog))
         else:
             records[key].append(tenant)
     groups = []
@@ -212,3 +216,23 @@ def build_tenant_catalog(sources: SourceSet, catalog: CapCatalog) -> TenantCatal
     problems += _name_problems(groups)
     problems += _subdomain_problems(catalog, groups)
     return TenantCatalog(tuple(groups), tuple(problems))
+
+
+def tenants_clear_of(problems: list[Problem], tenants: TenantCatalog, catalog: CapCatalog) -> TenantCatalog:
+    """The tenants none of `problems` is about: not their record, nor their application, its
+    versions or domains. Their plans can still be checked while the render fails (one run reports
+    every problem); the others are checked once those problems are fixed."""
+    failed = {(p.file, p.document) for p in problems if p.document is not None}
+
+    def clear(source: SourceDocument) -> bool:
+        return (source.file, source.document) not in failed
+
+    groups = []
+    for group in tenants.applications:
+        app = group.app
+        needed = [app.source, *(v.source for v in catalog.versions_of(app))]
+        needed += [d.source for d in catalog.domains_of(app)]
+        if all(clear(source) for source in needed):
+            kept = tuple(t for t in group.tenants if t.source is None or clear(t.source))
+            groups.append(replace(group, tenants=kept))
+    return TenantCatalog(tuple(groups))

@@ -33,6 +33,7 @@ import semver
 
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.sources import SourceDocument, problem_at
+from btp_gitops.generator.core.suggestions import did_you_mean
 from btp_gitops.generator.domains.cap.exposures import semantic_version
 from btp_gitops.generator.domains.cap.model import Application, TenantOperation, Version
 from btp_gitops.generator.domains.cap.tenants.model import (
@@ -117,7 +118,8 @@ def desired_version(tenant: Tenant, app: Application, versions: VersionIndex) ->
                 app,
                 "spec.version",
                 f"no CAPApplicationVersion of {app.name} has version {tenant.version} "
-                f"(versions in the sources: {_known(versions)})",
+                f"(versions in the sources: {_known(versions)})"
+                + did_you_mean(tenant.version, [v.version for v in versions.ordered]),
             )
         return found
     current = tenant.status.current_instance
