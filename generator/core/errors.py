@@ -17,6 +17,7 @@ controller.errors), and the exit code of each branch (core.exit_codes holds the 
     |   +-- ChartNotFound
     |   +-- ChartRenderFailed
     |   +-- NondeterministicChart               output changes between two renders and cannot be pinned
+    |   +-- EmptyChartOutput                    a chart (or Helm's stream) holds no object, not allowed to
     +-- OutputError                     exit 5  the result cannot be written
     |   +-- OutputNotWritable
     |   +-- GitError                            a Git repository cannot be read or written (the
@@ -151,6 +152,12 @@ class ChartRenderFailed(ChartError):
 
 class NondeterministicChart(ChartError):
     pass
+
+
+class EmptyChartOutput(ChartError):
+    """A chart rendered no object and its source does not say it may (`spec.chart.allowEmpty`), or
+    Helm handed post-render a stream without one (`post-render --allow-empty`): what a broken Helm
+    binary prints, and what would make Argo CD, Flux or `helm upgrade` delete everything."""
 
 
 class OutputError(BtpGitopsError):
