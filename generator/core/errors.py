@@ -12,12 +12,12 @@ controller.errors), and the exit code of each branch (core.exit_codes holds the 
     |   +-- UnconvertibleSchema                 a schema in schemas/ has no CRD equivalent
     |   +-- ClusterUnreachable                  post-render --from-cluster cannot read the cluster
     |   +-- PathNotAllowed                      a source reaches a file outside the source roots
-    |   +-- RenderWouldEmpty                    a render would remove most of a populated cluster
+    |   +-- RenderWouldEmpty                    a render would remove most objects of a populated cluster
     +-- ChartError                      exit 4  a chart cannot be found or rendered
     |   +-- ChartNotFound
     |   +-- ChartRenderFailed
     |   +-- NondeterministicChart               output changes between two renders and cannot be pinned
-    |   +-- EmptyChartOutput                    a chart (or Helm's stream) holds no object, not allowed to
+    |   +-- EmptyChartOutput                    a chart, or the stream Helm hands post-render, has no object
     +-- OutputError                     exit 5  the result cannot be written
     |   +-- OutputNotWritable
     |   +-- GitError                            a Git repository cannot be read or written (the
@@ -135,7 +135,8 @@ class PathNotAllowed(InputError):
 
 
 class RenderWouldEmpty(InputError):
-    """The sources would remove every app, or most objects, of a populated cluster directory."""
+    """The sources would remove more than half of the objects of a populated cluster directory,
+    counted in every app (core.ownership.removal_refusal)."""
 
 
 class ChartError(BtpGitopsError):
