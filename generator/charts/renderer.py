@@ -28,6 +28,7 @@ class ChartRequest:
     requested_by: str = ""  # "file: document n (Kind ns/name)", for error messages
     source: SourceDocument | None = None  # the document that names the chart (None: a flag did)
     field: str = "spec.chart"  # where in `source`: `<field>.path`, `<field>.valuesFiles[i]`
+    allow_empty: bool = False  # `<field>.allowEmpty`: the source says the chart may render no object
 
 
 @dataclass(frozen=True, slots=True)

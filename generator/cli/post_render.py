@@ -157,7 +157,9 @@ def _source_domain_inputs(args: argparse.Namespace) -> SourceDomainInputs:
 
 def run_post_render(args: argparse.Namespace) -> int:
     if args.domain != BTP_OPERATOR:
-        request = PostRenderRequest(domain=args.domain, namespace=args.namespace)
+        request = PostRenderRequest(
+            domain=args.domain, namespace=args.namespace, allow_empty=args.allow_empty
+        )
         inputs = _source_domain_inputs(args)
         result = _post_render_stdin(request, inputs)
         print_notes(result.notes, sys.stderr)
@@ -178,6 +180,7 @@ def run_post_render(args: argparse.Namespace) -> int:
         enable_limited_cache=args.limited_cache == "true",
         manager_image=args.manager_image,
         issuer=issuer,
+        allow_empty=args.allow_empty,
     )
     request = dataclasses.replace(
         request, existing_certificates=_existing_certificates(args, post_render_certificate_plan(request))
@@ -250,6 +253,12 @@ def add_post_render_parser(commands: Any) -> None:
         "--helm-binary",
         metavar="PATH",
         help="kyma: render module charts with this helm CLI instead of the embedded Helm engine",
+    )
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="pass on a stream without objects (the chart rendered none); without it that is an error "
+        "(exit 4), as handing Helm nothing makes an upgrade delete every object of the release",
     )
     parser.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--chart-version", help="chart-version label (default: from helm.sh/chart labels)")

@@ -12,12 +12,13 @@ controller.errors), and the exit code of each branch (core.exit_codes holds the 
     |   +-- UnconvertibleSchema                 a schema in schemas/ has no CRD equivalent
     |   +-- ClusterUnreachable                  post-render --from-cluster cannot read the cluster
     |   +-- PathNotAllowed                      a source reaches a file outside the source roots
-    |   +-- RenderWouldEmpty                    a render would remove most of a populated cluster
+    |   +-- RenderWouldEmpty                    a render would remove most objects of a populated cluster
     |   +-- ModuleRemovalRefused                a Kyma module would be removed while an entry is unresolvable
     +-- ChartError                      exit 4  a chart cannot be found or rendered
     |   +-- ChartNotFound
     |   +-- ChartRenderFailed
     |   +-- NondeterministicChart               output changes between two renders and cannot be pinned
+    |   +-- EmptyChartOutput                    a chart, or the stream Helm hands post-render, has no object
     +-- OutputError                     exit 5  the result cannot be written
     |   +-- OutputNotWritable
     |   +-- GitError                            a Git repository cannot be read or written (the
@@ -135,7 +136,8 @@ class PathNotAllowed(InputError):
 
 
 class RenderWouldEmpty(InputError):
-    """The sources would remove every app, or most objects, of a populated cluster directory."""
+    """The sources would remove more than half of the objects of a populated cluster directory,
+    counted in every app (core.ownership.removal_refusal)."""
 
 
 class ModuleRemovalRefused(InputError):
@@ -157,6 +159,12 @@ class ChartRenderFailed(ChartError):
 
 class NondeterministicChart(ChartError):
     pass
+
+
+class EmptyChartOutput(ChartError):
+    """A chart rendered no object and its source does not say it may (`spec.chart.allowEmpty`), or
+    Helm handed post-render a stream without one (`post-render --allow-empty`): what a broken Helm
+    binary prints, and what would make Argo CD, Flux or `helm upgrade` delete everything."""
 
 
 class OutputError(BtpGitopsError):

@@ -237,28 +237,39 @@ def object_counts(paths: Iterable[str]) -> dict[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class Removal:
-    """What a render removes from a populated cluster directory, by app."""
+    """What a render removes from a populated cluster directory: objects, and where from."""
 
     previous_objects: int
-    removed_apps: tuple[str, ...]
     removed_objects: int
-    kept_apps: int
+    removed_apps: tuple[str, ...]  # apps that go as a whole
+    shrunk_apps: tuple[tuple[str, int, int], ...]  # (app, objects it loses, objects it held) of kept apps
 
     def describe(self) -> str:
-        shown = ", ".join(self.removed_apps[:5]) + (" ..." if len(self.removed_apps) > 5 else "")
+        where = []
+        if self.removed_apps:
+            where.append(f"{len(self.removed_apps)} app(s) as a whole: {_shown(self.removed_apps)}")
+        if self.shrunk_apps:
+            shrunk = [f"{app} {lost} of {held}" for app, lost, held in self.shrunk_apps]
+            where.append(f"from {len(self.shrunk_apps)} app(s) that stay: {_shown(shrunk)}")
         return (
-            f"it would remove {len(self.removed_apps)} app(s) ({shown}) holding {self.removed_objects} "
-            f"of the {self.previous_objects} objects there"
+            f"it would remove {self.removed_objects} of the {self.previous_objects} objects there "
+            f"({'; '.join(where)})"
         )
+
+
+def _shown(names: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
 
 
 def removal_refusal(previous: Iterable[str], new: Iterable[str]) -> Removal | None:
     """The removal a render must not do without `--allow-empty`, or None.
 
-    Refused when the cluster directory holds at least one object and the new render either keeps
-    none of its apps, or drops apps that held more than half of its objects. Counting whole apps
-    (not files) keeps layout changes such as `--target flux` out of it: an app that stays keeps its
-    objects, wherever its files move.
+    Refused when the cluster directory holds at least one object and the new render would remove
+    more than half of them, counted in every app: an app that goes loses all its objects, an app
+    that stays loses as many as it holds fewer than before, so most objects removed from every
+    app while each keeps one is refused like removing the apps. Counting per app (not files)
+    keeps layout changes such as `--target flux` out of it: an app keeps its objects wherever its
+    files move; an object replaced by another in the same app is not a removal.
     """
     before = object_counts(previous)
     after = object_counts(new)
@@ -266,8 +277,10 @@ def removal_refusal(previous: Iterable[str], new: Iterable[str]) -> Removal | No
     if total == 0:
         return None
     removed = tuple(sorted(app for app in before if app not in after))
-    removed_objects = sum(before[app] for app in removed)
-    kept = len(before) - len(removed)
-    if kept == 0 or 2 * removed_objects > total:
-        return Removal(total, removed, removed_objects, kept)
+    shrunk = tuple(
+        (app, held - after[app], held) for app, held in sorted(before.items()) if after.get(app, held) < held
+    )
+    removed_objects = sum(before[app] for app in removed) + sum(lost for _, lost, _ in shrunk)
+    if 2 * removed_objects > total:
+        return Removal(total, removed_objects, removed, shrunk)
     return None

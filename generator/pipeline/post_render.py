@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, BinaryIO, TextIO
 
-from btp_gitops.generator.core.errors import Problem, SourceSyntaxError
+from btp_gitops.generator.core.errors import EmptyChartOutput, Problem, SourceSyntaxError
 from btp_gitops.generator.core.names import path_message
 from btp_gitops.generator.core.objects import KubeObject, Manifest, annotations_of, describe
 from btp_gitops.generator.core.report import Note
@@ -96,6 +96,7 @@ class PostRenderRequest:
     manager_image: str | None = None
     issuer: dict[str, str] | None = None  # an existing issuer for the serving certificate
     existing_certificates: ExistingCertificates = NO_EXISTING_CERTIFICATES  # self-signed: reuse these
+    allow_empty: bool = False  # post_render_to may hand Helm a stream without objects (--allow-empty)
 
 
 @dataclass(slots=True)
@@ -420,12 +421,17 @@ def post_render_to(
     waits in a temporary file between the passes). Nothing is written to `out` unless the whole
     stream transforms; the result's `text` is empty (the output went to `out`).
 
+    A result without objects is refused (EmptyChartOutput) unless `request.allow_empty`: Helm hands
+    over an empty stream when the chart rendered nothing, and passing nothing back makes `helm
+    upgrade` delete every object of the release.
+
     Raises UnreadableInput when the input is too large or not UTF-8, as `read_stream_text` does."""
     with spool_stream(source, limit) as spooled:
         if request.domain in SOURCE_DOMAINS:
             result = post_render(
                 _decoded_whole(spooled), request, now, new_key, stream_name=stream_name, sources=sources
             )
+            _refuse_nothing(result.objects, request, stream_name)
             out.write(result.text)
             return dataclasses.replace(result, text="")
 
@@ -446,11 +452,24 @@ def post_render_to(
             except NeedsWholeStream:
                 text = _decoded_whole(spooled)
                 whole = _post_render_whole_stream(text, request, now, new_key, stream_name, None)
+                _refuse_nothing(whole.objects, request, stream_name)
                 out.write(whole.text)
                 return dataclasses.replace(whole, text="")
+            _refuse_nothing(objects, request, stream_name)
             output.seek(0)
             shutil.copyfileobj(output, out)
     return PostRenderResult("", helm4, objects, added, notes)
+
+
+def _refuse_nothing(objects: int, request: PostRenderRequest, stream_name: str) -> None:
+    """EmptyChartOutput for a result without objects, unless the request allows one."""
+    if objects == 0 and not request.allow_empty:
+        raise EmptyChartOutput(
+            f"{stream_name}: the manifest stream holds no objects, so the chart rendered none (values "
+            "that turn every template off?); passing nothing on would make `helm upgrade` delete every "
+            "object of the release. If that is meant, pass --allow-empty (Helm 3: "
+            "--post-renderer-args=--allow-empty; Helm 4 refuses an empty result in any case)"
+        )
 
 
 def _writer(output: IO[str]) -> Callable[[str], None]:

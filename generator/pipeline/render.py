@@ -694,8 +694,9 @@ def refuse_emptying(where: Path, previous: Mapping[str, str], written: Mapping[s
     removal = removal_refusal(previous, written)
     if removal is not None:
         raise RenderWouldEmpty(
-            f"refusing to render over {where}: {removal.describe()}. If that is meant (not an empty "
-            "source directory or a glob that matched nothing), pass --allow-empty"
+            f"refusing to render over {where}: {removal.describe()}. If that is meant (not a wrong or "
+            "empty source directory, a glob that matched nothing, or values that turned objects off by "
+            "mistake), pass --allow-empty"
         )
 
 

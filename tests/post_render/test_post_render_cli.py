@@ -148,9 +148,12 @@ def test_unknown_chart_version_asks_for_the_option(post_render_cli: PostRender) 
     assert post_render_cli(stream, "--chart-version", "9.9.9").returncode == 0
 
 
-def test_empty_input_gives_empty_output(post_render_cli: PostRender) -> None:
-    result = post_render_cli("")
-    assert (result.returncode, result.stdout) == (0, "")
+def test_empty_input_is_refused_unless_allowed(post_render_cli: PostRender) -> None:
+    refused = post_render_cli("")
+    assert (refused.returncode, refused.stdout) == (4, "")
+    assert "the manifest stream holds no objects" in refused.stderr
+    allowed = post_render_cli("", "--allow-empty")
+    assert (allowed.returncode, allowed.stdout) == (0, "")
 
 
 def _without_mode_specific(found: list[dict[str, Any]]) -> list[dict[str, Any]]:

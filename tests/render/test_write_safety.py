@@ -312,11 +312,12 @@ def test_an_empty_source_over_a_populated_cluster_is_refused(
     result = run_cli("render", empty, "--out", "repo", "--cluster", CLUSTER, "--commit", cwd=world)
     assert result.returncode == ExitCode.INPUT
     assert result.stderr.startswith(
-        "error: refusing to render over repo/clusters/c1: it would remove 9 app(s) ("
+        "error: refusing to render over repo/clusters/c1: it would remove 97 of the 97 objects there "
+        "(9 app(s) as a whole: "
     )
     assert result.stderr.endswith(
-        "holding 97 of the 97 objects there. If that is meant (not an empty source directory or a glob "
-        "that matched nothing), pass --allow-empty\n"
+        " ...). If that is meant (not a wrong or empty source directory, a glob that matched nothing, or "
+        "values that turned objects off by mistake), pass --allow-empty\n"
     )
     assert cluster_tree(world / "repo") == before
     allowed = run_cli("render", empty, "--out", "repo", "--cluster", CLUSTER, "--allow-empty", cwd=world)
@@ -329,8 +330,10 @@ def test_dropping_apps_with_most_objects_is_refused_but_a_minority_is_not(
 ) -> None:
     most = run_cli("render", BTP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
     assert most.returncode == ExitCode.INPUT
-    assert "it would remove 8 app(s) (cap-clusterdomain.shops-external" in most.stderr
-    assert "holding 73 of the 97 objects there" in most.stderr
+    removal = (
+        "it would remove 73 of the 97 objects there (8 app(s) as a whole: cap-clusterdomain.shops-external"
+    )
+    assert removal in most.stderr
     minority = run_cli("render", CAP, "--out", "repo", "--cluster", CLUSTER, cwd=world)
     assert minority.returncode == ExitCode.OK, minority.stderr
     assert "0 added, 0 changed, 25 removed" in minority.stdout

@@ -71,7 +71,10 @@ def _tree(**apps: int) -> list[str]:
         (_tree(a=3, b=3), _tree(c=10), True),  # a different set of apps: keeps none
         (_tree(a=4, b=3), _tree(b=3), True),  # drops 4 of 7
         (_tree(a=3, b=3), _tree(b=3), False),  # drops exactly half
-        (_tree(a=3, b=3), _tree(a=1, b=1), False),  # fewer objects in kept apps: not counted
+        (_tree(a=3, b=3), _tree(a=1, b=1), True),  # 4 of 6 gone from apps that stay
+        (_tree(a=4, b=4), _tree(a=2, b=2), False),  # exactly half, spread over the apps
+        (_tree(a=4, b=2), _tree(a=1), True),  # one app gone, the other shrinks: 5 of 6
+        (_tree(a=3, b=3), _tree(a=5, b=1), False),  # b loses 2 of 6; a's new objects do not offset it
         (_tree(), _tree(), False),  # nothing there before
         (
             _tree(a=1),

@@ -34,6 +34,7 @@ class ModuleConfig:
     chart: Path
     values_files: tuple[Path, ...]
     values: dict[str, Any]
+    allow_empty_chart: bool  # spec.chart.allowEmpty: the chart may render no object
     settings: OperatorSettings
     manager_image: str | None
     credentials: CredentialsPlan
@@ -56,6 +57,7 @@ class ModuleConfig:
             chart=source.path_of(chart["path"]) if chart.get("path") else bundled_chart,
             values_files=tuple(source.path_of(f) for f in chart.get("valuesFiles", [])),
             values=dict(chart.get("values", {})),
+            allow_empty_chart=chart.get("allowEmpty", False) is True,
             settings=OperatorSettings(
                 cluster_id=spec["clusterId"],
                 credentials_namespace=credentials_namespace,

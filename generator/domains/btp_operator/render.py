@@ -80,6 +80,7 @@ def chart_request(config: ModuleConfig) -> ChartRequest:
         values_files=config.values_files,
         requested_by=f"{where(config.source)}: spec.chart.path",
         source=config.source,
+        allow_empty=config.allow_empty_chart,
     )
 
 

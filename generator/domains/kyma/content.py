@@ -106,6 +106,7 @@ def _chart_manifests(
         values_files=content.values_files,
         requested_by=_where(template, "spec.chart.path"),
         source=template.source,
+        allow_empty=content.allow_empty,
     )
     _, manifests, pinned = render_chart_deterministically(engine, request)
     manifests, excluded_notes = drop_uninstall_hooks(manifests)

@@ -144,6 +144,7 @@ class ChartContent:
     release_name: str | None
     values_files: tuple[Path, ...]
     values: dict[str, Any]
+    allow_empty: bool = False  # spec.chart.allowEmpty: the chart may render no object
 
 
 Content = RawManifest | ChartContent
@@ -159,6 +160,7 @@ def _content(source: SourceDocument, spec: Mapping[str, Any]) -> Content | None:
             release_name=chart.get("releaseName"),
             values_files=tuple(source.path_of(f) for f in chart.get("valuesFiles", [])),
             values=dict(chart.get("values", {})),
+            allow_empty=chart.get("allowEmpty", False) is True,
         )
     return None
 
