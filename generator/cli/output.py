@@ -7,6 +7,7 @@ from typing import TextIO
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.redact import printable
 from btp_gitops.generator.core.report import Note
+from btp_gitops.generator.core.source_contents import Skipped
 
 
 def print_notes(notes: list[Note], stream: TextIO) -> None:
@@ -24,3 +25,12 @@ def print_module_problems(problems: list[Problem], stream: TextIO) -> None:
     )
     for problem in problems:
         print(printable(f"  {problem.render()}"), file=stream)
+
+
+def print_skipped(skipped: list[Skipped], stream: TextIO, quiet: bool) -> None:
+    """What under the source paths was passed over as no source (a kustomization, Helm values, a
+    chart, a render's output, other kinds), one note a line; `--quiet` leaves them out."""
+    if quiet:
+        return
+    for entry in skipped:
+        print(f"note: {entry.render()}", file=stream)

@@ -15,6 +15,7 @@ from btp_gitops.generator.core.objects import format_field_path
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.redact import shown
 from btp_gitops.generator.core.sources import SourceDocument
+from btp_gitops.generator.core.suggestions import nearest
 
 if TYPE_CHECKING:
     # jsonschema and referencing (~0.1 s of imports) are loaded when a registry is built, in
@@ -125,9 +126,12 @@ def problems_in(document: SourceDocument, registry: SchemaRegistry) -> list[Prob
     body = document.body
     if not registry.knows(document.api_version, document.kind):
         versions = registry.versions_of(document.kind)
+        meant = nearest(document.kind, {known.kind for known in registry.kinds()})
         hint = (
             f"supported apiVersions of {document.kind}: {', '.join(versions)}"
             if versions
+            else f'did you mean "{meant}"?'
+            if meant
             else "btp-gitops does not read this kind"
         )
         return [

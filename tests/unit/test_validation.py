@@ -269,7 +269,7 @@ def test_problem_lines(base: str, patch: str, expected: list[str], registry: Sch
         pytest.param(
             patched(BTP_OPERATOR, "kind: BtpOperators"),
             "f.yaml: document 1 (BtpOperators kyma-system/btpoperator): apiVersion: unknown kind "
-            "operator.kyma-project.io/v1alpha1/BtpOperators (btp-gitops does not read this kind)",
+            'operator.kyma-project.io/v1alpha1/BtpOperators (did you mean "BtpOperator"?)',
             id="misspelt-kind",
         ),
     ],
