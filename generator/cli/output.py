@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.redact import printable
 from btp_gitops.generator.core.report import Note
-from btp_gitops.generator.core.source_contents import Skipped
+
+if TYPE_CHECKING:  # post-render prints notes too, and reads no source directory
+    from btp_gitops.generator.core.source_contents import Skipped
 
 
 def print_notes(notes: list[Note], stream: TextIO) -> None:

@@ -23,13 +23,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from btp_gitops.generator.core.ownership import MANIFEST_FILE
 from btp_gitops.generator.core.redact import printable
 from btp_gitops.generator.core.suggestions import nearest
 
 __all__ = [
     "CHART_FILE",
     "KUSTOMIZATION_FILES",
+    "MANIFEST_FILE",
     "VALUES_REASON",
     "KnownKinds",
     "Skipped",
@@ -41,6 +41,7 @@ __all__ = [
     "values_file",
 ]
 
+MANIFEST_FILE = ".btp-gitops-files"  # core.ownership: what a render wrote into a cluster directory
 KUSTOMIZATION_FILES = frozenset({"kustomization.yaml", "kustomization.yml", "Kustomization"})
 CHART_FILE = "Chart.yaml"
 _YAML_SUFFIXES = (".yaml", ".yml")

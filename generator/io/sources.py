@@ -21,10 +21,10 @@ from pathlib import Path
 
 from btp_gitops.generator.core.errors import PathNotAllowed, Problem, SourceSyntaxError, raise_if_problems
 from btp_gitops.generator.core.object_shape import object_ref_of, shape_problems
-from btp_gitops.generator.core.ownership import MANIFEST_FILE
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.source_contents import (
     CHART_FILE,
+    MANIFEST_FILE,
     VALUES_REASON,
     Skipped,
     SourceSorting,
