@@ -14,13 +14,20 @@ checks), so the controller and a render agree on every file.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from pathlib import Path, PurePath
 
 from btp_gitops.controller.clone_files import RefusedPath, lstat_beneath, read_beneath, walk
-from btp_gitops.generator.core import Problem, SourceDocument
-from btp_gitops.generator.io import MAX_FILE_BYTES, YAML_SUFFIXES, display_path, documents_in_text
+from btp_gitops.generator.core import KnownKinds, Problem, SourceDocument, SourceSorting, skipped_file
+from btp_gitops.generator.io import (
+    MAX_FILE_BYTES,
+    YAML_SUFFIXES,
+    display_path,
+    documents_in_text,
+    load_schema_registry,
+)
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -61,9 +68,18 @@ def refusal(root: Path, error: RefusedPath) -> str:
     return Problem(file=display_path(root / error.relative), message=error.reason).render()
 
 
+@functools.cache
+def _known_kinds() -> KnownKinds:
+    return KnownKinds((kind.api_version, kind.kind) for kind in load_schema_registry().kinds())
+
+
 def documents_of(root: Path, relative: PurePath, data: bytes) -> tuple[list[SourceDocument], list[str]]:
     """The documents of a source file's bytes, checked as a render checks them, or its problems
-    (a file with any problem gives no document, as `load_sources` refuses it whole)."""
+    (a file with any problem gives no document, as `load_sources` refuses it whole). What a
+    render passes over in a source directory (a kustomization, Helm values, documents of other
+    kinds: core.source_contents) is passed over here too, without a note."""
+    if skipped_file(relative.name):
+        return [], []
     path = root / relative
     shown = display_path(path)
     try:
@@ -71,5 +87,6 @@ def documents_of(root: Path, relative: PurePath, data: bytes) -> tuple[list[Sour
     except UnicodeDecodeError as error:
         return [], [Problem(file=shown, message=f"not UTF-8 text (byte {error.start})").render()]
     problems: list[Problem] = []
-    documents = list(documents_in_text(path, shown, text, problems, path.parent))
+    sorting = SourceSorting(_known_kinds())
+    documents = list(documents_in_text(path, shown, text, problems, path.parent, sorting=sorting))
     return ([], [p.render() for p in problems]) if problems else (documents, [])

@@ -15,7 +15,7 @@ from btp_gitops.generator.cli.options import (
     render_cache,
     target_options,
 )
-from btp_gitops.generator.cli.output import print_module_problems, print_notes
+from btp_gitops.generator.cli.output import print_module_problems, print_notes, print_skipped
 from btp_gitops.generator.core.errors import UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.diff.report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
@@ -40,6 +40,7 @@ def run_diff(args: argparse.Namespace) -> int:
         cache=render_cache(args),
     )
     result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
+    print_skipped(result.render.skipped, sys.stderr, args.quiet)
     result.render.raise_if_strict(args.strict)
     sys.stdout.write(diff_report(result, args.output, args.max_length))
     # Notes go to stderr: stdout is the report, which a workflow posts as it is.

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from btp_gitops.generator.core.errors import Problem
 from btp_gitops.generator.core.redact import printable
 from btp_gitops.generator.core.report import Note
+
+if TYPE_CHECKING:  # post-render prints notes too, and reads no source directory
+    from btp_gitops.generator.core.source_contents import Skipped
 
 
 def print_notes(notes: list[Note], stream: TextIO) -> None:
@@ -24,3 +27,12 @@ def print_module_problems(problems: list[Problem], stream: TextIO) -> None:
     )
     for problem in problems:
         print(printable(f"  {problem.render()}"), file=stream)
+
+
+def print_skipped(skipped: list[Skipped], stream: TextIO, quiet: bool) -> None:
+    """What under the source paths was passed over as no source (a kustomization, Helm values, a
+    chart, a render's output, other kinds), one note a line; `--quiet` leaves them out."""
+    if quiet:
+        return
+    for entry in skipped:
+        print(f"note: {entry.render()}", file=stream)

@@ -22,7 +22,7 @@ from btp_gitops.generator.cli.options import (
     target_options,
     validate_options,
 )
-from btp_gitops.generator.cli.output import print_module_problems, print_notes
+from btp_gitops.generator.cli.output import print_module_problems, print_notes, print_skipped
 from btp_gitops.generator.core.errors import Problem, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.domains.kyma import report_table
@@ -58,6 +58,7 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
         allow_paths=allow_paths(args),
         cache=render_cache(args),
     )
+    print_skipped(result.skipped, sys.stderr, args.quiet)
     result.raise_if_strict(args.strict)
     if args.validate:
         where = Path(f"clusters/{args.cluster}")  # the files go to stdout: name them as in a repo
@@ -104,6 +105,7 @@ def run_render(args: argparse.Namespace) -> int:
         )
     finally:
         progress.finish()
+    print_skipped(result.skipped, sys.stderr, args.quiet)
     if args.output == "json":
         json.dump(result.report(), sys.stdout, indent=2, sort_keys=True)
         print()

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         namespace_of,
         object_key,
     )
+    from btp_gitops.generator.core.source_contents import KnownKinds, SourceSorting, skipped_file
     from btp_gitops.generator.core.sources import SourceDocument, SourceSet
     from btp_gitops.generator.core.validation import SchemaRegistry, problems_in, validate_sources
     from btp_gitops.generator.core.yamlio import (
@@ -40,12 +41,14 @@ __all__ = [
     "BtpGitopsError",
     "ExitCode",
     "GitError",
+    "KnownKinds",
     "ObjectKey",
     "Problem",
     "SchemaRegistry",
     "ScopeIndex",
     "SourceDocument",
     "SourceSet",
+    "SourceSorting",
     "SourceSyntaxError",
     "SourceSyntaxProblem",
     "api_group",
@@ -60,6 +63,7 @@ __all__ = [
     "namespace_of",
     "object_key",
     "problems_in",
+    "skipped_file",
     "validate_sources",
 ]
 
@@ -70,6 +74,7 @@ __getattr__ = lazy_face(
         "exit_codes": ("ExitCode", "exit_code_for"),
         "kinds": ("ScopeIndex", "install_rank"),
         "objects": ("ObjectKey", "api_group", "get_path", "kind_of", "name_of", "namespace_of", "object_key"),
+        "source_contents": ("KnownKinds", "SourceSorting", "skipped_file"),
         "sources": ("SourceDocument", "SourceSet"),
         "validation": ("SchemaRegistry", "problems_in", "validate_sources"),
         "yamlio": ("SourceSyntaxProblem", "dump_each", "dump_object", "load_source_documents"),

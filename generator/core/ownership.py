@@ -40,10 +40,14 @@ import itertools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from btp_gitops.generator.core import source_contents
 from btp_gitops.generator.core.errors import Problem, UnsafeOutput
 from btp_gitops.generator.core.layout import app_path
 
-MANIFEST_FILE = ".btp-gitops-files"
+# Named where reading a source directory needs it too (a render's output is no source), without
+# this module's imports.
+MANIFEST_FILE = source_contents.MANIFEST_FILE
+
 _MANIFEST_HEAD = (
     "# Written by `btp-gitops render`: the files of this cluster directory it owns, one per line.\n"
     "# The next render replaces exactly these; it refuses to run over any other file. Do not edit.\n"

@@ -146,6 +146,10 @@ def unknown_kind_message(api_version: str, kind: str, registry: SchemaRegistry) 
     if near is not None:
         guess = f"{near} at {', '.join(registry.versions_of(near))}"
         return f'unknown kind {api_version}/{kind} (did you mean "{near}"? btp-gitops reads {guess})'
+    # One of our kinds under another group (`v1` for `sme.sap.com/v1alpha1`): the kind is the hint.
+    elsewhere = nearest(kind, {known.kind for known in registry.kinds()})
+    if elsewhere is not None:
+        return f'unknown kind {api_version}/{kind} (did you mean "{elsewhere}"?)'
     return f"unknown kind {api_version}/{kind} (btp-gitops does not read this kind)"
 
 

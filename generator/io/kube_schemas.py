@@ -22,6 +22,7 @@ from typing import Any, TextIO
 import yaml
 
 from btp_gitops.generator.core.errors import InstallationBroken, Problem, UsageError
+from btp_gitops.generator.core.source_contents import KUSTOMIZATION_FILES as _KUSTOMIZATION_FILES
 from btp_gitops.generator.core.yaml_limits import AliasBudget
 from btp_gitops.generator.core.yamlio import load_trusted_document, yaml_problem_location
 from btp_gitops.generator.io import bundled
@@ -44,7 +45,7 @@ _REQUESTED_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?$")
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _API_VERSION = re.compile(r"^(?:[a-z0-9][a-z0-9.-]*/)?[a-z0-9]+$")
 
-KUSTOMIZATION_FILES = frozenset({"kustomization.yaml", "kustomization.yml", "Kustomization"})
+KUSTOMIZATION_FILES = _KUSTOMIZATION_FILES  # kustomize's names (core.source_contents has the one list)
 
 
 def _schema_root() -> Traversable:

@@ -41,6 +41,7 @@ from btp_gitops.generator.core.names import metadata_name_problems
 from btp_gitops.generator.core.objects import Manifest, object_key
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note
+from btp_gitops.generator.core.source_contents import SourceSorting
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
 from btp_gitops.generator.domains.cap import CAP_TENANT
@@ -286,7 +287,11 @@ def _is_record(document: SourceDocument) -> bool:
 
 
 def load_cached_sources(
-    paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress = NO_PROGRESS
+    paths: Sequence[Path],
+    cache: RenderCache,
+    scope: str,
+    progress: Progress = NO_PROGRESS,
+    sorting: SourceSorting | None = None,
 ) -> CachedSources:
     """`io.sources.load_sources`, with the tenant records the pack and the cache hold taken from them."""
     # Decoding entries makes many small objects and no cycles: the cycle collector, run again
@@ -296,7 +301,7 @@ def load_cached_sources(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(paths, cache, scope, progress)
+        return _load(paths, cache, scope, progress, sorting)
     finally:
         gc.freeze()
         if enabled:
@@ -308,14 +313,16 @@ def thawed() -> None:
     gc.unfreeze()
 
 
-def _load(paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress) -> CachedSources:
+def _load(
+    paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress, sorting: SourceSorting | None
+) -> CachedSources:
     problems: list[Problem] = []
     name = pack_name(scope, paths)
     secret = cache.secret
     pack = read_pack(cache.directory, name, secret) if secret is not None else None
     packed = pack.records if pack is not None else {}
     loaded = CachedSources([], [], pack=pack, pack_name=name, stamp=time.time_ns())
-    files = source_file_names(paths)
+    files = source_file_names(paths, sorting=sorting)
     directories: dict[str, tuple[str, Path]] = {}  # a parent -> as shown, resolved
     for path in counted(files, progress, "reading sources", len(files)):
         parent, _, file_name = path.rpartition(os.sep)
@@ -355,7 +362,7 @@ def _load(paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progr
                 loaded.records[(shown, entry.document)] = Record(key, document, entry, identity)
                 continue
         before = len(problems)
-        found = list(documents_in_text(Path(path), shown, text, problems, directory))
+        found = list(documents_in_text(Path(path), shown, text, problems, directory, sorting=sorting))
         loaded.documents += found
         loaded.fresh += found
         if len(found) == 1 and len(problems) == before and _is_record(found[0]):

@@ -59,6 +59,7 @@ from btp_gitops.generator.core.ownership import (
 )
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
 from btp_gitops.generator.core.report import AppRender, Level, Note, report_dict
+from btp_gitops.generator.core.source_contents import KnownKinds, Skipped, SourceSorting
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.core.yamlio import load_trusted_document
@@ -155,6 +156,7 @@ class RenderResult:
     kymas: list[KymaReport] = field(default_factory=list)
     records: dict[str, str] = field(default_factory=dict)  # beside the apps (no objects), read back next time
     module_problems: list[Problem] = field(default_factory=list)  # Kyma modules not resolved (apps kept)
+    skipped: list[Skipped] = field(default_factory=list)  # what under the source paths is no source
 
     def report(self) -> dict[str, Any]:
         data = report_dict(self.cluster, self.apps, self.notes)
@@ -166,6 +168,7 @@ class RenderResult:
         }
         data["commit"] = self.commit
         data["moduleProblems"] = [problem.render() for problem in self.module_problems]
+        data["skipped"] = [skipped.as_dict() for skipped in self.skipped]
         return data
 
     def raise_if_strict(self, strict: bool) -> None:
@@ -426,10 +429,11 @@ def _render_cluster(
     where = cluster_subtree(cluster)
     roots = source_roots(sources, kyma, allow_paths)
     cached: CachedSources | None = None
+    sorting = SourceSorting(KnownKinds((kind.api_version, kind.kind) for kind in schemas.kinds()))
     if cache is None:
-        documents = fresh = load_sources(sources, progress)
+        documents = fresh = load_sources(sources, progress, sorting=sorting)
     else:
-        cached = load_cached_sources(sources, cache, cache.scope(schemas, target.target), progress)
+        cached = load_cached_sources(sources, cache, cache.scope(schemas, target.target), progress, sorting)
         documents, fresh = cached.documents, cached.fresh
     catalog = load_sources(kyma.catalogs, progress)
     # Every stage from here to the domains' rules collects its problems: a document that fails
@@ -478,6 +482,7 @@ def _render_cluster(
         records=dict(kyma_plan.record_files),
         module_problems=kyma_plan.problems,
         notes=[*layout_notes, *kyma_plan.notes],
+        skipped=sorting.sorted_skipped(),
     )
 
 

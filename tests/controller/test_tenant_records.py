@@ -214,6 +214,25 @@ def test_the_index_sees_a_file_rewritten_in_place_at_once(tmp_path: Path) -> Non
     assert index.tenant_named(NAMESPACE, "globey") is not None
 
 
+def test_the_index_passes_over_what_a_render_passes_over_in_a_source_directory(tmp_path: Path) -> None:
+    """A kustomization, Helm values and other kinds beside the records do not make the tree
+    unreadable (on main: "not a Kubernetes object"): the controller reads what a render reads."""
+    plain, tree = tmp_path / "plain", tmp_path / "tree"
+    shutil.copytree(EXAMPLE, plain)
+    shutil.copytree(EXAMPLE, tree)
+    (tree / "kustomization.yaml").write_text("resources:\n  - capapplication.yaml\n")
+    (tree / "values.yaml").write_text("replicaCount: 2\n")
+    (tree / "tenants" / "wiring.yaml").write_text(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: shop\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels: {bad key: x}\n"
+    )
+
+    index = SourceIndex.of_tree(tree)
+
+    index.check_readable()
+    assert _index_view(index) == _index_view(SourceIndex.of_tree(plain))
+
+
 def test_an_unreadable_tree_refuses_edits_and_fails_only_that_change(repo: SourceRepo) -> None:
     def break_a_record(tree: Path) -> str:
         (tree / "tenants" / "broken.yaml").write_text("kind: CAPTenant\nkind: twice\n")

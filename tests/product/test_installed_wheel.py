@@ -109,6 +109,46 @@ def test_module_resources_from_the_bundled_chart_match_the_shipped_artifact(
     assert read_tree(out) == read_tree(ROOT / "module-resources")
 
 
+def test_a_source_directory_as_repositories_keep_it_with_the_output_inside(
+    product: InstalledProduct, tmp_path: Path
+) -> None:
+    """A kustomization, a README, Helm values and a plain ConfigMap beside the sources, and `--out`
+    inside them: every render reads the same sources and writes the same bytes, saying what it
+    skipped; a misspelt kind of btp-gitops's is refused with the kind it probably meant."""
+    source = copy_example("btp-operator", tmp_path)
+    (source / "kustomization.yaml").write_text("resources:\n  - btpoperator.yaml\n")
+    (source / "README.md").write_text("# sources\n")
+    (source / "values.yaml").write_text("replicaCount: 2\n")
+    (source / "settings.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n")
+    runs = [
+        product.run("render", "btp-operator", "--out", "btp-operator/out", cwd=tmp_path) for _ in range(2)
+    ]
+    assert [run.returncode for run in runs] == [0, 0], runs[1].stderr
+    assert "0 added, 0 changed, 0 removed" in runs[1].stdout
+    assert runs[1].stderr.splitlines() == [
+        "note: skipped btp-operator/kustomization.yaml: a kustomization (kustomize's file), not a btp-gitops source",
+        "note: skipped btp-operator/out/clusters/default: the output of a render (it holds .btp-gitops-files), "
+        "not sources",
+        "note: skipped btp-operator/settings.yaml: document 1 (ConfigMap settings): "
+        "v1 ConfigMap is not a kind btp-gitops reads",
+        "note: skipped btp-operator/values.yaml: Helm values (no document is a Kubernetes object), "
+        "not a btp-gitops source",
+    ]
+    written = read_tree(source / "out")
+    assert (
+        product.run("render", "btp-operator", "--out", "btp-operator/out", "-q", cwd=tmp_path).returncode == 0
+    )
+    assert read_tree(source / "out") == written
+
+    (source / "tenant.yaml").write_text(
+        "apiVersion: sme.sap.com/v1alpha1\nkind: CapTenant\nmetadata:\n  name: t\n"
+    )
+    typo = product.run("render", "btp-operator", "--out", "btp-operator/out", cwd=tmp_path)
+    assert typo.returncode == 3
+    assert '(did you mean "CAPTenant"?)' in typo.stderr
+    assert read_tree(source / "out") == written
+
+
 def test_diff_against_a_rendered_repo(product: InstalledProduct, tmp_path: Path) -> None:
     source = copy_example("btp-operator", tmp_path / "sources")
     repo = tmp_path / "gitops"

@@ -264,7 +264,10 @@ def test_annotations_over_256_kib_are_refused(tmp_path: Path, run_cli: RunCli) -
     over = ANNOTATED.format(a="x" * (128 * 1024), b="y" * (128 * 1024))  # keys push it over
     under = ANNOTATED.format(a="x" * (128 * 1024), b="y" * (128 * 1024 - 2))
     source = tmp_path / "annotated.yaml"
-    source.write_text(over)
+    # A kind the render reads: a ConfigMap among the sources is passed over, never read.
+    source.write_text(
+        over.replace("apiVersion: v1\nkind: ConfigMap", "apiVersion: sme.sap.com/v1alpha1\nkind: CAPTenant")
+    )
     rendered = run_cli("render", source, "--out", tmp_path / "out")
     streamed = subprocess.run(
         [str(CLI), "post-render"], input=f"---\n{over}", capture_output=True, text=True, check=False
@@ -274,7 +277,7 @@ def test_annotations_over_256_kib_are_refused(tmp_path: Path, run_cli: RunCli) -
         assert result.returncode == ExitCode.INPUT, result.stderr
         assert message in result.stderr
     assert (
-        "annotated.yaml: document 1 (ConfigMap annotated): metadata.annotations: 256 KiB" in rendered.stderr
+        "annotated.yaml: document 1 (CAPTenant annotated): metadata.annotations: 256 KiB" in rendered.stderr
     )
     fine = subprocess.run(
         [str(CLI), "post-render", "--chart-version", "1.0.0"],
