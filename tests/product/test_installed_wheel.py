@@ -145,7 +145,7 @@ def test_a_source_directory_as_repositories_keep_it_with_the_output_inside(
     )
     typo = product.run("render", "btp-operator", "--out", "btp-operator/out", cwd=tmp_path)
     assert typo.returncode == 3
-    assert '(did you mean "CAPTenant"?)' in typo.stderr
+    assert '(did you mean "CAPTenant"?' in typo.stderr
     assert read_tree(source / "out") == written
 
 

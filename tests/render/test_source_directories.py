@@ -179,7 +179,8 @@ def test_a_source_directory_as_repositories_keep_it_renders_what_the_sources_alo
         ),
         (
             "apiVersion: operator.kyma-project.io/v1beta2\nkind: Kymma\n",
-            'apiVersion: unknown kind operator.kyma-project.io/v1beta2/Kymma (did you mean "Kyma"?)',
+            'apiVersion: unknown kind operator.kyma-project.io/v1beta2/Kymma (did you mean "Kyma"? btp-gitops reads '
+            "Kyma at operator.kyma-project.io/v1beta2)",
         ),
         (
             "apiVersion: sme.sap.co/v1alpha1\nkind: CAPTenant\n",
@@ -222,7 +223,7 @@ def test_a_values_file_holding_objects_is_read_as_sources(tmp_path: Path, run_cl
 
     assert done.returncode == ExitCode.INPUT
     assert "src/values-prod.yaml: document 1 (CapTenant shop/t1): apiVersion: unknown kind" in done.stderr
-    assert '(did you mean "CAPTenant"?)' in done.stderr
+    assert '(did you mean "CAPTenant"?' in done.stderr
 
 
 def test_yaml_that_is_no_object_outside_a_values_file_is_refused_saying_so(
