@@ -97,12 +97,13 @@ class _HelpFormatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
-class UsageRefused(Exception):
-    """argparse refused the command line: raised instead of its exit, so that `main` can answer in
-    the output format asked for (a JSON document with -o json)."""
+class UsageRefused(SystemExit):
+    """argparse refused the command line: raised instead of its print-and-exit, so that `main` can
+    answer in the output format asked for (a JSON document with -o json). Still the SystemExit(2)
+    argparse documents for any other caller of `parse_args`."""
 
     def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
-        super().__init__(message)
+        super().__init__(ExitCode.USAGE)
         self.parser = parser
         self.message = message
 
