@@ -114,7 +114,8 @@ def add_controller_command(commands: Any) -> None:
         help="run the reconcilers that need live cluster state",
         description="Deletion finalizers (BtpOperator, CAP), outdated module resources, tenant operation "
         "outcomes and subscription callbacks, and CAP version cleanup. Safe to restart at any moment; "
-        "with leader election only one replica acts.",
+        "with leader election only one replica acts. A long-running server: it prints no result, so there "
+        "is no -o/--output, and it logs (--log-format, --log-level) instead of taking --quiet or --verbose.",
     )
     _add_common_options(parser)
     parser.add_argument(
@@ -163,7 +164,9 @@ def add_subscription_server_command(commands: Any) -> None:
         "subscription-server",
         help="answer SaaS registry and subscription manager callbacks",
         description="Records subscribed tenants in the source Git repository (202 only once pushed) and "
-        "marks unsubscribed ones for deprovisioning; the controller sends the asynchronous callbacks.",
+        "marks unsubscribed ones for deprovisioning; the controller sends the asynchronous callbacks. "
+        "A long-running server: it prints no result, so there is no -o/--output, and it logs "
+        "(--log-format, --log-level) instead of taking --quiet or --verbose.",
     )
     _add_common_options(parser)
     parser.add_argument("--address", type=host_port, default=("0.0.0.0", 8080))

@@ -1,7 +1,8 @@
 """The `btp-gitops` command line: parse options, run one command, turn errors into exit codes.
 
 Each command is a module of this package (render, diff, module_resources, crds, validate,
-post_render; options holds what several share) with an `add_<command>_parser` that sets its
+post_render, completion; options holds what several share, output how results and errors are
+printed) with an `add_<command>_parser` that sets its
 handler. This module only builds the parser and dispatches; `main` is the only place that maps
 errors to exit codes and prints them (see generator.core.errors for the table). Controller
 commands (`controller`, `subscription-server`) are contributed through the `btp_gitops.commands`
@@ -31,12 +32,14 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from btp_gitops import __version__
-from btp_gitops.generator.core.errors import BtpGitopsError
-from btp_gitops.generator.core.exit_codes import exit_code_for
+from btp_gitops.generator.cli.output import STRUCTURED, TEXT, error_document, print_result, requested_output
+from btp_gitops.generator.core.errors import BtpGitopsError, Problem, UsageError
+from btp_gitops.generator.core.exit_codes import ExitCode, exit_code_for
 from btp_gitops.generator.core.redact import printable, redact
+from btp_gitops.generator.core.suggestions import did_you_mean
 
 Handler = Callable[[argparse.Namespace], int]
 Register = Callable[[Any], None]  # adds one command's parser to the subparsers action
@@ -51,6 +54,7 @@ COMMANDS = {
     "validate": "btp_gitops.generator.cli.validate:add_validate_parser",
     "examples": "btp_gitops.generator.cli.examples:add_examples_parser",
     "chart-path": "btp_gitops.generator.cli.chart_path:add_chart_path_parser",
+    "completion": "btp_gitops.generator.cli.completion:add_completion_parser",
 }
 ENTRY_POINT_GROUP = "btp_gitops.commands"
 
@@ -95,12 +99,30 @@ class _HelpFormatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
+class UsageRefused(SystemExit):
+    """argparse refused the command line: raised instead of its print-and-exit, so that `main` can
+    answer in the output format asked for (a JSON document with -o json). Still the SystemExit(2)
+    argparse documents for any other caller of `parse_args`."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(ExitCode.USAGE)
+        self.parser = parser
+        self.message = message
+
+
 class _ArgumentParser(argparse.ArgumentParser):
-    """The parser of `btp-gitops` and of each command (subparsers are of their parent's class)."""
+    """The parser of `btp-gitops` and of each command (subparsers are of their parent's class).
+
+    No prefix abbreviations (`allow_abbrev=False`): `--clust` is refused, not taken for `--cluster`,
+    so adding an option can never change what an existing command line means."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageRefused(self, message)
 
 
 def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -132,7 +154,16 @@ def commands_needed(argv: Sequence[str]) -> set[str] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(commands_needed(arguments)).parse_args(arguments)
+    parser = build_parser(commands_needed(arguments))
+    if not arguments:
+        # As kubectl and helm: the bare command is a request for help, not a mistake.
+        parser.print_help()
+        return ExitCode.OK
+    try:
+        args = parser.parse_args(arguments)
+    except UsageRefused as refused:
+        return _refused(refused, arguments, requested_output(arguments))
+    output = getattr(args, "output", TEXT)
     handler: Handler = args.handler
     try:
         return handler(args)
@@ -140,9 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in error.lines():
             # A file name or value from a pushed tree may hold escape sequences: shown, not acted on.
             print(printable(f"error: {line}" if line == error.message else line), file=sys.stderr)
-        return exit_code_for(error)
+        code = exit_code_for(error)
+        _print_error(output, type(error).__name__, error.message, error.problems, code)
+        return code
     except KeyboardInterrupt as error:
-        return exit_code_for(error)
+        code = exit_code_for(error)
+        _print_error(output, "Interrupted", "interrupted", (), code)
+        return code
     except BrokenPipeError as error:
         # The reader went away (`... | head`): not our failure. Point stdout at /dev/null so the
         # interpreter's final flush does not raise again, and exit as a SIGPIPE'd tool would.
@@ -151,7 +186,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         print("internal error in btp-gitops (please report it with this trace):", file=sys.stderr)
         print(printable(redact(traceback.format_exc())), end="", file=sys.stderr)  # it may quote input values
-        return exit_code_for(error)
+        code = exit_code_for(error)
+        message = "internal error in btp-gitops (the trace is on stderr; please report it)"
+        _print_error(output, "InternalError", message, (), code)
+        return code
+
+
+def _refused(refused: UsageRefused, arguments: Sequence[str], output: str) -> int:
+    """A command line argparse refused: its usage and message on stderr, as argparse prints them,
+    and with -o json|yaml the error document on stdout."""
+    message = refused.message + _nearest_option(refused, arguments)
+    refused.parser.print_usage(sys.stderr)
+    print(f"{refused.parser.prog}: error: {message}", file=sys.stderr)
+    _print_error(output, UsageError.__name__, message, (), ExitCode.USAGE)
+    return ExitCode.USAGE
+
+
+def _nearest_option(refused: UsageRefused, arguments: Sequence[str]) -> str:
+    """' (did you mean "--cluster"?)' for an option the command does not know (`--clust`: no prefix
+    is taken for an option, but the one meant is named)."""
+    unknown = [a for a in arguments if a.startswith("--") and f" {a.split('=')[0]}" in f" {refused.message}"]
+    if not refused.message.startswith("unrecognized arguments:") or not unknown:
+        return ""
+    command = refused.parser
+    for action in refused.parser._actions:  # argparse has no public walk of its commands
+        if isinstance(action, argparse._SubParsersAction) and arguments and arguments[0] in action.choices:
+            command = action.choices[arguments[0]]
+    known = [flag for action in command._actions for flag in action.option_strings if flag.startswith("--")]
+    return did_you_mean(unknown[0].split("=")[0], known)
+
+
+def _print_error(output: str, kind: str, message: str, problems: Sequence[Problem], code: int) -> None:
+    """In JSON and YAML mode the failure is the one document on stdout (the lines on stderr stay,
+    for the log)."""
+    if output in STRUCTURED:
+        print_result(error_document(kind, message, problems, code), output, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from btp_gitops.generator.cli.output import (
+    add_output_options,
+    changes_dict,
+    print_changed_files,
+    print_result,
+    structured,
+)
 from btp_gitops.generator.core.errors import UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.io import bundled
@@ -22,9 +28,10 @@ def run_crds(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_crd_dir()
     if args.check:
         drifting = check_crds(args.schemas, out)
-        if args.output == "json":
-            json.dump({"out": str(out), "drifting": drifting}, sys.stdout, indent=2, sort_keys=True)
-            print()
+        if structured(args):
+            print_result({"out": str(out), "drifting": drifting}, args.output, sys.stdout)
+        elif args.quiet:
+            pass  # the exit code says it: 1 when the CRDs drift
         elif drifting:
             print(f"CRDs in {out} drift from the schemas (run `btp-gitops crds` to regenerate them):")
             print("".join(f"  {name}\n" for name in drifting), end="")
@@ -33,20 +40,22 @@ def run_crds(args: argparse.Namespace) -> int:
         return ExitCode.CHANGES if drifting else ExitCode.OK
     result = write_crds(args.schemas, out)
     changes = result.changes
-    if args.output == "json":
-        summary = {"added": changes.added, "changed": changes.changed, "removed": changes.removed}
-        json.dump(
-            {"out": str(out), "files": sorted(result.files), "changes": summary},
-            sys.stdout,
-            indent=2,
-            sort_keys=True,
-        )
-        print()
+    if structured(args):
+        report = {
+            "out": str(out),
+            "files": sorted(result.files),
+            "changes": changes_dict(changes.added, changes.changed, changes.removed),
+        }
+        print_result(report, args.output, sys.stdout)
+        return ExitCode.OK
+    if args.quiet:
         return ExitCode.OK
     print(
         f"wrote {out}: {len(result.files)} CRDs; {len(changes.added)} added, "
         f"{len(changes.changed)} changed, {len(changes.removed)} removed"
     )
+    if args.verbose:
+        print_changed_files(changes.added, changes.changed, changes.removed, sys.stdout)
     return ExitCode.OK
 
 
@@ -61,5 +70,5 @@ def add_crds_parser(commands: Any) -> None:
         "--check", action="store_true", help="write nothing; exit 1 if DIR drifts from schemas/"
     )
     crds.add_argument("--schemas", type=Path, help=argparse.SUPPRESS)
-    crds.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")
+    add_output_options(crds)
     crds.set_defaults(handler=run_crds)

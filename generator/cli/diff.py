@@ -15,10 +15,21 @@ from btp_gitops.generator.cli.options import (
     render_cache,
     target_options,
 )
-from btp_gitops.generator.cli.output import print_module_problems, print_notes, print_skipped
+from btp_gitops.generator.cli.output import (
+    JSON,
+    TEXT,
+    YAML,
+    add_output_options,
+    print_module_problems,
+    print_notes,
+    print_skipped,
+    structured,
+)
 from btp_gitops.generator.core.errors import UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
+from btp_gitops.generator.core.progress import NO_PROGRESS
 from btp_gitops.generator.diff.report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
+from btp_gitops.generator.io.progress import StepLog
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.diff import DiffRequest, diff_cluster, diff_report
 
@@ -39,14 +50,20 @@ def run_diff(args: argparse.Namespace) -> int:
         migrate_layout=args.migrate_layout,
         cache=render_cache(args),
     )
-    result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas))
+    # A step log with --verbose; no progress line otherwise: a diff renders in memory, quickly.
+    progress = StepLog(sys.stderr) if args.verbose else NO_PROGRESS
+    try:
+        result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas), progress)
+    finally:
+        progress.finish()
     print_skipped(result.render.skipped, sys.stderr, args.quiet)
     result.render.raise_if_strict(args.strict)
-    sys.stdout.write(diff_report(result, args.output, args.max_length))
+    if not args.quiet or structured(args):
+        sys.stdout.write(diff_report(result, args.output, args.max_length))
     # Notes go to stderr: stdout is the report, which a workflow posts as it is.
     for app in result.render.apps:
-        print_notes(app.notes, sys.stderr)
-    print_notes(result.render.notes, sys.stderr)
+        print_notes(app.notes, sys.stderr, quiet=args.quiet)
+    print_notes(result.render.notes, sys.stderr, quiet=args.quiet)
     print_module_problems(result.render.module_problems, sys.stderr)
     return ExitCode.CHANGES if args.exit_code and not result.diff.empty else ExitCode.OK
 
@@ -88,11 +105,10 @@ def add_diff_parser(commands: Any) -> None:
         help="render as `render --migrate-layout` would: show the tenant apps of a flat cluster directory "
         "moving into their shard directories",
     )
-    parser.add_argument(
-        "--output",
-        choices=("text", "markdown", "json"),
-        default="text",
-        help="text (summary and unified diffs), markdown (for a pull-request comment) or json",
+    add_output_options(
+        parser,
+        formats=(TEXT, "markdown", JSON, YAML),
+        formats_help="text (summary and unified diffs), markdown (for a pull-request comment), json or yaml",
     )
     parser.add_argument(
         "--max-length",

@@ -35,4 +35,3 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="render charts with this helm CLI (v3 or v4) instead of the embedded Helm engine",
     )
-    parser.add_argument("--output", choices=("text", "json"), default="text", help="result format on stdout")

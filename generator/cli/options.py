@@ -406,13 +406,8 @@ def render_cache(args: argparse.Namespace) -> RenderCache | None:
 def add_source_options(parser: argparse.ArgumentParser) -> None:
     """What a render reads besides its sources, and the cluster it renders (render and diff)."""
     parser.add_argument("--cluster", default="default", help="renders clusters/<cluster>/ (default: default)")
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="leave out the notes on stderr naming what under the source paths is no source and was "
-        "skipped (kustomizations, Helm values and charts, a render's output, other kinds)",
-    )
+    # -q/--quiet (cli.output's verbosity options) also leaves out the notes naming what under the
+    # source paths is no source and was skipped.
     add_cache_options(parser)
     parser.add_argument(
         "--catalog",

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from btp_gitops.generator.cli.output import print_notes
+from btp_gitops.generator.cli.output import add_verbosity_options, print_notes
 from btp_gitops.generator.core.errors import InputError, Problem, SourceSyntaxError, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.objects import Manifest
@@ -162,7 +162,7 @@ def run_post_render(args: argparse.Namespace) -> int:
         )
         inputs = _source_domain_inputs(args)
         result = _post_render_stdin(request, inputs)
-        print_notes(result.notes, sys.stderr)
+        _print_outcome(args, result)
         return ExitCode.OK
     if args.catalog or args.allow_path or args.restricted_modules:
         raise UsageError(f"--catalog, --allow-path, --restricted-modules: only for --domain {KYMA}")
@@ -186,8 +186,19 @@ def run_post_render(args: argparse.Namespace) -> int:
         request, existing_certificates=_existing_certificates(args, post_render_certificate_plan(request))
     )
     result = _post_render_stdin(request, None)
-    print_notes(result.notes, sys.stderr)
+    _print_outcome(args, result)
     return ExitCode.OK
+
+
+def _print_outcome(args: argparse.Namespace, result: PostRenderResult) -> None:
+    """Notes on stderr (stdout is Helm's stream); --quiet: warnings only; --verbose: a count too."""
+    print_notes(result.notes, sys.stderr, quiet=args.quiet)
+    if args.verbose:
+        print(
+            f"post-render --domain {args.domain}: {result.objects} objects written, "
+            f"{result.added} of them added",
+            file=sys.stderr,
+        )
 
 
 def add_post_render_parser(commands: Any) -> None:
@@ -195,8 +206,10 @@ def add_post_render_parser(commands: Any) -> None:
         "post-render",
         help="Helm post-renderer: a domain's rendering on the manifest stream (stdin to stdout)",
         description="Reads the manifests Helm rendered on stdin and writes them back, transformed, on "
-        "stdout (Helm 3 --post-renderer, Helm 4 postrenderer/v1 plugin). Diagnostics go to stderr.",
+        "stdout (Helm 3 --post-renderer, Helm 4 postrenderer/v1 plugin). Diagnostics go to stderr. "
+        "There is no -o/--output: stdout is the manifest stream Helm reads.",
     )
+    add_verbosity_options(parser)
     parser.add_argument(
         "--domain",
         "--module",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -22,11 +21,20 @@ from btp_gitops.generator.cli.options import (
     target_options,
     validate_options,
 )
-from btp_gitops.generator.cli.output import print_module_problems, print_notes, print_skipped
+from btp_gitops.generator.cli.output import (
+    add_output_options,
+    print_changed_files,
+    print_module_problems,
+    print_notes,
+    print_result,
+    print_skipped,
+    structured,
+)
 from btp_gitops.generator.core.errors import Problem, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
+from btp_gitops.generator.core.progress import NO_PROGRESS, Progress
 from btp_gitops.generator.domains.kyma import report_table
-from btp_gitops.generator.io.progress import progress_for
+from btp_gitops.generator.io.progress import StepLog, progress_for
 from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.render import (
@@ -40,9 +48,9 @@ from btp_gitops.generator.wiring.objects import ARGOCD
 
 
 def run_render_to_stdout(args: argparse.Namespace) -> int:
-    if args.commit or args.output == "json":
+    if args.commit or structured(args):
         raise UsageError(
-            "--stdout writes only manifests: it cannot be combined with --commit or --output json"
+            f"--stdout writes only manifests: it cannot be combined with --commit or --output {args.output}"
         )
     if args.target != ARGOCD or args.emit_wiring:
         raise UsageError(
@@ -65,8 +73,8 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
         result.notes += validate_render(where, result.files, validate_options(args))
     sys.stdout.write(cluster_stream(result))
     for app in result.apps:
-        print_notes(app.notes, sys.stderr)
-    print_notes(result.notes, sys.stderr)
+        print_notes(app.notes, sys.stderr, quiet=args.quiet)
+    print_notes(result.notes, sys.stderr, quiet=args.quiet)
     return module_problems_exit(result.module_problems)
 
 
@@ -98,7 +106,7 @@ def run_render(args: argparse.Namespace) -> int:
         migrate_layout=args.migrate_layout,
         cache=render_cache(args),
     )
-    progress = progress_for(sys.stderr, os.environ)
+    progress = render_progress(args)
     try:
         result = render_into_repo(
             request, chart_engine(args), load_schema_registry(args.schemas), progress=progress
@@ -106,9 +114,13 @@ def run_render(args: argparse.Namespace) -> int:
     finally:
         progress.finish()
     print_skipped(result.skipped, sys.stderr, args.quiet)
-    if args.output == "json":
-        json.dump(result.report(), sys.stdout, indent=2, sort_keys=True)
-        print()
+    if structured(args):
+        print_result(result.report(), args.output, sys.stdout)
+        return module_problems_exit(result.module_problems)
+    if args.quiet:
+        for app in result.apps:
+            print_notes(app.notes, sys.stderr, quiet=True)
+        print_notes(result.notes, sys.stderr, quiet=True)
         return module_problems_exit(result.module_problems)
     objects = sum(app.object_count for app in result.apps)
     changes = result.changes
@@ -117,6 +129,8 @@ def run_render(args: argparse.Namespace) -> int:
         f"{objects} objects in {len([a for a in result.apps if a.object_count])} app(s); "
         f"{len(changes.added)} added, {len(changes.changed)} changed, {len(changes.removed)} removed"
     )
+    if args.verbose:
+        print_changed_files(changes.added, changes.changed, changes.removed, sys.stdout)
     for app in result.apps:
         if app.notes:
             print(f"{app.app}:")
@@ -127,6 +141,15 @@ def run_render(args: argparse.Namespace) -> int:
     if request.commit:
         print(f"committed {result.commit}" if result.commit else "nothing to commit")
     return module_problems_exit(result.module_problems)
+
+
+def render_progress(args: argparse.Namespace) -> Progress:
+    """--verbose: a log line per step; --quiet and -o json|yaml: nothing; else a line on a terminal."""
+    if args.verbose:
+        return StepLog(sys.stderr)
+    if args.quiet or structured(args):
+        return NO_PROGRESS
+    return progress_for(sys.stderr, os.environ)
 
 
 def add_render_parser(commands: Any) -> None:
@@ -183,4 +206,5 @@ def add_render_parser(commands: Any) -> None:
     )
     add_validation_options(render, applies=" (with --validate)")
     add_engine_options(render)
+    add_output_options(render)
     render.set_defaults(handler=run_render)

@@ -3,28 +3,36 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections import Counter
 from typing import Any
 
 from btp_gitops.generator.cli.options import (
     add_validation_options,
     validate_options,
 )
+from btp_gitops.generator.cli.output import add_output_options, print_result, structured
 from btp_gitops.generator.core.exit_codes import ExitCode
-from btp_gitops.generator.pipeline.validate import validate_paths
+from btp_gitops.generator.core.redact import printable
+from btp_gitops.generator.io.kube_schemas import read_manifests
+from btp_gitops.generator.pipeline.validate import validate_documents
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    report = validate_paths(args.paths, validate_options(args))
-    if args.output == "json":
-        json.dump(report.as_dict(), sys.stdout, indent=2, sort_keys=True)
-        print()
+    documents, read_problems = read_manifests(args.paths)
+    report = validate_documents(documents, validate_options(args), read_problems)
+    if structured(args):
+        print_result(report.as_dict(), args.output, sys.stdout)
         return ExitCode.OK if report.valid else ExitCode.INPUT
     for problem in report.problems:
-        print(problem.render(), file=sys.stderr)
+        print(printable(problem.render()), file=sys.stderr)
     for warning in report.warnings:
-        print(f"warning: {warning.render()}", file=sys.stderr)
+        print(printable(f"warning: {warning.render()}"), file=sys.stderr)
+    if args.quiet:
+        return ExitCode.OK if report.valid else ExitCode.INPUT
+    if args.verbose:
+        for file, count in Counter(document.file for document in documents).items():
+            print(printable(f"  {file}: {_counted(count, 'object')}"))
     objects = _counted(report.objects, "object")
     problems = _counted(len(report.problems), "problem")
     summary = f"{objects} valid" if report.valid else f"{problems} in {objects}"
@@ -50,7 +58,5 @@ def add_validate_parser(commands: Any) -> None:
         "paths", nargs="+", metavar="PATH", help="YAML files, directories (walked), or - for stdin"
     )
     add_validation_options(validate)
-    validate.add_argument(
-        "--output", choices=("text", "json"), default="text", help="result format on stdout"
-    )
+    add_output_options(validate)
     validate.set_defaults(handler=run_validate)

@@ -73,6 +73,16 @@ class Problem:
             where += f": {self.field_path}"
         return f"{where}: {self.message}"
 
+    def as_dict(self) -> dict[str, str | int | None]:
+        """The problem as the JSON reports and JSON errors give it (None where not known)."""
+        return {
+            "file": self.file,
+            "document": self.document,
+            "object": self.object_ref,
+            "field": self.field_path,
+            "message": self.message,
+        }
+
 
 class BtpGitopsError(Exception):
     """Root of every error btp-gitops raises on purpose, the controller's included."""

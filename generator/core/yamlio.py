@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -39,6 +39,19 @@ def dump_object(obj: Any) -> str:
     """One object as a YAML document body (no leading `---`)."""
     text = _WRITER.document(obj)
     return dump_with_pyyaml(obj) if text is None else text
+
+
+def dump_report(report: Mapping[str, Any]) -> str:
+    """A command's result (`-o yaml`) as one document, keys sorted as the JSON output sorts them."""
+
+    def ordered(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {key: ordered(value[key]) for key in sorted(value)}
+        if isinstance(value, list | tuple):
+            return [ordered(item) for item in value]
+        return value
+
+    return dump_object(ordered(report))
 
 
 def dump_each(objects: list[Any]) -> list[str]:

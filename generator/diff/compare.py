@@ -69,8 +69,8 @@ class Change:
             "app": self.app,
             "change": self.kind.value,
             "subject": self.subject,
-            "old_path": self.old_path,
-            "new_path": self.new_path,
+            "oldPath": self.old_path,
+            "newPath": self.new_path,
             "note": self.note,
             "diff": self.diff,
         }

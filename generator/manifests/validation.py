@@ -102,9 +102,9 @@ class ValidationReport:
         return {
             "valid": self.valid,
             "objects": self.objects,
-            "problems": [_problem_dict(p) for p in self.problems],
-            "warnings": [_problem_dict(p) for p in self.warnings],
-            "kubernetes_version": self.kubernetes_version,
+            "problems": [p.as_dict() for p in self.problems],
+            "warnings": [p.as_dict() for p in self.warnings],
+            "kubernetesVersion": self.kubernetes_version,
         }
 
     def raise_if_invalid(self) -> None:
@@ -113,16 +113,6 @@ class ValidationReport:
             raise ManifestInvalid(
                 f"invalid manifests ({count} problem{'s' if count != 1 else ''})", self.problems
             )
-
-
-def _problem_dict(problem: Problem) -> dict[str, Any]:
-    return {
-        "file": problem.file,
-        "document": problem.document,
-        "object": problem.object_ref,
-        "field": problem.field_path,
-        "message": problem.message,
-    }
 
 
 # --- reading ----------------------------------------------------------------------------------

@@ -23,7 +23,9 @@ from pathlib import Path, PurePosixPath
 from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import UsageError
 from btp_gitops.generator.core.ownership import MANIFEST_FILE, is_manifest, shards_tenants
+from btp_gitops.generator.core.progress import NO_PROGRESS, Progress
 from btp_gitops.generator.core.validation import SchemaRegistry
+from btp_gitops.generator.core.yamlio import dump_report
 from btp_gitops.generator.diff.compare import ClusterDiff, compare_trees
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
 from btp_gitops.generator.io.git import read_tree_at
@@ -150,7 +152,9 @@ def check_tree(request: DiffRequest, tree: ComparedTree) -> None:
         )
 
 
-def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaRegistry) -> DiffResult:
+def diff_cluster(
+    request: DiffRequest, engine: ChartRenderer, schemas: SchemaRegistry, progress: Progress = NO_PROGRESS
+) -> DiffResult:
     tree = tree_to_compare(request)
     check_tree(request, tree)
     label, old = tree.label, tree.files
@@ -166,6 +170,7 @@ def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaReg
         allow_paths=request.allow_paths,
         shard_tenants=shards_tenants(tree.manifest, old.keys(), request.migrate_layout),
         cache=request.cache,
+        progress=progress,
     )
     new = {**result.files, **result.records}
     diff = compare_trees(old, new, prefix=f"{cluster_subtree(request.cluster)}/")
@@ -174,7 +179,7 @@ def diff_cluster(request: DiffRequest, engine: ChartRenderer, schemas: SchemaReg
 
 
 def diff_report(result: DiffResult, output: str, max_length: int) -> str:
-    """The report as it will be printed (text, markdown or json), checked for private keys.
+    """The report as it will be printed (text, markdown, json or yaml), checked for private keys.
 
     Both sides are masked before any text is made (diff.masking) and the rendered side has
     passed the credential guard; a key in the report would mean the masking missed one, and the
@@ -182,6 +187,8 @@ def diff_report(result: DiffResult, output: str, max_length: int) -> str:
     """
     if output == "json":
         text = json.dumps(json_report(result.diff, result.title), indent=2, sort_keys=True) + "\n"
+    elif output == "yaml":
+        text = dump_report(json_report(result.diff, result.title))
     elif output == "markdown":
         text = markdown_report(result.diff, result.title, max_length)
     else:

@@ -226,7 +226,7 @@ def test_json_report_is_complete() -> None:
     json.dumps(report)  # serialisable as it is
     assert report["summary"] == {"added": 1, "changed": 1, "removed": 1}
     assert report["apps"] == [{"app": "web", "added": 1, "changed": 1, "removed": 1}]
-    assert [(c["change"], c["subject"], c["old_path"], c["new_path"]) for c in report["changes"]] == [
+    assert [(c["change"], c["subject"], c["oldPath"], c["newPath"]) for c in report["changes"]] == [
         ("added", "ConfigMap ns/d", None, "web/configmap-d.yaml"),
         ("changed", "ConfigMap ns/a", "web/configmap-a.yaml", "web/configmap-a.yaml"),
         ("removed", "ConfigMap ns/b", "web/configmap-b.yaml", None),
@@ -244,4 +244,4 @@ def test_text_and_markdown_escape_every_control_character_but_line_breaks_and_ta
     for report in (text_report(diff, title), markdown_report(diff, title, 2_000)):
         assert printable(report) == report  # nothing left to escape
         assert "x\\x1b]0;t\\x07.txt" in report and "\\u202e" in report
-    assert json_report(diff, title)["changes"][0]["old_path"] == "x\x1b]0;t\x07.txt"  # exact
+    assert json_report(diff, title)["changes"][0]["oldPath"] == "x\x1b]0;t\x07.txt"  # exact

@@ -306,8 +306,8 @@ def test_diff_escapes_control_characters_of_names_and_contents(
     assert result.returncode == ExitCode.OK, result.stderr
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout and "\x9b" not in result.stdout
     if output == "json":  # exact: the JSON encoder escapes, a reader gets the bytes back
-        change = next(c for c in json.loads(result.stdout)["changes"] if c["old_path"])
-        assert change["old_path"].endswith(name) and "\x1b[2J\x1b[Hback\x9b2J" in change["diff"]
+        change = next(c for c in json.loads(result.stdout)["changes"] if c["oldPath"])
+        assert change["oldPath"].endswith(name) and "\x1b[2J\x1b[Hback\x9b2J" in change["diff"]
     else:
         assert "x\\x1b[2J\\x1b]0;pwned\\x07.txt" in result.stdout
         assert "clear: \\x1b[2J\\x1b[Hback\\x9b2J" in result.stdout

@@ -163,7 +163,7 @@ def test_diff_against_an_old_repository_shows_the_tenants_moving(
         "cap-tenant.bookshop.globex",
         "cap-tenant.bookshop.initech",
     }
-    assert all(c["new_path"].startswith(f"{TENANTS_DIR}/bookshop.bookshop/") and not c["diff"] for c in moved)
+    assert all(c["newPath"].startswith(f"{TENANTS_DIR}/bookshop.bookshop/") and not c["diff"] for c in moved)
     others = [c for c in changes if c not in moved]
     # Besides the moves: the tenants' kustomizations (matched by path) and the wiring.
     assert {c["app"] for c in others} <= {".wiring", *(c["app"] for c in moved)}

@@ -76,7 +76,7 @@ def test_json_output(tmp_path: Path, run_cli: RunCli) -> None:
     assert json.loads(result.stdout) == {
         "valid": False,
         "objects": 2,
-        "kubernetes_version": NEWEST,
+        "kubernetesVersion": NEWEST,
         "problems": [
             {
                 "file": "all.yaml",
@@ -106,7 +106,7 @@ def test_valid_json_output(tmp_path: Path, run_cli: RunCli) -> None:
     assert json.loads(result.stdout) == {
         "valid": True,
         "objects": 1,
-        "kubernetes_version": NEWEST,
+        "kubernetesVersion": NEWEST,
         "problems": [],
         "warnings": [],
     }
