@@ -429,7 +429,7 @@ parse_args() {
       --no-cache) use_cache=false ;;
       --out) [ $# -ge 2 ] || die "--out needs a directory"; out_dir=$2; shift ;;  # relative: to the caller's directory
       --customize) shift; customize_rootfs "$@"; exit 0 ;;  # mmdebstrap's hook: see run_mmdebstrap
-      -h|--help) sed -n '2,31p' "$script_path"; exit 0 ;;
+      -h|--help) sed -n '2,32p' "$script_path"; exit 0 ;;
       *) die "unknown argument: $1" ;;
     esac
     shift
