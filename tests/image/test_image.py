@@ -9,9 +9,11 @@ Real components: mmdebstrap, umoci, the image's own Python, venv, Git and embedd
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -199,9 +201,31 @@ def test_byte_code_is_checked_hash(bundle: Bundle) -> None:
     checked_hash = (0b11).to_bytes(4, "little")  # PEP 552 flags: hash-based, check the source
     site = bundle.rootfs / "opt/btp-gitops/lib/python3.11/site-packages"
     stdlib = bundle.rootfs / "usr/lib/python3.11"
-    for tree in (site / "btp_gitops", site / "yaml", stdlib / "json", stdlib):
+    for tree in (site / "btp_gitops", site / "btp_gitops" / "generator", site / "yaml", stdlib):
         sources = list(tree.glob("*.py"))
         assert sources, tree
         for source in sources:
             cached = source.parent / "__pycache__" / f"{source.stem}.cpython-311.pyc"
             assert cached.read_bytes()[4:8] == checked_hash, cached
+
+
+@pytest.mark.parametrize(
+    ("archive", "module"),
+    [
+        ("usr/lib/python311.zip", "json/__init__.py"),
+        ("opt/btp-gitops/lib/python3.11/site-packages.zip", "kubernetes/client/__init__.py"),
+    ],
+)
+def test_byte_code_in_archives_is_the_sources(bundle: Bundle, archive: str, module: str) -> None:
+    # The standard library and pure-Python packages are imported from zip archives: beside each
+    # source, its byte-code with the source's hash (unchecked: the archive never changes).
+    unchecked_hash = (0b01).to_bytes(4, "little")
+    with zipfile.ZipFile(bundle.rootfs / archive) as opened:
+        names = set(opened.namelist())
+        sources = sorted(name for name in names if name.endswith(".py"))
+        assert module in sources
+        for source in sources:
+            code = opened.read(source + "c")
+            assert code[:4] == importlib.util.MAGIC_NUMBER, source
+            assert code[4:8] == unchecked_hash, source
+            assert code[8:16] == importlib.util.source_hash(opened.read(source)), source
