@@ -34,8 +34,11 @@ fi
 if $with_tools; then
   # Debian packages the tests run for real, installed system-wide (so scripts/test.sh installs
   # them too, with sudo when not root): Prometheus (version-cleanup rules); mmdebstrap, umoci,
-  # curl and the Debian archive keyring for scripts/build-image.sh (the OCI image tests).
+  # curl and the Debian archive keyring for scripts/build-image.sh (the OCI image tests); zsh and
+  # fish, whose shells check the completion scripts (tests/cli/test_completion.py).
   missing=()
+  command -v zsh >/dev/null 2>&1 || missing+=(zsh)
+  command -v fish >/dev/null 2>&1 || missing+=(fish)
   command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
   command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
   command -v umoci >/dev/null 2>&1 || missing+=(umoci)

@@ -306,3 +306,87 @@ def test_post_render_of_a_cap_chart_behind_helm(product: InstalledProduct, tmp_p
     kinds = [o["kind"] for o in yaml.safe_load_all(outputs[0]) if o]
     assert kinds.count("Deployment") == 2
     assert kinds.count("Job") == 3
+
+
+# --- issue 33, in a user's hands: the installed CLI, not the checkout's -------------------------
+
+
+def test_a_helm_binary_printing_nothing_removes_nothing(product: InstalledProduct, tmp_path: Path) -> None:
+    """A broken Helm wrapper (prints nothing, exits 0) once removed most of the cluster's files."""
+    source = copy_example("btp-operator", tmp_path)
+    repo = tmp_path / "repo"
+    assert product.run("render", source, "--out", repo).returncode == 0
+    before = read_tree(repo)
+    silent = tmp_path / "silent-helm"
+    silent.write_text("#!/bin/sh\nexit 0\n")
+    silent.chmod(0o755)
+
+    refused = product.run("render", source, "--out", repo, "--helm-binary", silent)
+
+    assert refused.returncode == 4, refused.stderr
+    assert "rendered no objects" in refused.stderr and "spec.chart.allowEmpty" in refused.stderr
+    assert read_tree(repo) == before
+
+
+def test_every_problem_of_every_stage_in_one_run_with_suggestions(
+    product: InstalledProduct, tmp_path: Path
+) -> None:
+    """A misspelt field (schema), application (across objects) and version (a tenant's plan)."""
+    source = copy_example("cap-app", tmp_path)
+    globex, initech = source / "tenants" / "globex.yaml", source / "tenants" / "initech.yaml"
+    globex.write_text(globex.read_text().replace("subDomain:", "subdomain:"))
+    initech.write_text(
+        initech.read_text().replace("capApplicationInstance: bookshop", "capApplicationInstance: bookshp")
+    )
+
+    refused = product.run("render", source, "--out", tmp_path / "repo")
+
+    assert refused.returncode == 3, refused.stderr
+    assert 'spec.subdomain: unknown field (did you mean "subDomain"?)' in refused.stderr
+    assert '(did you mean "bookshop"?)' in refused.stderr
+    assert not (tmp_path / "repo").exists()
+
+
+def test_json_mode_prints_the_error_as_a_document_with_the_exit_code(
+    product: InstalledProduct, tmp_path: Path
+) -> None:
+    source = copy_example("btp-operator", tmp_path)
+    config = source / "btpoperatorconfig.yaml"
+    config.write_text(config.read_text().replace("spec:\n", "spec:\n  colour: blue\n", 1))
+
+    refused = product.run("render", source, "--out", tmp_path / "repo", "-o", "json")
+
+    assert refused.returncode == 3, refused.stderr
+    document = yaml.safe_load(refused.stdout)
+    assert document["exitCode"] == 3
+    [problem] = document["error"]["problems"]
+    assert (problem["field"], problem["message"]) == ("spec.colour", "unknown field")
+
+
+def test_the_command_line_follows_kubectl_and_helm(product: InstalledProduct) -> None:
+    bare = product.run()
+    assert bare.returncode == 0 and "render" in bare.stdout, bare.stderr
+
+    abbreviated = product.run("render", "src", "--out", "repo", "--clust", "demo")
+    assert abbreviated.returncode == 2
+    assert '"--cluster"' in abbreviated.stderr  # named as the option probably meant, never taken for it
+
+    script = product.run("completion", "bash")
+    assert script.returncode == 0, script.stderr
+    completed = subprocess.run(
+        [
+            "bash",
+            "--norc",
+            "--noprofile",
+            "-c",
+            'source /dev/stdin; COMP_WORDS=(btp-gitops ren); COMP_CWORD=1; _btp_gitops; printf "%s\\n" "${COMPREPLY[@]}"',
+        ],
+        input=script.stdout,
+        capture_output=True,
+        text=True,
+        cwd=product.home,
+        env=product.env(),
+        check=False,
+        timeout=60,
+    )
+    assert completed.stdout.split() == ["render"], completed.stderr
