@@ -148,7 +148,9 @@ def test_a_decompression_bomb_in_a_pack_stops_at_the_bound(source: Path, tmp_pat
     assert_clean(run)
     assert run.returncode == ExitCode.INPUT, run.stderr
     assert "render pack" in run.stderr
-    assert time.monotonic() - started < 120
+    seconds = time.monotonic() - started
+    print(f"a pack of 2 GiB compressed spaces: {seconds:.2f} s under a 1 GiB address-space limit")  # figures
+    assert seconds < 120
 
 
 def test_a_cached_record_of_the_wrong_shape_is_an_input_error(source: Path, tmp_path: Path) -> None:

@@ -267,7 +267,10 @@ def test_a_huge_file_in_the_cluster_directory_is_refused_before_it_is_read(world
     big_owned_file(world)
     args: list[str | Path] = [CLI, command, CAP, "--cluster", CLUSTER]
     args += ["--out", "repo"] if command == "render" else ["--against", "repo"]
-    result, rss, _ = measured(args, world)
+    result, rss, seconds = measured(args, world)
+    print(
+        f"{command} over a {BIG >> 20} MiB owned file: {seconds:.2f} s, peak RSS {rss // 1024} MiB"
+    )  # figures
     assert result.returncode == ExitCode.OUTPUT, result.stderr
     assert f"refusing to read repo/clusters/{CLUSTER}/big.yaml: too large (256.0 MiB;" in result.stderr
     assert "at most 64.0 MiB" in result.stderr
@@ -284,7 +287,8 @@ def test_a_huge_blob_at_the_ref_is_refused_from_its_header(world: Path) -> None:
         subprocess.run(["git", "-C", repo, *args], check=True, env={**os.environ, **IDENTITY})
     big.unlink()
     started = time.monotonic()
-    result, rss, _ = measured([CLI, "diff", CAP, "--against", "HEAD", "--cluster", CLUSTER], repo)
+    result, rss, seconds = measured([CLI, "diff", CAP, "--against", "HEAD", "--cluster", CLUSTER], repo)
+    print(f"diff --against HEAD over a 96 MiB blob: {seconds:.2f} s, peak RSS {rss // 1024} MiB")  # figures
     assert result.returncode == ExitCode.OUTPUT, result.stderr
     assert f"refusing to read clusters/{CLUSTER}/big.yaml at HEAD: too large (96.0 MiB;" in result.stderr
     assert rss < MAX_RSS_KIB, f"max RSS {rss} KiB"
