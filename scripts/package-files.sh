@@ -5,5 +5,5 @@
 # package) needs the install again. Reads the folders, not Git: a new file counts before its commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-find src/btp_gitops generator controller schemas charts module-resources \
+find src/btp_gitops generator controller schemas charts module-resources examples \
   -name __pycache__ -prune -o -type f -print | LC_ALL=C sort | sha256sum | cut -d' ' -f1

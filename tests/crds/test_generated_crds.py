@@ -166,7 +166,16 @@ def test_chart_metadata() -> None:
 @pytest.mark.parametrize("helm", ["helm3", "helm4"])
 def test_helm_installs_the_generated_crds(helm: str) -> None:
     rendered = subprocess.run(
-        [str(tool_path(helm)), "template", "btp-gitops", str(CHART), "--include-crds"],
+        [
+            str(tool_path(helm)),
+            "template",
+            "btp-gitops",
+            str(CHART),
+            "--include-crds",
+            # the chart refuses its bare defaults: a first install names the source repository
+            "--set",
+            "source.repo=https://git.example.com/platform/sources.git",
+        ],
         capture_output=True,
         text=True,
         check=True,

@@ -340,7 +340,7 @@ def test_a_misspelled_cert_manager_field_is_named(tmp_path: Path, run_cli: RunCl
     assert (result.returncode, result.stdout, result.stderr) == (
         ExitCode.INPUT,
         f"2 problems in 1 object (Kubernetes {NEWEST})\n",
-        "certificate.yaml: document 1 (Certificate apps/web): spec.dnsName: unknown field\n"
+        'certificate.yaml: document 1 (Certificate apps/web): spec.dnsName: unknown field (did you mean "dnsNames"?)\n'
         "certificate.yaml: document 1 (Certificate apps/web): spec.privateKey.size: must be of type integer, got string\n",
     )
 
@@ -428,7 +428,7 @@ def test_crds_adds_a_kind_the_shipped_schemas_do_not_know(tmp_path: Path, run_cl
     with_crds = run_cli("validate", "podmonitor.yaml", "--crds", podmonitors, cwd=tmp_path)
     assert (with_crds.returncode, with_crds.stderr) == (
         ExitCode.INPUT,
-        "podmonitor.yaml: document 1 (PodMonitor apps/web): spec.podMetricsEndpoint: unknown field\n",
+        'podmonitor.yaml: document 1 (PodMonitor apps/web): spec.podMetricsEndpoint: unknown field (did you mean "podMetricsEndpoints"?)\n',
     )
 
 
