@@ -285,9 +285,19 @@ def test_sigterm_stops_quietly(
     text = controller.log.read_text()
     assert all(line.startswith("{") for line in text.splitlines()), f"a line that is no log entry:\n{text}"
     entries = controller.log_lines()
-    loud = [entry for entry in entries if entry["level"] not in ("debug", "info")]
-    assert not loud, "warnings or errors while stopping:\n" + "\n".join(map(json.dumps, loud))
     signals = [entry for entry in entries if "signal" in str(entry["message"])]
+    # What the stop logs: from the signal on. The API server is shared by this worker's tests, so a
+    # controller watching every namespace also delivers pending callbacks other tests left behind
+    # (their CAPApplication is in no repository of this one): those warnings are about that work,
+    # not about the stop, whenever they fall.
+    foreign = ("btp_gitops.controller.cap.callbacks", "btp_gitops.controller.events")
+    stopping = entries[entries.index(signals[0]) :] if signals else entries
+    loud = [
+        entry
+        for entry in stopping
+        if entry["level"] not in ("debug", "info") and entry.get("logger") not in foreign
+    ]
+    assert not loud, "warnings or errors while stopping:\n" + "\n".join(map(json.dumps, loud))
     assert [(entry["level"], entry["message"]) for entry in signals] == [
         ("info", f"received signal {signal.SIGTERM.value}: stopping")
     ]
