@@ -1,0 +1,27 @@
+"""`btp-gitops import`: objects the three operators are driven by, read from a running cluster
+or from `kubectl get -o yaml` dumps, turned into source files; and the cutover plan that says
+what a render of those sources would do to the live objects. Pure (kernel only): the cluster and
+the dumps are read by `io`, the files are written by the pipeline.
+
+model  what every part shares: a live object with its origin, the imported files, the skips
+"""
+
+from __future__ import annotations
+
+from btp_gitops.generator.migration.model import (
+    ImportedDocument,
+    ImportedFile,
+    ImportResult,
+    LiveObject,
+    Skipped,
+    merge_results,
+)
+
+__all__ = [
+    "ImportResult",
+    "ImportedDocument",
+    "ImportedFile",
+    "LiveObject",
+    "Skipped",
+    "merge_results",
+]
