@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from tests.support.wheel import build_wheel
@@ -52,6 +53,15 @@ def _register_package(name: str) -> None:
 sys.path[:] = [entry for entry in sys.path if Path(entry or os.curdir).resolve() != ROOT]
 if "bench" not in sys.modules:
     _register_package("bench")
+
+# The fuzzers explore new random inputs on every developer run, but CI must give the same verdict
+# for the same commit: there Hypothesis derandomizes (its examples follow from each test's name),
+# and a failure prints the reproduction blob. Set HYPOTHESIS_PROFILE to choose either anywhere.
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True, database=None)
+hypothesis_settings.register_profile("explore", print_blob=True)
+hypothesis_settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "explore")
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
