@@ -18,6 +18,9 @@ if ! [[ $workers =~ ^[1-9][0-9]*$ ]]; then
 fi
 parallel=(-n "$workers")
 [ "$workers" -eq 1 ] && parallel=(-n 0)
+# The property tests run derandomized here, so one commit gets one verdict (tests/conftest.py);
+# pytest run directly explores new random inputs.
+export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
 
 # --- phases and their times ---------------------------------------------------------------------
 phase_rows=()
