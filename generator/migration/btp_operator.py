@@ -34,8 +34,10 @@ from btp_gitops.generator.core.names import NameRule, name_message
 from btp_gitops.generator.migration.kyma_fields import section, type_word
 from btp_gitops.generator.migration.live_meta import (
     Refused,
+    document,
     kept_metadata,
     left_out_line,
+    quoted,
     refused,
     skipped,
     unique_objects,
@@ -218,7 +220,7 @@ def _config_document(secret: _Settings, configmap: _Settings) -> ImportedDocumen
         "metadata": {"name": CONFIG_NAME, "namespace": NAMESPACE},
         "spec": spec,
     }
-    return ImportedDocument(body, tuple(comment))
+    return document(body, tuple(comment))
 
 
 def _btp_operator_document(live: LiveObject) -> ImportedDocument:
@@ -229,14 +231,14 @@ def _btp_operator_document(live: LiveObject) -> ImportedDocument:
     comment = [f"Imported from {live.origin}: {live.describe()}."]
     status = live.body.get("status")
     if isinstance(status, Mapping):
-        comment.append(f"BTP Manager's status (not a source): {status.get('state') or 'no state'}.")
+        comment.append(f"BTP Manager's status (not a source): {quoted(status.get('state') or 'no state')}.")
         left_out.append("status")
     if kept.metadata.get("labels", {}).get(FORCE_DELETE_LABEL) == "true":
         comment.append(
             "Labelled force-delete: removing this BtpOperator deletes every service instance and binding."
         )
     body = {"apiVersion": BTP_OPERATOR_API, "kind": "BtpOperator", "metadata": kept.metadata}
-    return ImportedDocument(body, (*comment, *left_out_line(left_out)))
+    return document(body, (*comment, *left_out_line(left_out)))
 
 
 def _one(objects: Sequence[LiveObject], kind: str) -> LiveObject | None:

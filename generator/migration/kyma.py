@@ -46,8 +46,10 @@ from btp_gitops.generator.migration.kyma_fields import (
 )
 from btp_gitops.generator.migration.live_meta import (
     Refused,
+    document,
     kept_metadata,
     left_out_line,
+    quoted,
     refused,
     skipped,
     unique_objects,
@@ -166,7 +168,7 @@ def _status_lines(
     status = body.get("status")
     if not isinstance(status, Mapping):
         return ["Lifecycle Manager reported no status (the render resolves every module from the catalog)."]
-    state = status.get("state") or "no state"
+    state = quoted(status.get("state") or "no state")
     lines = [f"Lifecycle Manager's status (not a source; the render keeps its own record): {state}."]
     modules = status.get("modules")
     installed: dict[str, Mapping[str, Any]] = {}
@@ -176,20 +178,24 @@ def _status_lines(
             continue
         installed[entry["name"]] = entry
         lines.append(
-            f"  {entry['name']}: {entry.get('version') or 'no version'}, channel "
-            f"{entry.get('channel') or '-'}, {entry.get('state') or 'no state'}"
+            f"  {quoted(entry['name'])}: {quoted(entry.get('version') or 'no version')}, channel "
+            f"{quoted(entry.get('channel') or '-')}, {quoted(entry.get('state') or 'no state')}"
         )
     kyma_channel = str(spec.get("channel") or DEFAULT_CHANNEL)
     for module in spec.get("modules", []):
         before = installed.get(module["name"])
-        version = str(before.get("version") or "") if before else ""
-        if not version or module.get("managed") is False:
+        version = before.get("version") if before else None
+        if (
+            not isinstance(version, str)
+            or VERSION.fullmatch(version) is None
+            or module.get("managed") is False
+        ):
             continue
         resolved = _resolved_version(module, kyma_channel, catalog)
         if not resolved:
             lines.append(
                 f"Warning: {module['name']} is installed at {version}, but the imported catalog resolves "
-                "no version for it: the first render reports it unresolved and keeps nothing of it."
+                "no version for it: the first render reports it unresolved and renders nothing for it."
             )
         elif resolved != version:
             downgrade = _lower(resolved, version)
@@ -221,7 +227,7 @@ def _kyma_document(live: LiveObject, catalog: Sequence[CatalogEntry]) -> Importe
     body: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "Kyma", "metadata": kept.metadata}
     if spec:
         body["spec"] = copy.deepcopy(spec)
-    return ImportedDocument(body, (*comment, *left_out_line(left_out)))
+    return document(body, (*comment, *left_out_line(left_out)))
 
 
 def _choose_kyma(kymas: list[LiveObject]) -> tuple[LiveObject | None, list[Skipped]]:

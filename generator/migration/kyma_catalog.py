@@ -41,6 +41,7 @@ from btp_gitops.generator.migration.kyma_fields import (
 )
 from btp_gitops.generator.migration.live_meta import (
     Refused,
+    document,
     kept_metadata,
     left_out_line,
     safe_link,
@@ -257,7 +258,7 @@ def template_entry(live: LiveObject) -> CatalogEntry:
     )
     return CatalogEntry(
         module=module,
-        document=ImportedDocument(
+        document=document(
             {
                 "apiVersion": live.api_version,
                 "kind": "ModuleTemplate",
@@ -375,7 +376,7 @@ def release_meta_entry(live: LiveObject) -> CatalogEntry:
     ]
     return CatalogEntry(
         module=module,
-        document=ImportedDocument(
+        document=document(
             {
                 "apiVersion": live.api_version,
                 "kind": "ModuleReleaseMeta",

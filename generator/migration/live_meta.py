@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from btp_gitops.generator.core.names import NameRule, name_message
-from btp_gitops.generator.core.redact import shown
-from btp_gitops.generator.migration.model import LiveObject, Skipped
+from btp_gitops.generator.core.redact import printable, shown
+from btp_gitops.generator.migration.model import ImportedDocument, LiveObject, Skipped
 
 # Set by kubectl and the API server, never by what a user means the object to be.
 _SYSTEM_ANNOTATIONS = (
@@ -116,6 +116,18 @@ def unknown_fields(section: Mapping[str, Any], known: Iterable[str], prefix: str
     """The keys of `section` the schema has no field for, as field paths."""
     allowed = frozenset(known)
     return [f"{prefix}.{key}" for key in sorted(map(str, section)) if key not in allowed]
+
+
+def document(body: Mapping[str, Any], comment: Iterable[str]) -> ImportedDocument:
+    """A source document whose comment lines stay comment lines: a line break or control
+    character from a live value (a status message) is escaped, never written."""
+    lines = (printable(line).replace("\n", "\\n").replace("\r", "\\r").replace("\t", " ") for line in comment)
+    return ImportedDocument(body, tuple(lines))
+
+
+def quoted(value: Any) -> str:
+    """A live value a comment names (a version, a state): as it is when short text, else shown."""
+    return value if isinstance(value, str) and len(value) <= 64 and value.isprintable() else shown(value)
 
 
 def left_out_line(fields: Sequence[str]) -> list[str]:
