@@ -187,7 +187,7 @@ def _configmap_settings(live: LiveObject) -> _Settings:
         values.get("CLUSTER_ID"),
         namespace,
         values.get("ENABLE_LIMITED_CACHE"),
-        (f"ENABLE_LIMITED_CACHE read from {live.origin}: ConfigMap {NAMESPACE}/{CONFIGMAP_NAME}.",),
+        (f"Settings read from {live.origin}: ConfigMap {NAMESPACE}/{CONFIGMAP_NAME} (operator flags).",),
     )
 
 

@@ -131,7 +131,8 @@ def quoted(value: Any) -> str:
 
 
 def left_out_line(fields: Sequence[str]) -> list[str]:
-    return ["Left out: " + ", ".join(fields)] if fields else []
+    """The comment lines naming what a document leaves out of its live object, one field a line."""
+    return ["Left out:", *(f"  {field}" for field in fields)] if fields else []
 
 
 def _identity(live: LiveObject) -> tuple[str, str, str, str]:
