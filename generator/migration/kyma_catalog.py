@@ -248,7 +248,7 @@ def template_entry(live: LiveObject) -> CatalogEntry:
         ]
     folder = f"{MODULES_DIR}/{module}/{version or kept.metadata['name']}"
     new_spec["rawManifest"] = {"path": f"../.modules/{module}/{version or kept.metadata['name']}"}
-    source = _raw_manifest_source(spec)
+    source = _raw_manifest_source(new_spec)  # its fields checked: resources, descriptor a map
     comment.append(f"Its resources are not in the cluster: put them into {folder}/ ({source}).")
     fetch = Skipped(
         live.describe(),
