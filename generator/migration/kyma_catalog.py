@@ -332,6 +332,13 @@ def _expressions(items: Any) -> list[dict[str, Any]]:
     return checked
 
 
+def _restricted_line(module: str, spec: Mapping[str, Any]) -> list[str]:
+    if "kymaSelector" not in spec:
+        return []
+    # Lifecycle Manager's restricted-modules list is a flag of its own, not an object to import.
+    return [f"A restricted module (spec.kymaSelector): render with --restricted-modules {module}."]
+
+
 def release_meta_entry(live: LiveObject) -> CatalogEntry:
     """A live ModuleReleaseMeta as its source document, or `Refused`."""
     spec = section(live.body, "spec", "spec", required=True)
@@ -383,7 +390,7 @@ def release_meta_entry(live: LiveObject) -> CatalogEntry:
                 "metadata": kept.metadata,
                 "spec": new_spec,
             },
-            (_origin_line(live), *left_out_line(left_out)),
+            (_origin_line(live), *_restricted_line(module, new_spec), *left_out_line(left_out)),
         ),
         kind="ModuleReleaseMeta",
         name=name,

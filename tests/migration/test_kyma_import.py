@@ -303,3 +303,20 @@ def test_what_import_writes_validates_and_renders_once_the_raw_manifests_are_fet
     assert "greeter-controller-manager" in greeter
     assert "example.com/greeter:1.0.0" in greeter
     assert "kind: Greeter" in greeter  # the default CR, spec.data of the template
+
+
+def test_a_restricted_modules_selector_is_kept_and_the_flag_it_needs_is_said() -> None:
+    selector = {
+        "matchLabels": {"kyma-project.io/region": "europe-west3"},
+        "matchExpressions": [{"key": "kyma-project.io/global-account-id", "operator": "Exists"}],
+    }
+    objects = runtime_objects()
+    objects[4] = changed(objects[4], ("spec", "kymaSelector"), selector)
+    result = import_kyma(objects)
+    assert _file(result, "kyma/catalog/relay.yaml")[0]["spec"]["kymaSelector"] == selector
+    assert "render with --restricted-modules relay" in _comment(result, "kyma/catalog/relay.yaml")
+    objects[4] = changed(objects[4], ("spec", "kymaSelector", "matchExpressions", 0, "operator"), "Near")
+    reasons = _reasons(import_kyma(objects), "ModuleReleaseMeta kyma-system/relay")
+    assert reasons == [
+        "spec.kymaSelector.matchExpressions[0].operator: must be In, NotIn, Exists or DoesNotExist"
+    ]
