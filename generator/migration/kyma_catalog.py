@@ -79,7 +79,6 @@ class CatalogEntry:
     namespace: str
     version: str = ""
     channel: str = ""
-    belongs_by_name: bool = True  # a template found by spec.moduleName, not by its label
     channels: tuple[tuple[str, str], ...] = ()  # a release meta's (channel, version) pairs
     fetch: Skipped | None = None  # the raw manifest the user must fetch
 
@@ -134,8 +133,8 @@ def _manager(spec: Mapping[str, Any]) -> dict[str, str] | None:
     if "manager" not in spec:
         return None
     manager = section(spec, "manager", "spec.manager")
-    for name in unknown_fields(manager, ("group", "version", "kind", "namespace", "name"), "spec.manager"):
-        raise Refused(name, "not a field of spec.manager")
+    if extra := unknown_fields(manager, ("group", "version", "kind", "namespace", "name"), "spec.manager"):
+        raise Refused(extra[0], "not a field of spec.manager")
     kept: dict[str, str] = {}
     for key in ("group", "version", "kind", "namespace", "name"):
         value = text(manager, key, f"spec.manager.{key}")
@@ -166,34 +165,14 @@ def _raw_manifest_source(spec: Mapping[str, Any]) -> str:
     return "from the module's release (the template names no source)"
 
 
-def template_entry(live: LiveObject) -> CatalogEntry:
-    """A live ModuleTemplate as its source document, or `Refused`."""
-    spec = section(live.body, "spec", "spec", required=True)
-    kept = kept_metadata(
-        live,
-        (OPERATOR_PREFIX,),
-        keep_labels=(MODULE_NAME_LABEL, BETA_LABEL, INTERNAL_LABEL),
-        keep_annotations=(LEGACY_VERSION_ANNOTATION,),
-    )
-    left_out = kept.left_out
-    version = text(spec, "version", "spec.version", OPTIONAL_VERSION, max_length=VERSION_MAX) or ""
-    annotations = kept.metadata.get("annotations", {})
-    if version and LEGACY_VERSION_ANNOTATION in annotations:
-        # spec.version wins; the legacy annotation would only say the same or mislead.
-        del annotations[LEGACY_VERSION_ANNOTATION]
-        left_out.append(f"metadata.annotations.{LEGACY_VERSION_ANNOTATION}")
-        if not annotations:
-            del kept.metadata["annotations"]
-    if not version:
-        legacy_field = f"metadata.annotations.{LEGACY_VERSION_ANNOTATION}"
-        version = text(annotations, LEGACY_VERSION_ANNOTATION, legacy_field, VERSION) or ""
+def _template_spec(spec: Mapping[str, Any], version: str, left_out: list[str]) -> dict[str, Any]:
+    """A template's spec as the schema holds it: what resolution reads is checked (and refuses
+    the template when wrong), what is only carried along is left out when wrong."""
     new_spec: dict[str, Any] = {}
-    channel = text(spec, "channel", "spec.channel", TEMPLATE_CHANNEL)
-    module_name = text(spec, "moduleName", "spec.moduleName", MODULE_NAME, max_length=MODULE_NAME_MAX)
     for key, value in (
-        ("channel", channel),
+        ("channel", text(spec, "channel", "spec.channel", TEMPLATE_CHANNEL)),
         ("version", version if "version" in spec else None),
-        ("moduleName", module_name),
+        ("moduleName", text(spec, "moduleName", "spec.moduleName", MODULE_NAME, max_length=MODULE_NAME_MAX)),
         ("mandatory", flag(spec, "mandatory", "spec.mandatory")),
         ("requiresDowntime", flag(spec, "requiresDowntime", "spec.requiresDowntime")),
         ("data", embedded_object(spec, "data", "spec.data")),
@@ -224,6 +203,32 @@ def template_entry(live: LiveObject) -> CatalogEntry:
     manager = _manager(spec)
     if manager is not None:
         new_spec["manager"] = manager
+    return new_spec
+
+
+def template_entry(live: LiveObject) -> CatalogEntry:
+    """A live ModuleTemplate as its source document, or `Refused`."""
+    spec = section(live.body, "spec", "spec", required=True)
+    kept = kept_metadata(
+        live,
+        (OPERATOR_PREFIX,),
+        keep_labels=(MODULE_NAME_LABEL, BETA_LABEL, INTERNAL_LABEL),
+        keep_annotations=(LEGACY_VERSION_ANNOTATION,),
+    )
+    left_out = kept.left_out
+    version = text(spec, "version", "spec.version", OPTIONAL_VERSION, max_length=VERSION_MAX) or ""
+    annotations = kept.metadata.get("annotations", {})
+    if version and LEGACY_VERSION_ANNOTATION in annotations:
+        # spec.version wins; the legacy annotation would only say the same or mislead.
+        del annotations[LEGACY_VERSION_ANNOTATION]
+        left_out.append(f"metadata.annotations.{LEGACY_VERSION_ANNOTATION}")
+        if not annotations:
+            del kept.metadata["annotations"]
+    if not version:
+        legacy_field = f"metadata.annotations.{LEGACY_VERSION_ANNOTATION}"
+        version = text(annotations, LEGACY_VERSION_ANNOTATION, legacy_field, VERSION) or ""
+    new_spec = _template_spec(spec, version, left_out)
+    channel, module_name = new_spec.get("channel"), new_spec.get("moduleName")
     labels = kept.metadata.get("labels", {})
     module = module_name or labels.get(MODULE_NAME_LABEL) or kept.metadata["name"]
     field_path = (
@@ -272,7 +277,6 @@ def template_entry(live: LiveObject) -> CatalogEntry:
         namespace=kept.metadata.get("namespace", ""),
         version=version,
         channel=channel or "",
-        belongs_by_name=bool(module_name),
         fetch=fetch,
     )
 
@@ -295,8 +299,8 @@ def _kyma_selector(spec: Mapping[str, Any]) -> dict[str, Any] | None:
     if "kymaSelector" not in spec:
         return None
     selector = section(spec, "kymaSelector", "spec.kymaSelector")
-    for name in unknown_fields(selector, ("matchLabels", "matchExpressions"), "spec.kymaSelector"):
-        raise Refused(name, "not a field of a label selector")
+    if extra := unknown_fields(selector, ("matchLabels", "matchExpressions"), "spec.kymaSelector"):
+        raise Refused(extra[0], "not a field of a label selector")
     kept: dict[str, Any] = {}
     if "matchLabels" in selector:
         labels = selector["matchLabels"]
@@ -356,8 +360,8 @@ def release_meta_entry(live: LiveObject) -> CatalogEntry:
     mandatory: dict[str, str] | None = None
     if "mandatory" in spec:
         mandatory_spec = section(spec, "mandatory", "spec.mandatory")
-        for extra in unknown_fields(mandatory_spec, ("version",), "spec.mandatory"):
-            raise Refused(extra, "not a field of spec.mandatory")
+        if extra := unknown_fields(mandatory_spec, ("version",), "spec.mandatory"):
+            raise Refused(extra[0], "not a field of spec.mandatory")
         version = text(mandatory_spec, "version", "spec.mandatory.version", MANDATORY_VERSION, min_length=1)
         if version is None:
             raise Refused("spec.mandatory.version", "required field is missing")
