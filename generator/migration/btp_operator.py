@@ -209,6 +209,11 @@ def _config_document(secret: _Settings, configmap: _Settings) -> ImportedDocumen
             "enableLimitedCache: the render's default (true); BTP Manager's ConfigMap was not read."
         )
     spec["credentials"] = {"sourceSecret": {"name": SECRET_NAME, "namespace": NAMESPACE}}
+    if not secret.comment:
+        comment.append(
+            f"Warning: Secret {NAMESPACE}/{SECRET_NAME} was not read; the render's ExternalSecret reads "
+            "the credentials from it in the cluster: it must exist there."
+        )
     spec["certificates"] = {"mode": "cert-manager"}
     comment.append(
         "BTP Manager issued the webhook certificates itself; the render has cert-manager issue them "

@@ -232,6 +232,11 @@ def test_the_operator_configmap_gives_the_cluster_id_when_the_secret_has_none() 
     assert "The cluster id is the operator ConfigMap's" in _comment(
         result, "btp-operator/btpoperatorconfig.yaml"
     )
+    alone = import_btp_operator([btp_operator(), operator_configmap()])
+    assert _body(alone, "btp-operator/btpoperatorconfig.yaml")["spec"]["clusterId"] == CLUSTER_ID
+    assert "Secret kyma-system/sap-btp-manager was not read" in _comment(
+        alone, "btp-operator/btpoperatorconfig.yaml"
+    )
     # Neither: nothing to write, each object read is listed with the reason.
     result = import_btp_operator([btp_operator(), secret])
     assert result.files == ()
