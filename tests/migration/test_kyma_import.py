@@ -276,6 +276,15 @@ def _raw_manifest(module: str, version: str) -> str:
     return "".join(f"---\n{yaml.safe_dump(o, sort_keys=True)}" for o in objects)
 
 
+def fetch_raw_manifests(sources: Path) -> None:
+    """What a user does after following the listed items: each raw manifest the Kyma resolves
+    (greeter regular, relay fast, auditlog mandatory) put into the folder named."""
+    for module, version in (("greeter", "1.0.0"), ("relay", "0.3.0"), ("auditlog", "1.2.0")):
+        folder = sources / "kyma/.modules" / module / version
+        folder.mkdir(parents=True)
+        (folder / f"{module}.yaml").write_text(_raw_manifest(module, version))
+
+
 def test_what_import_writes_validates_and_renders_once_the_raw_manifests_are_fetched(
     run_cli: RunCli, tmp_path: Path
 ) -> None:
@@ -289,11 +298,7 @@ def test_what_import_writes_validates_and_renders_once_the_raw_manifests_are_fet
     assert missing.returncode != 0
     assert "sources/kyma/.modules/auditlog/1.2.0: no such file or directory" in missing.stderr
     assert "Traceback" not in missing.stderr
-    # As a user does after following the listed items: fetch each into the folder named.
-    for module, version in (("greeter", "1.0.0"), ("relay", "0.3.0"), ("auditlog", "1.2.0")):
-        folder = sources / "kyma/.modules" / module / version
-        folder.mkdir(parents=True)
-        (folder / f"{module}.yaml").write_text(_raw_manifest(module, version))
+    fetch_raw_manifests(sources)
     out = tmp_path / "out"
     rendered = run_cli("render", sources, "--out", out, "--cluster", "runtime")
     assert rendered.returncode == 0, rendered.stderr
