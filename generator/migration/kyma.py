@@ -31,6 +31,7 @@ from btp_gitops.generator.migration.kyma_catalog import (
     CATALOG_DIR,
     INTERNAL_LABEL,
     OPERATOR_PREFIX,
+    RAW_MANIFEST_TO_FETCH,
     CatalogEntry,
     release_meta_entry,
     template_entry,
@@ -66,6 +67,7 @@ from btp_gitops.generator.migration.model import (
 GROUP = "operator.kyma-project.io"
 API_VERSION = f"{GROUP}/v1beta2"
 KINDS = ("Kyma", "ModuleTemplate", "ModuleReleaseMeta")
+__all__ = ["API_VERSION", "KYMA_FILE", "RAW_MANIFEST_TO_FETCH", "import_kyma"]
 KYMA_FILE = "kyma/kyma.yaml"
 RUNTIME_KYMA = ("kyma-system", "default")
 SKIP_RECONCILIATION_LABEL = "operator.kyma-project.io/skip-reconciliation"

@@ -56,6 +56,8 @@ BETA_LABEL = "operator.kyma-project.io/beta"
 INTERNAL_LABEL = "operator.kyma-project.io/internal"
 LEGACY_VERSION_ANNOTATION = "operator.kyma-project.io/module-version"
 CATALOG_DIR = "kyma/catalog"
+# How a listed raw manifest to fetch starts: the command may show these apart from real skips.
+RAW_MANIFEST_TO_FETCH = "its raw manifest is not in the cluster"
 MODULES_DIR = "kyma/.modules"
 
 _TEMPLATE_FIELDS = (
@@ -258,7 +260,7 @@ def template_entry(live: LiveObject) -> CatalogEntry:
     fetch = Skipped(
         live.describe(),
         live.origin,
-        f"its raw manifest is not in the cluster: fetch it {source} into {folder}/ before rendering "
+        f"{RAW_MANIFEST_TO_FETCH}: fetch it {source} into {folder}/ before rendering "
         "(the template is imported, spec.rawManifest.path points there)",
     )
     return CatalogEntry(
