@@ -118,7 +118,8 @@ def _credential_report(secret: Mapping[str, Any]) -> list[str]:
         "Credentials stay in the cluster: "
         + (", ".join(credentials) or "no credential key")
         + (f" and {others} other key(s)" if others else "")
-        + f" of Secret {NAMESPACE}/{SECRET_NAME} reach the operator through the render's ExternalSecret."
+        + f" of Secret {NAMESPACE}/{SECRET_NAME} (spec.credentials' default source) reach the operator "
+        "through the render's ExternalSecret."
     ]
     missing = [key for key in CREDENTIAL_KEYS if key not in keys]
     unset = [key for key in CREDENTIAL_KEYS if key in empty]
@@ -208,7 +209,7 @@ def _config_document(secret: _Settings, configmap: _Settings) -> ImportedDocumen
         comment.append(
             "enableLimitedCache: the render's default (true); BTP Manager's ConfigMap was not read."
         )
-    spec["credentials"] = {"sourceSecret": {"name": SECRET_NAME, "namespace": NAMESPACE}}
+    # spec.credentials stays unset: its default source is the Secret BTP Manager read.
     if not secret.comment:
         comment.append(
             f"Warning: Secret {NAMESPACE}/{SECRET_NAME} was not read; the render's ExternalSecret reads "

@@ -27,6 +27,9 @@ _SYSTEM_ANNOTATIONS = (
     "kubectl.kubernetes.io/last-applied-configuration",
     "deployment.kubernetes.io/revision",
 )
+# What the GitOps tools and a render put on the objects they apply (sync waves, tracking, the
+# render's own checksums): a cluster btp-gitops already syncs imports to the sources it came from.
+GITOPS_PREFIXES = ("argocd.argoproj.io/", "kustomize.toolkit.fluxcd.io/", "btp-gitops.io/")
 
 
 class Refused(Exception):
@@ -99,7 +102,7 @@ def kept_metadata(
             name: value
             for name, value in sorted(values.items())
             if name in wanted
-            or not (name.startswith(tuple(operator_prefixes)) or name in _SYSTEM_ANNOTATIONS)
+            or not (name.startswith((*operator_prefixes, *GITOPS_PREFIXES)) or name in _SYSTEM_ANNOTATIONS)
         }
         left_out += [f"metadata.{key}.{name}" for name in sorted(values) if name not in mine]
         if mine:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from btp_gitops.generator.migration import ImportResult, LiveObject, import_btp_operator
 from tests.conftest import RunCli
@@ -167,7 +168,6 @@ def test_the_module_request_and_its_settings_are_imported_as_the_example_lays_th
             "clusterId": CLUSTER_ID,
             "credentialsNamespace": "btp-credentials",
             "enableLimitedCache": False,
-            "credentials": {"sourceSecret": {"name": "sap-btp-manager", "namespace": "kyma-system"}},
             "certificates": {"mode": "cert-manager"},
         },
     }
@@ -306,3 +306,38 @@ def test_what_import_writes_renders_with_the_credentials_left_in_the_cluster(
     for value in CREDENTIALS.values():
         assert value not in tree
         assert _b64(value) not in tree
+
+
+def _as_applied(body: dict[str, Any]) -> LiveObject:
+    """A rendered object as the API server gives it back once Argo CD applied it."""
+    applied = dict(body)
+    metadata = dict(applied["metadata"])
+    metadata.update(uid="6e5d4c3b-2a19-4807-b6f5-e4d3c2b1a098", resourceVersion="1207", generation=1)
+    metadata["annotations"] = {
+        **metadata.get("annotations", {}),
+        "argocd.argoproj.io/tracking-id": "c1-btp-operator:operator.kyma-project.io/BtpOperator:kyma-system/btpoperator",
+    }
+    applied["metadata"] = metadata
+    return LiveObject(applied, "cluster (context kind-c1)")
+
+
+def test_sources_rendered_and_applied_import_back_to_the_same_sources(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    example = Path(__file__).parents[2] / "examples/btp-operator"
+    out = tmp_path / "out"
+    rendered = run_cli("render", example, "--out", out, "--cluster", "c1")
+    assert rendered.returncode == 0, rendered.stderr
+    app = out / "clusters/c1/btp-operator"
+    live = [
+        _as_applied(yaml.safe_load((app / name).read_text()))
+        for name in ("btpoperator-btpoperator.yaml", "configmap-sap-btp-operator-config.yaml")
+    ]
+    [config] = yaml.safe_load_all((example / "btpoperatorconfig.yaml").read_text())
+    # The Secret the user keeps in the cluster, as before the switch.
+    secret = changed(manager_secret(), ("data", "cluster_id"), _b64(config["spec"]["clusterId"]))
+    result = import_btp_operator([*live, secret])
+    assert _body(result, "btp-operator/btpoperatorconfig.yaml") == config
+    assert _body(result, "btp-operator/btpoperator.yaml") == yaml.safe_load(
+        (example / "btpoperator.yaml").read_text()
+    )
