@@ -325,3 +325,38 @@ def test_a_restricted_modules_selector_is_kept_and_the_flag_it_needs_is_said() -
     assert reasons == [
         "spec.kymaSelector.matchExpressions[0].operator: must be In, NotIn, Exists or DoesNotExist"
     ]
+
+
+def test_the_labels_resolution_reads_are_kept_among_lifecycle_managers_own() -> None:
+    objects = runtime_objects()
+    labels = {
+        "operator.kyma-project.io/beta": "true",
+        "operator.kyma-project.io/internal": "true",
+        "operator.kyma-project.io/skip-reconciliation": "true",
+        "operator.kyma-project.io/sync": "false",
+    }
+    objects[0] = changed(objects[0], ("metadata", "labels"), labels)
+    result = import_kyma(objects)
+    kept = _file(result, "kyma/kyma.yaml")[0]["metadata"]["labels"]
+    assert kept == {key: value for key, value in labels.items() if not key.endswith("/sync")}
+    assert "renders nothing on its first run" in _comment(result, "kyma/kyma.yaml")
+
+
+def test_a_classic_template_keeps_its_channel_and_legacy_version_annotation() -> None:
+    # Before ModuleReleaseMetas: one template per channel, the version in an annotation.
+    body = template("greeter", "1.0.0")
+    body["metadata"]["name"] = "greeter-regular"
+    body["metadata"]["annotations"]["operator.kyma-project.io/module-version"] = "1.0.0"
+    del body["spec"]["version"]
+    body["spec"]["channel"] = "regular"
+    del body["spec"]["moduleName"]  # found by its module-name label
+    result = import_kyma(
+        [LiveObject(kyma(channel="regular", modules=[{"name": "greeter"}]), ORIGIN), LiveObject(body, ORIGIN)]
+    )
+    [imported] = _file(result, "kyma/catalog/greeter.yaml")
+    assert imported["metadata"]["annotations"] == {"operator.kyma-project.io/module-version": "1.0.0"}
+    assert imported["metadata"]["labels"] == {"operator.kyma-project.io/module-name": "greeter"}
+    assert imported["spec"]["channel"] == "regular"
+    assert imported["spec"]["rawManifest"] == {"path": "../.modules/greeter/1.0.0"}
+    # The status says 1.0.0 runs, and the classic template of the regular channel gives it.
+    assert "Warning" not in _comment(result, "kyma/kyma.yaml")
