@@ -3,11 +3,15 @@ or from `kubectl get -o yaml` dumps, turned into source files; and the cutover p
 what a render of those sources would do to the live objects. Pure (kernel only): the cluster and
 the dumps are read by `io`, the files are written by the pipeline.
 
-model  what every part shares: a live object with its origin, the imported files, the skips
+model         what every part shares: a live object with its origin, the imported files, the skips
+kyma          Lifecycle Manager's Kyma, ModuleTemplates, ModuleReleaseMetas -> `kyma/`
+btp_operator  BTP Manager's BtpOperator and the settings of its Secret -> `btp-operator/`
 """
 
 from __future__ import annotations
 
+from btp_gitops.generator.migration.btp_operator import import_btp_operator
+from btp_gitops.generator.migration.kyma import import_kyma
 from btp_gitops.generator.migration.model import (
     ImportedDocument,
     ImportedFile,
@@ -23,5 +27,7 @@ __all__ = [
     "ImportedFile",
     "LiveObject",
     "Skipped",
+    "import_btp_operator",
+    "import_kyma",
     "merge_results",
 ]
