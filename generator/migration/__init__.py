@@ -4,6 +4,8 @@ what a render of those sources would do to the live objects. Pure (kernel only):
 the dumps are read by `io`, the files are written by the pipeline.
 
 model  what every part shares: a live object with its origin, the imported files, the skips
+kinds  the kinds import reads (group, version, plural, scope) and the one Secret it reads by name
+cap    CAP Operator's objects (applications, versions, tenants with their status, domains) into sources
 """
 
 from __future__ import annotations
