@@ -11,7 +11,7 @@ is read by name (`kyma-system/sap-btp-manager`); Secrets are never listed. What 
 answers is untrusted like any input: the number of objects and the bytes read are bounded
 (`ReadLimits`), and a failure is a `ClusterUnreachable` naming the cluster and the kind.
 
-A dump directory is walked in sorted order, dot-entries passed over; a symbolic link anywhere in
+A dump directory is walked in sorted order, dot-directories (`.git`) passed over; a symbolic link anywhere in
 it is refused (a dump is read, never what a link points at), each file is read through
 `io.input_files` (regular files only, size-limited, UTF-8), and a file's objects are single
 documents, several documents, or `kind: List` (or `<Kind>List`) with `items`. The origin of an
@@ -131,7 +131,7 @@ def _dump_files(directory: Path) -> Iterator[Path]:
                     [Problem(display_path(entry), f"a link to {os.readlink(entry)}: import reads no link")],
                 )
         for name in sorted(files):
-            if not name.startswith(".") and name.endswith(DUMP_SUFFIXES):
+            if name.endswith(DUMP_SUFFIXES):
                 yield Path(parent) / name
 
 
