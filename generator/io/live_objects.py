@@ -48,7 +48,6 @@ from btp_gitops.generator.migration.model import LiveObject, Skipped
 CLIENT_MISSING = "import needs the kubernetes client to read a cluster: pip install 'btp-gitops[controller]'"
 _CLIENT_MODULES = frozenset({"kubernetes", "urllib3"})
 DUMP_SUFFIXES = (".yaml", ".yml", ".json")
-PAGE_SIZE = 500
 REQUEST_TIMEOUT = 60  # seconds per page: a server that stops answering is an error, not a hang
 
 
@@ -58,6 +57,7 @@ class ReadLimits:
 
     max_objects: int = 200_000
     max_bytes: int = 1 << 30
+    page_size: int = 500  # objects per list request of a cluster
 
 
 @dataclass(slots=True)
@@ -76,6 +76,10 @@ class LiveRead:
                 f"{where}: more than {limits.max_bytes} bytes to read; import reads at most that much "
                 "(import fewer namespaces at a time)"
             )
+
+    def budget(self, limits: ReadLimits) -> int:
+        """How many bytes may still be read."""
+        return max(limits.max_bytes - self._bytes, 0)
 
     def add(self, live: LiveObject, limits: ReadLimits, where: str) -> None:
         self.objects.append(live)
@@ -235,41 +239,55 @@ class _ClusterSession:
             self.api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
                 config_file=source.kubeconfig, context=source.context
             )
-        except (ConfigException, OSError) as error:
+            # The origin written above each imported document names the context, not the
+            # kubeconfig's path: that is the reader's machine, not the cluster.
+            context = (
+                source.context or config.list_kube_config_contexts(config_file=source.kubeconfig)[1]["name"]
+            )
+        except (ConfigException, OSError, LookupError, TypeError) as error:
             raise ClusterUnreachable(
                 "cannot load the kubeconfig to import from", [Problem(source.where(), str(error))]
             ) from error
+        self.origin = f"cluster (context {context})"
 
     def close(self) -> None:
         self.api_client.close()
 
-    def get(self, path: str, what: str, query: list[tuple[str, Any]]) -> tuple[dict[str, Any], int] | None:
-        """The JSON answer to GET `path` and its size, or None for 404; ClusterUnreachable else."""
+    def get(
+        self, path: str, what: str, query: list[tuple[str, Any]], budget: int
+    ) -> tuple[dict[str, Any], int] | None:
+        """The JSON answer to GET `path` and its size (at most `budget` bytes are read), or None for
+        404; ClusterUnreachable otherwise."""
         from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
         from urllib3.exceptions import HTTPError  # noqa: PLC0415
 
         where = self.source.where()
         try:
-            response = self.api_client.call_api(
-                path,
+            method, url, headers, _, _ = self.api_client.param_serialize(
                 "GET",
+                path,
                 query_params=query,
                 header_params={"Accept": "application/json"},
                 auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=REQUEST_TIMEOUT,
             )
-            data: bytes = response.data
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise ClusterUnreachable(
-                f"cannot read {what}",
-                [Problem(where, f"the API server answered {error.status} {error.reason}")],
-            ) from error
-        except HTTPError as error:
+            response = self.api_client.rest_client.request(
+                method, url, headers=headers, _request_timeout=REQUEST_TIMEOUT
+            ).response
+            try:
+                if response.status == 404:
+                    return None
+                if response.status >= 400:
+                    raise ClusterUnreachable(
+                        f"cannot read {what}",
+                        [Problem(where, f"the API server answered {response.status} {response.reason}")],
+                    )
+                data: bytes = response.read(budget + 1)
+            finally:
+                response.release_conn()
+        except (ApiException, HTTPError, OSError) as error:
             raise ClusterUnreachable(f"cannot read {what}", [Problem(where, type(error).__name__)]) from error
+        if len(data) > budget:
+            return {}, len(data)  # over the budget: the caller's count refuses it
         try:
             answer = json.loads(data)
         except ValueError as error:
@@ -295,10 +313,10 @@ def _read_kind(session: _ClusterSession, kind: LiveKind, read: LiveRead, limits:
     for path, what in _list_paths(kind, session.source.namespaces):
         token = ""
         while True:
-            query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
+            query: list[tuple[str, Any]] = [("limit", limits.page_size)]
             if token:
                 query.append(("continue", token))
-            answered = session.get(path, what, query)
+            answered = session.get(path, what, query, read.budget(limits))
             if answered is None:
                 return  # the CRD is not installed: none of that kind
             answer, size = answered
@@ -311,7 +329,7 @@ def _read_kind(session: _ClusterSession, kind: LiveKind, read: LiveRead, limits:
                     # A list's items carry no apiVersion and kind of their own in every server version.
                     item.setdefault("apiVersion", kind.api_version)
                     item.setdefault("kind", kind.kind)
-                    sort_object(item, where, read, limits, where)
+                    sort_object(item, session.origin, read, limits, where)
             metadata = answer.get("metadata")
             token = str(metadata.get("continue") or "") if isinstance(metadata, dict) else ""
             if not token:
@@ -323,14 +341,14 @@ def _read_btp_manager_secret(session: _ClusterSession, read: LiveRead, limits: R
     if namespaces and BTP_MANAGER_SECRET.namespace not in namespaces:
         return
     path = f"/api/v1/namespaces/{BTP_MANAGER_SECRET.namespace}/secrets/{BTP_MANAGER_SECRET.name}"
-    answered = session.get(path, BTP_MANAGER_SECRET.describe(), [])
+    answered = session.get(path, BTP_MANAGER_SECRET.describe(), [], read.budget(limits))
     if answered is None:
         return
     body, size = answered
     read.count_bytes(size, limits, session.source.where())
     body.setdefault("apiVersion", "v1")
     body.setdefault("kind", "Secret")
-    sort_object(body, session.source.where(), read, limits, session.source.where())
+    sort_object(body, session.origin, read, limits, session.source.where())
 
 
 def read_cluster(source: ClusterSource, limits: ReadLimits = ReadLimits()) -> LiveRead:
