@@ -241,9 +241,10 @@ class _ClusterSession:
             )
             # The origin written above each imported document names the context, not the
             # kubeconfig's path: that is the reader's machine, not the cluster.
-            context = (
-                source.context or config.list_kube_config_contexts(config_file=source.kubeconfig)[1]["name"]
-            )
+            context = source.context
+            if not context:
+                listed = config.list_kube_config_contexts(config_file=source.kubeconfig)  # type: ignore[no-untyped-call]
+                context = str(listed[1]["name"])
         except (ConfigException, OSError, LookupError, TypeError) as error:
             raise ClusterUnreachable(
                 "cannot load the kubeconfig to import from", [Problem(source.where(), str(error))]
