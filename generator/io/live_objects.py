@@ -352,13 +352,15 @@ def _read_btp_manager_secret(session: _ClusterSession, read: LiveRead, limits: R
     sort_object(body, session.origin, read, limits, session.source.where())
 
 
-def read_cluster(source: ClusterSource, limits: ReadLimits = ReadLimits()) -> LiveRead:
-    """Every object of the imported kinds in the cluster (the namespaces given, or all), and BTP
-    Manager's Secret when its namespace is read."""
+def read_cluster(
+    source: ClusterSource, limits: ReadLimits = ReadLimits(), kinds: Iterable[LiveKind] = IMPORTED_KINDS
+) -> LiveRead:
+    """Every object of `kinds` in the cluster (the namespaces given, or all), and BTP Manager's
+    Secret when its namespace is read."""
     session = _ClusterSession(source)
     read = LiveRead(sources=source.where())
     try:
-        for kind in IMPORTED_KINDS:
+        for kind in kinds:
             _read_kind(session, kind, read, limits)
         _read_btp_manager_secret(session, read, limits)
     finally:
