@@ -60,6 +60,7 @@ CLUSTER_DOMAIN = "ClusterDomain"
 CAP_KINDS = (CAP_APPLICATION, CAP_APPLICATION_VERSION, CAP_TENANT, DOMAIN, CLUSTER_DOMAIN)
 
 ROOT = "cap"
+APPLICATION_FILE = "capapplication.yaml"  # its directory holds the application's versions and tenants
 TENANTS_DIRECTORY = "tenants"
 PROVIDER_SUFFIX = "-provider"
 
@@ -277,6 +278,14 @@ def import_cap(objects: Iterable[LiveObject]) -> ImportResult:
     )
 
 
+def depends_on(path: str, refused: str) -> bool:
+    """Whether the file at `path` names what the refused file `refused` held: the versions and
+    tenants of an application whose own file is not written would name an application that is
+    not there, and a render of the sources would refuse them all."""
+    directory, _, name = refused.rpartition("/")
+    return name == APPLICATION_FILE and path != refused and path.startswith(f"{directory}/")
+
+
 def _refuse_clashing_paths(result: _Import) -> None:
     """A file where another file needs a directory (an application named `domains.yaml`): the file
     of the application is not written, and says why, rather than one overwriting the other."""
@@ -322,7 +331,7 @@ def _import_application(application: _Application, result: _Import) -> None:
             f"its provider tenant {provider.name} has no status yet: a render derives it from spec.provider"
         )
     result.add(
-        f"{application.directory}/capapplication.yaml",
+        f"{application.directory}/{APPLICATION_FILE}",
         ImportedDocument(body, notes.lines(application.live.origin)),
     )
     for path, version in _version_files(application).items():

@@ -36,7 +36,7 @@ from btp_gitops.generator.io.live_objects import (
 from btp_gitops.generator.io.output_tree import stage_directory
 from btp_gitops.generator.io.repo import check_no_links
 from btp_gitops.generator.io.schemas import load_schema_registry
-from btp_gitops.generator.migration.cap import import_cap
+from btp_gitops.generator.migration.cap import depends_on, import_cap
 from btp_gitops.generator.migration.model import (
     ImportedDocument,
     ImportedFile,
@@ -134,6 +134,7 @@ def validated(
     (its problems as the reason); a file left with no document is not written."""
     files: list[ImportedFile] = []
     invalid: list[Skipped] = []
+    refused: list[str] = []  # files with a document refused
     for imported in result.files:
         problem = path_message(imported.path)
         if problem is not None:
@@ -145,14 +146,23 @@ def validated(
             problems = problems_in(source, registry)
             if problems:
                 reasons = "; ".join(f"{p.field_path or 'document'}: {p.message}" for p in problems)
-                invalid.append(
-                    Skipped(_document_ref(document), _origin(document), f"invalid by its schema: {reasons}")
-                )
+                reason = f"invalid by its schema: {reasons}"
+                invalid.append(Skipped(_document_ref(document), _origin(document), reason))
+                refused.append(imported.path)
                 continue
             kept.append(ImportedDocument(body, document.comment))
         if kept:
             files.append(ImportedFile(imported.path, tuple(kept)))
-    return files, invalid
+    written = []
+    for imported in files:
+        owner = next((path for path in refused if depends_on(imported.path, path)), None)
+        if owner is None:
+            written.append(imported)
+            continue
+        for document in imported.documents:
+            reason = f"what it belongs to was not imported ({owner}, listed above)"
+            invalid.append(Skipped(_document_ref(document), _origin(document), reason))
+    return written, invalid
 
 
 @dataclass(slots=True)

@@ -258,3 +258,25 @@ def test_usage_errors_say_what_is_wrong(run_cli: RunCli, tmp_path: Path) -> None
     bad_namespace = run_cli("import", "--namespace", "Bad_NS", "--out", "o", cwd=tmp_path)
     assert bad_namespace.returncode == 2
     assert "--namespace 'Bad_NS' is not a DNS-1123 label" in bad_namespace.stderr
+
+
+def test_an_application_its_schema_refuses_takes_its_versions_and_tenants_with_it(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    objects = operator_dump()
+    for body in objects:
+        if body["kind"] == "CAPApplication":
+            body["spec"]["btp"]["services"][0]["secret"] = 42  # a number where a Secret's name goes
+    write_dumps(tmp_path / "dumps", objects)
+    result = run_cli("import", "--from-dir", "dumps", "--out", "sources", "-o", "json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    reasons = {s["object"]: s["reason"] for s in report["skipped"]}
+    assert "spec.btp.services[0].secret" in reasons["CAPApplication bookshop/bookshop"]
+    for dependent in ("CAPApplicationVersion bookshop/bookshop-1-0-0", "CAPTenant bookshop/acme"):
+        assert reasons[dependent] == (
+            "what it belongs to was not imported (cap/bookshop/bookshop/capapplication.yaml, listed above)"
+        )
+    assert report["files"] == ["cap/bookshop/domains.yaml", "cap/cluster-domains.yaml"]
+    rendered = run_cli("render", "sources", "--out", "repo", "-q", cwd=tmp_path)
+    assert rendered.returncode == 0, rendered.stderr
