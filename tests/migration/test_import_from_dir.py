@@ -31,6 +31,7 @@ from tests.migration.sources import (
     source_objects,
     without_comments,
 )
+from tests.support.keys import pem_ec
 
 CREDENTIAL = "hunter2-0f6c1d2e3a4b5c6d7e8f9a0b1c2d3e4f"
 
@@ -280,3 +281,23 @@ def test_an_application_its_schema_refuses_takes_its_versions_and_tenants_with_i
     assert report["files"] == ["cap/bookshop/domains.yaml", "cap/cluster-domains.yaml"]
     rendered = run_cli("render", "sources", "--out", "repo", "-q", cwd=tmp_path)
     assert rendered.returncode == 0, rendered.stderr
+
+
+def test_a_private_key_in_an_object_is_refused_and_never_written_or_shown(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    key = pem_ec()
+    objects = operator_dump()
+    for body in objects:
+        if body["metadata"]["name"] == "bookshop-1-0-0":
+            body["spec"]["workloads"][0]["deploymentDefinition"]["env"].append(
+                {"name": "SIGNING_KEY", "value": key}
+            )
+    write_dumps(tmp_path / "dumps", objects)
+    result = run_cli("import", "--from-dir", "dumps", "--out", "sources", cwd=tmp_path)
+    assert result.returncode == 5, result.stderr
+    assert "refusing to write credentials" in result.stderr
+    assert "spec.workloads[0].deploymentDefinition.env[1].value: contains" in result.stderr
+    body_line = key.splitlines()[1]
+    assert body_line not in result.stdout + result.stderr
+    assert not (tmp_path / "sources").exists()
