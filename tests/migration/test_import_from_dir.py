@@ -301,3 +301,14 @@ def test_a_private_key_in_an_object_is_refused_and_never_written_or_shown(
     body_line = key.splitlines()[1]
     assert body_line not in result.stdout + result.stderr
     assert not (tmp_path / "sources").exists()
+
+
+def test_a_dump_file_name_cannot_break_out_of_the_comment(run_cli: RunCli, tmp_path: Path) -> None:
+    application = example_documents()["capapplication.yaml"][0]
+    (tmp_path / "dumps").mkdir()
+    (tmp_path / "dumps" / "x\nkind: Secret\n.yaml").write_text(yaml.safe_dump(application))
+    result = run_cli("import", "--from-dir", "dumps", "--out", "sources", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "sources/cap/bookshop/bookshop/capapplication.yaml").read_text()
+    assert text.startswith("# imported from dumps/x\\x0akind: Secret\\x0a.yaml: document 1\napiVersion:")
+    assert yaml.safe_load(text) == application
