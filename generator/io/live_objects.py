@@ -66,6 +66,7 @@ class LiveRead:
 
     objects: list[LiveObject] = field(default_factory=list)
     passed_over: list[Skipped] = field(default_factory=list)
+    unnamed: list[Skipped] = field(default_factory=list)  # of an imported kind, but no name: skipped
     sources: str = ""  # the cluster or directory, for the report
     _bytes: int = 0
 
@@ -107,7 +108,7 @@ def sort_object(body: dict[str, Any], origin: str, read: LiveRead, limits: ReadL
     namespace, name = _metadata_of(body)
     if is_btp_manager_secret(api_version, kind, namespace, name) or _kind_named(body) is not None:
         if not name:
-            read.passed_over.append(Skipped(describe(body), origin, "the object has no metadata.name"))
+            read.unnamed.append(Skipped(describe(body), origin, "the object has no metadata.name"))
             return
         read.add(LiveObject(body, origin), limits, where)
         return

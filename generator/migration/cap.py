@@ -108,6 +108,11 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _by_key(item: tuple[Any, Any]) -> str:
+    """Map entries in key order; a key that is no string (YAML allows it) sorts by its text."""
+    return str(item[0])
+
+
 def _key(live: LiveObject) -> tuple[str, str, str]:
     return live.kind, live.namespace, live.name
 
@@ -132,20 +137,20 @@ def _cleaned(live: LiveObject, notes: _Notes, *, strip_app_label: str | None = N
     body = live.body
     metadata = _mapping(body.get("metadata"))
     kept: dict[str, Any] = {}
-    for name in sorted(metadata):
+    for name in sorted(metadata, key=str):
         if name not in KEPT_METADATA:
             notes.dropped.append(f"metadata.{name}")
     kept["name"] = live.name
     if live.namespace:
         kept["namespace"] = live.namespace
     labels = {}
-    for key, value in sorted(_mapping(metadata.get("labels")).items()):
+    for key, value in sorted(_mapping(metadata.get("labels")).items(), key=_by_key):
         if key in OPERATOR_LABELS or (key == APP_LABEL and value == strip_app_label):
             notes.dropped.append(f"label {key}")
         else:
             labels[key] = copy.deepcopy(value)
     annotations = {}
-    for key, value in sorted(_mapping(metadata.get("annotations")).items()):
+    for key, value in sorted(_mapping(metadata.get("annotations")).items(), key=_by_key):
         if key in OPERATOR_ANNOTATIONS:
             notes.dropped.append(f"annotation {key}")
         else:
@@ -154,10 +159,15 @@ def _cleaned(live: LiveObject, notes: _Notes, *, strip_app_label: str | None = N
         kept["labels"] = labels
     if annotations:
         kept["annotations"] = annotations
+    for name in ("labels", "annotations"):
+        if name in metadata and not isinstance(metadata[name], dict):
+            kept[name] = copy.deepcopy(
+                metadata[name]
+            )  # as read: its schema refuses it, and the import lists it
     result: dict[str, Any] = {"apiVersion": live.api_version, "kind": live.kind, "metadata": kept}
     if "spec" in body:
         result["spec"] = copy.deepcopy(body["spec"])
-    for name in sorted(body):
+    for name in sorted(body, key=str):
         if name not in ("apiVersion", "kind", "metadata", "spec", "status"):
             # Not dropped silently and not guessed at: the schema refuses it, and the import lists it.
             result[name] = copy.deepcopy(body[name])
@@ -422,14 +432,15 @@ def _tenant_spec(body: dict[str, Any], notes: _Notes) -> None:
 
 def _tenant_status(status: dict[str, Any], application: _Application, notes: _Notes) -> dict[str, Any]:
     kept: dict[str, Any] = {}
-    for name in sorted(status):
+    for name in sorted(status, key=str):
         if name not in TENANT_STATUS_FIELDS:
             notes.dropped.append(f"status.{name}")
     for name in TENANT_STATUS_FIELDS:
         if name in status:
             kept[name] = copy.deepcopy(status[name])
     previous = kept.get("previousCAPApplicationVersions")
-    if isinstance(previous, list):
+    # A list of anything but names is left as read: its schema refuses it, and the import lists it.
+    if isinstance(previous, list) and all(isinstance(name, str) for name in previous):
         existing = [name for name in previous if name in application.versions]
         gone = [str(name) for name in previous if name not in application.versions]
         if gone:

@@ -279,7 +279,7 @@ def import_sources(options: ImportOptions, translators: Sequence[Translator] = T
                 [Problem(display_path(options.out / path), "exists") for path in overwritten],
             )
         writer.write(texts)
-    skipped = sorted([*result.skipped, *invalid], key=lambda s: (s.object, s.origin, s.reason))
+    skipped = sorted([*read.unnamed, *result.skipped, *invalid], key=lambda s: (s.object, s.origin, s.reason))
     return ImportReport(
         source=read.sources,
         out=display_path(options.out),

@@ -312,3 +312,49 @@ def test_a_dump_file_name_cannot_break_out_of_the_comment(run_cli: RunCli, tmp_p
     text = (tmp_path / "sources/cap/bookshop/bookshop/capapplication.yaml").read_text()
     assert text.startswith("# imported from dumps/x\\x0akind: Secret\\x0a.yaml: document 1\napiVersion:")
     assert yaml.safe_load(text) == application
+
+
+ODD_SHAPES: list[tuple[str, Any]] = [
+    ("labels with a number as key", {"metadata": {"labels": {1: "a", "b": "c"}}}),
+    ("annotations that are a list", {"metadata": {"annotations": ["a"]}}),
+    ("metadata that is a list", {"metadata": ["acme"]}),
+    ("a status that is a list", {"status": ["Ready"]}),
+    (
+        "previous versions that are maps",
+        {"status": {"state": "Ready", "previousCAPApplicationVersions": [{"a": 1}]}},
+    ),
+    ("a spec that is a string", {"spec": "acme"}),
+    ("a name that is a number", {"metadata": {"name": 42}}),
+    (
+        "an unknown state",
+        {"status": {"state": "Sleeping", "currentCAPApplicationVersionInstance": "bookshop-1-0-0"}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "change"), ODD_SHAPES, ids=[case for case, _ in ODD_SHAPES])
+def test_odd_shapes_are_skips_or_errors_never_a_crash(
+    run_cli: RunCli, tmp_path: Path, case: str, change: Any
+) -> None:
+    objects = operator_dump()
+    acme = next(o for o in objects if o["metadata"]["name"] == "acme")
+    for field_name, value in change.items():
+        if isinstance(value, dict) and isinstance(acme.get(field_name), dict):
+            acme[field_name] = {**acme[field_name], **value}
+        else:
+            acme[field_name] = value
+    write_dumps(tmp_path / "dumps", [o for o in objects if o is not acme])
+    (tmp_path / "dumps" / "odd.yaml").write_text(yaml.safe_dump(acme))
+    result = run_cli("import", "--from-dir", "dumps", "--out", "sources", "-o", "json", cwd=tmp_path)
+    assert result.returncode in (0, 3), result.stderr
+    assert "Traceback" not in result.stderr
+    document = json.loads(result.stdout)
+    if result.returncode == 0:
+        assert (tmp_path / "sources/cap/bookshop/bookshop/tenants/globex.yaml").is_file()
+        # acme is written, or listed with the reason: never dropped without a word.
+        written = [p.name for p in (tmp_path / "sources/cap/bookshop/bookshop/tenants").iterdir()]
+        skipped = [s["object"] for s in document["skipped"]]
+        assert {"acme.yaml", "42.yaml"} & set(written) or [o for o in skipped if o.startswith("CAPTenant")]
+    else:
+        assert document["exitCode"] == 3
+        assert not (tmp_path / "sources").exists()
