@@ -97,6 +97,7 @@ TENANT_STATUS_FIELDS = (
     "lastCompletedOperation",
 )
 READY = "Ready"
+UNFINISHED_STATES = ("Provisioning", "ProvisioningError", "Upgrading", "UpgradeError")
 _SEMVER_FILE_PART = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+_-]*$")
 
 
@@ -409,6 +410,11 @@ def _tenant_files(application: _Application, result: _Import) -> dict[str, Impor
             kept_status = _tenant_status(status, application, notes)
             if kept_status:
                 body["status"] = kept_status
+            if kept_status.get("state") in UNFINISHED_STATES:
+                notes.remarks.append(
+                    f"state {kept_status['state']}: an operation had not completed when this was read; a "
+                    "render runs it (again): let CAP Operator finish it before the switch"
+                )
         files[f"{application.directory}/{TENANTS_DIRECTORY}/{tenant.name}.yaml"] = ImportedDocument(
             body, notes.lines(tenant.origin)
         )
