@@ -97,6 +97,8 @@ TENANT_STATUS_FIELDS = (
     "lastCompletedOperation",
 )
 READY = "Ready"
+# A file name holds at most 255 bytes; `version-<name>.yaml` is the longest one made from a name.
+MAX_FILE_NAME_PART = 255 - len("version-.yaml")
 UNFINISHED_STATES = ("Provisioning", "ProvisioningError", "Upgrading", "UpgradeError")
 _SEMVER_FILE_PART = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+_-]*$")
 
@@ -229,6 +231,8 @@ def _name_problem(live: LiveObject) -> str | None:
     message = name_message(live.name, NameRule.SUBDOMAIN)
     if message is not None:
         return f"its name cannot be a file name: {message}"
+    if len(live.name) > MAX_FILE_NAME_PART:
+        return f"its name cannot be a file name: longer than {MAX_FILE_NAME_PART} characters"
     if live.kind != CLUSTER_DOMAIN:
         message = name_message(live.namespace, NameRule.LABEL)
         if message is not None:

@@ -148,8 +148,12 @@ def test_objects_that_cannot_be_expressed_are_listed_and_the_rest_written(
     orphan = {**by_name["acme"], "metadata": {**by_name["acme"]["metadata"], "name": "orphan"}}
     orphan["spec"] = {**orphan["spec"], "capApplicationInstance": "gone"}
     bad_name = {**by_name["acme"], "metadata": {**by_name["acme"]["metadata"], "name": "../../etc"}}
+    too_long = {
+        **by_name["acme"],
+        "metadata": {**by_name["acme"]["metadata"], "name": ".".join(["a" * 60] * 4)},
+    }
     lone_version = {**by_name["bookshop-1-0-0"], "metadata": {"name": "other-1", "namespace": "elsewhere"}}
-    write_dumps(tmp_path / "dumps", [*objects, orphan, bad_name, lone_version])
+    write_dumps(tmp_path / "dumps", [*objects, orphan, bad_name, too_long, lone_version])
     result = run_cli("import", "--from-dir", "dumps", "--out", "sources", "-o", "json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -158,8 +162,10 @@ def test_objects_that_cannot_be_expressed_are_listed_and_the_rest_written(
         "CAPTenant bookshop/globex",
         "CAPTenant bookshop/orphan",
         "CAPTenant bookshop/../../etc",
+        f"CAPTenant bookshop/{too_long['metadata']['name']}",
         "CAPApplicationVersion elsewhere/other-1",
     }
+    assert "longer than 242 characters" in reasons[f"CAPTenant bookshop/{too_long['metadata']['name']}"]
     assert "spec" in reasons["CAPTenant bookshop/globex"] and "plan" in reasons["CAPTenant bookshop/globex"]
     assert "CAPApplication bookshop/gone was not read" in reasons["CAPTenant bookshop/orphan"]
     assert "cannot be a file name" in reasons["CAPTenant bookshop/../../etc"]
@@ -173,7 +179,7 @@ def test_objects_that_cannot_be_expressed_are_listed_and_the_rest_written(
     text = run_cli("import", "--from-dir", "dumps", "--out", "again", cwd=tmp_path)
     assert text.returncode == 0
     assert "warning: skipped CAPTenant bookshop/orphan (dumps/tenants/orphan.yaml: document 1)" in text.stderr
-    assert "4 skipped" in text.stdout
+    assert "5 skipped" in text.stdout
 
 
 def test_a_tenant_without_status_is_written_with_a_warning_comment(run_cli: RunCli, tmp_path: Path) -> None:
