@@ -1,9 +1,10 @@
 """Reading the live objects `btp-gitops import` (and the cutover plan) start from.
 
 Two places: a cluster, through a kubeconfig and context, and a directory of `kubectl get -o yaml`
-dumps for users who cannot give btp-gitops cluster access. Both give `LiveObject`s of the kinds of
-`migration.kinds`, each with its origin, and a `Skipped` for every object met and not read (a
-kind import does not read, a Secret other than BTP Manager's): nothing is passed over silently.
+dumps for users who cannot give btp-gitops cluster access. Both give `LiveObject`s of the kinds
+asked for (by default `migration.kinds.IMPORTED_KINDS`; the cutover plan asks for others), each
+with its origin, and a `Skipped` for every object met and not read (another kind, a Secret other
+than BTP Manager's): nothing is passed over silently.
 
 A cluster is read with paginated lists (`limit`/`continue`), kind by kind, for the namespaces
 given or all; a kind whose CRD is not installed (404 on the list) has no objects. The one Secret
@@ -40,7 +41,6 @@ from btp_gitops.generator.migration.kinds import (
     BTP_MANAGER_SECRET,
     IMPORTED_KINDS,
     LiveKind,
-    imported_kind,
     is_btp_manager_secret,
 )
 from btp_gitops.generator.migration.model import LiveObject, Skipped
@@ -64,6 +64,7 @@ class ReadLimits:
 class LiveRead:
     """What was read: the objects of the imported kinds, and what was met but not read, and why."""
 
+    kinds: tuple[LiveKind, ...] = IMPORTED_KINDS  # what is read; anything else met is passed over
     objects: list[LiveObject] = field(default_factory=list)
     passed_over: list[Skipped] = field(default_factory=list)
     unnamed: list[Skipped] = field(default_factory=list)  # of an imported kind, but no name: skipped
@@ -91,10 +92,6 @@ class LiveRead:
             )
 
 
-def _kind_named(body: dict[str, Any]) -> LiveKind | None:
-    return imported_kind(str(body.get("apiVersion", "")), str(body.get("kind", "")))
-
-
 def _metadata_of(body: dict[str, Any]) -> tuple[str, str]:
     metadata = body.get("metadata")
     if not isinstance(metadata, dict):
@@ -106,7 +103,8 @@ def sort_object(body: dict[str, Any], origin: str, read: LiveRead, limits: ReadL
     """Keep an object of an imported kind (or BTP Manager's Secret); note anything else."""
     api_version, kind = str(body.get("apiVersion", "")), str(body.get("kind", ""))
     namespace, name = _metadata_of(body)
-    if is_btp_manager_secret(api_version, kind, namespace, name) or _kind_named(body) is not None:
+    wanted = any(entry.api_version == api_version and entry.kind == kind for entry in read.kinds)
+    if wanted or is_btp_manager_secret(api_version, kind, namespace, name):
         if not name:
             read.unnamed.append(Skipped(describe(body), origin, "the object has no metadata.name"))
             return
@@ -180,8 +178,10 @@ def _read_dump_file(path: Path, read: LiveRead, limits: ReadLimits, problems: li
         problems.append(error.problem)
 
 
-def read_dump_directory(directory: Path, limits: ReadLimits = ReadLimits()) -> LiveRead:
-    """Every object of the imported kinds in the dump files under `directory`.
+def read_dump_directory(
+    directory: Path, limits: ReadLimits = ReadLimits(), kinds: Iterable[LiveKind] = IMPORTED_KINDS
+) -> LiveRead:
+    """Every object of `kinds` (and BTP Manager's Secret) in the dump files under `directory`.
 
     Raises UsageError when `directory` is no directory (or a link), InputError listing every file
     that cannot be read or parsed (nothing is imported from a dump that is partly unreadable).
@@ -192,7 +192,7 @@ def read_dump_directory(directory: Path, limits: ReadLimits = ReadLimits()) -> L
         raise UsageError(f"--from-dir {directory}: {error.strerror or error}") from error
     if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
         raise UsageError(f"--from-dir {directory}: not a directory (a symbolic link is not followed)")
-    read = LiveRead(sources=display_path(directory))
+    read = LiveRead(kinds=tuple(kinds), sources=display_path(directory))
     problems: list[Problem] = []
     for path in _dump_files(directory):
         _read_dump_file(path, read, limits, problems)
@@ -354,16 +354,21 @@ def _read_btp_manager_secret(session: _ClusterSession, read: LiveRead, limits: R
 
 
 def read_cluster(
-    source: ClusterSource, limits: ReadLimits = ReadLimits(), kinds: Iterable[LiveKind] = IMPORTED_KINDS
+    source: ClusterSource,
+    limits: ReadLimits = ReadLimits(),
+    kinds: Iterable[LiveKind] = IMPORTED_KINDS,
+    *,
+    btp_manager_secret: bool = True,
 ) -> LiveRead:
     """Every object of `kinds` in the cluster (the namespaces given, or all), and BTP Manager's
-    Secret when its namespace is read."""
+    Secret when asked for and its namespace is read."""
     session = _ClusterSession(source)
-    read = LiveRead(sources=source.where())
+    read = LiveRead(kinds=tuple(kinds), sources=source.where())
     try:
-        for kind in kinds:
+        for kind in read.kinds:
             _read_kind(session, kind, read, limits)
-        _read_btp_manager_secret(session, read, limits)
+        if btp_manager_secret:
+            _read_btp_manager_secret(session, read, limits)
     finally:
         session.close()
     return read
