@@ -391,3 +391,17 @@ def test_a_tenant_caught_mid_operation_says_so(run_cli: RunCli, tmp_path: Path) 
     globex = (tmp_path / "sources/cap/bookshop/bookshop/tenants/globex.yaml").read_text()
     assert "# state Provisioning: an operation had not completed when this was read" in globex
     assert yaml.safe_load(globex)["status"] == {"state": "Provisioning"}
+
+
+def test_the_report_is_the_same_document_in_json_and_yaml_and_quiet_prints_nothing(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    write_dumps(tmp_path / "dumps", operator_dump())
+    as_json = run_cli("import", "--from-dir", "dumps", "--out", "a", "-o", "json", cwd=tmp_path)
+    as_yaml = run_cli("import", "--from-dir", "dumps", "--out", "a", "-o", "yaml", "--force", cwd=tmp_path)
+    assert as_json.returncode == as_yaml.returncode == 0, as_json.stderr + as_yaml.stderr
+    report = json.loads(as_json.stdout)
+    assert {**yaml.safe_load(as_yaml.stdout), "overwritten": []} == report
+    assert report["objects"] == 10 and len(report["files"]) == 9 and report["skipped"] == []
+    quiet = run_cli("import", "--from-dir", "dumps", "--out", "b", "-q", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
