@@ -11,6 +11,7 @@ error or a listed skip, never a half-written tree or exit 70.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -405,3 +406,26 @@ def test_the_report_is_the_same_document_in_json_and_yaml_and_quiet_prints_nothi
     assert report["objects"] == 10 and len(report["files"]) == 9 and report["skipped"] == []
     quiet = run_cli("import", "--from-dir", "dumps", "--out", "b", "-q", cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
+
+
+def test_an_application_named_like_a_file_of_its_namespace_is_listed_not_clashing(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    documents = example_documents()
+    application = copy.deepcopy(documents["capapplication.yaml"][0])
+    application["metadata"]["name"] = "domains.yaml"  # a DNS-1123 subdomain, and the namespace's domains file
+    domain = documents["domains.yaml"][0]
+    (tmp_path / "dumps").mkdir()
+    (tmp_path / "dumps" / "all.yaml").write_text(yaml.safe_dump_all([application, domain]))
+    result = run_cli("import", "--from-dir", "dumps", "--out", "sources", "-o", "json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["files"] == ["cap/bookshop/domains.yaml"]
+    assert report["skipped"] == [
+        {
+            "object": "CAPApplication bookshop/domains.yaml",
+            "origin": "dumps/all.yaml: document 1",
+            "reason": "cap/bookshop/domains.yaml/capapplication.yaml: cap/bookshop/domains.yaml is a file of "
+            "another object",
+        }
+    ]
