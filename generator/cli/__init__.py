@@ -52,6 +52,7 @@ COMMANDS = {
     "post-render": "btp_gitops.generator.cli.post_render:add_post_render_parser",
     "diff": "btp_gitops.generator.cli.diff:add_diff_parser",
     "validate": "btp_gitops.generator.cli.validate:add_validate_parser",
+    "import": "btp_gitops.generator.cli.import_sources:add_import_parser",
     "examples": "btp_gitops.generator.cli.examples:add_examples_parser",
     "chart-path": "btp_gitops.generator.cli.chart_path:add_chart_path_parser",
     "completion": "btp_gitops.generator.cli.completion:add_completion_parser",

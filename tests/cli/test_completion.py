@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import CLI
 
 COMMANDS = ("render", "diff", "validate", "crds", "module-resources", "post-render", "completion", "examples")
-COMMANDS += ("chart-path",)
+COMMANDS += ("chart-path", "import")
 COMMANDS += ("controller", "subscription-server")  # contributed by the controller, installed with it
 
 # What a user types before TAB, and what must (and must not) be offered.

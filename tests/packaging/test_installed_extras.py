@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EXAMPLES
 from tests.packaging.test_one_namespace import assert_one_tree, probe
 from tests.support.wheel import InstalledProduct, install
 
@@ -66,3 +67,21 @@ def test_the_controller_extra_brings_them(with_controller: InstalledProduct) -> 
         "import subprocess, sys; sys.exit(subprocess.call([sys.executable, '-m', 'pip', 'check']))"
     )
     assert pip_check.returncode == 0, pip_check.stdout + pip_check.stderr
+
+
+def test_the_base_install_imports_dumps_and_names_the_extra_for_a_cluster(
+    base: InstalledProduct, tmp_path: Path
+) -> None:
+    from_cluster = base.run("import", "--context", "prod", "--out", tmp_path / "from-cluster")
+    assert from_cluster.returncode == 2, from_cluster.stderr
+    assert "Traceback" not in from_cluster.stderr
+    assert "pip install 'btp-gitops[controller]'" in from_cluster.stderr
+    assert not (tmp_path / "from-cluster").exists()
+    # Dumps need nothing more than the generator.
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    application = EXAMPLES / "cap-app" / "capapplication.yaml"
+    (dumps / "cap.yaml").write_text(application.read_text())
+    from_dir = base.run("import", "--from-dir", dumps, "--out", tmp_path / "sources")
+    assert from_dir.returncode == 0, from_dir.stderr
+    assert (tmp_path / "sources" / "cap" / "bookshop" / "bookshop" / "capapplication.yaml").is_file()
