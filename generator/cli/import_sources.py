@@ -45,6 +45,8 @@ def _options(args: argparse.Namespace) -> ImportOptions:
 def _print_text(report: ImportReport, quiet: bool) -> None:
     for skip in report.skipped:
         print(printable(f"warning: skipped {skip.object} ({skip.origin}): {skip.reason}"), file=sys.stderr)
+    for item in report.follow_ups:
+        print(printable(f"to do: {item.object} ({item.origin}): {item.action}"), file=sys.stderr)
     if quiet:
         return
     for entry in report.passed_over:
@@ -56,6 +58,7 @@ def _print_text(report: ImportReport, quiet: bool) -> None:
         return
     overwritten = f", {len(report.overwritten)} of them overwritten" if report.overwritten else ""
     skipped = f"; {len(report.skipped)} skipped (above)" if report.skipped else ""
+    skipped += f"; {len(report.follow_ups)} to do before a render (above)" if report.follow_ups else ""
     print(
         printable(
             f"imported {report.objects} objects from {report.source} into {len(report.files)} files "

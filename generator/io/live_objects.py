@@ -40,8 +40,9 @@ from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.migration.kinds import (
     BTP_MANAGER_SECRET,
     IMPORTED_KINDS,
+    NAMED_OBJECTS,
     LiveKind,
-    is_btp_manager_secret,
+    is_named_object,
 )
 from btp_gitops.generator.migration.model import LiveObject, Skipped
 
@@ -104,7 +105,7 @@ def sort_object(body: dict[str, Any], origin: str, read: LiveRead, limits: ReadL
     api_version, kind = str(body.get("apiVersion", "")), str(body.get("kind", ""))
     namespace, name = _metadata_of(body)
     wanted = any(entry.api_version == api_version and entry.kind == kind for entry in read.kinds)
-    if wanted or is_btp_manager_secret(api_version, kind, namespace, name):
+    if wanted or is_named_object(api_version, kind, namespace, name):
         if not name:
             read.unnamed.append(Skipped(describe(body), origin, "the object has no metadata.name"))
             return
@@ -112,7 +113,7 @@ def sort_object(body: dict[str, Any], origin: str, read: LiveRead, limits: ReadL
         return
     if kind == "Secret":
         reason = (
-            f"a Secret: import reads no Secret but {BTP_MANAGER_SECRET.describe()} (nothing of it is kept)"
+            f"a Secret: import reads no Secret other than {BTP_MANAGER_SECRET.describe()}"
         )
     else:
         reason = f"{api_version}/{kind} is not a kind btp-gitops import reads"
@@ -338,19 +339,21 @@ def _read_kind(session: _ClusterSession, kind: LiveKind, read: LiveRead, limits:
                 break
 
 
-def _read_btp_manager_secret(session: _ClusterSession, read: LiveRead, limits: ReadLimits) -> None:
+def _read_named_objects(session: _ClusterSession, read: LiveRead, limits: ReadLimits) -> None:
+    """BTP Manager's Secret and ConfigMap, each by name (a 404 is none), when their namespace is read."""
     namespaces = session.source.namespaces
-    if namespaces and BTP_MANAGER_SECRET.namespace not in namespaces:
-        return
-    path = f"/api/v1/namespaces/{BTP_MANAGER_SECRET.namespace}/secrets/{BTP_MANAGER_SECRET.name}"
-    answered = session.get(path, BTP_MANAGER_SECRET.describe(), [], read.budget(limits))
-    if answered is None:
-        return
-    body, size = answered
-    read.count_bytes(size, limits, session.source.where())
-    body.setdefault("apiVersion", "v1")
-    body.setdefault("kind", "Secret")
-    sort_object(body, session.origin, read, limits, session.source.where())
+    for named in NAMED_OBJECTS:
+        if namespaces and named.namespace not in namespaces:
+            continue
+        path = f"/api/v1/namespaces/{named.namespace}/{named.plural}/{named.name}"
+        answered = session.get(path, named.describe(), [], read.budget(limits))
+        if answered is None:
+            continue
+        body, size = answered
+        read.count_bytes(size, limits, session.source.where())
+        body.setdefault("apiVersion", "v1")
+        body.setdefault("kind", named.kind)
+        sort_object(body, session.origin, read, limits, session.source.where())
 
 
 def read_cluster(
@@ -358,17 +361,17 @@ def read_cluster(
     limits: ReadLimits = ReadLimits(),
     kinds: Iterable[LiveKind] = IMPORTED_KINDS,
     *,
-    btp_manager_secret: bool = True,
+    named_objects: bool = True,
 ) -> LiveRead:
     """Every object of `kinds` in the cluster (the namespaces given, or all), and BTP Manager's
-    Secret when asked for and its namespace is read."""
+    Secret and ConfigMap (read by name) when asked for and their namespace is read."""
     session = _ClusterSession(source)
     read = LiveRead(kinds=tuple(kinds), sources=source.where())
     try:
         for kind in read.kinds:
             _read_kind(session, kind, read, limits)
-        if btp_manager_secret:
-            _read_btp_manager_secret(session, read, limits)
+        if named_objects:
+            _read_named_objects(session, read, limits)
     finally:
         session.close()
     return read

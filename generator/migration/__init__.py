@@ -16,6 +16,7 @@ from __future__ import annotations
 from btp_gitops.generator.migration.btp_operator import import_btp_operator
 from btp_gitops.generator.migration.kyma import import_kyma
 from btp_gitops.generator.migration.model import (
+    FollowUp,
     ImportedDocument,
     ImportedFile,
     ImportResult,
@@ -25,6 +26,7 @@ from btp_gitops.generator.migration.model import (
 )
 
 __all__ = [
+    "FollowUp",
     "ImportResult",
     "ImportedDocument",
     "ImportedFile",

@@ -1,10 +1,10 @@
-"""The kinds `btp-gitops import` reads from a cluster or a dump, and the one Secret it reads by name.
+"""The kinds `btp-gitops import` reads from a cluster or a dump, and the two objects it reads by name.
 
-Each kind is listed through its plural (the API path), namespaced or not. The Secret
-`kyma-system/sap-btp-manager` is the only Secret read, and only by name: BTP Manager keeps its
-non-secret settings (cluster id, namespace, flags) next to the credentials there, and no other
-Secret is ever listed or read. In a dump directory a Secret is passed over in the same way unless
-it is that one.
+Each kind is listed through its plural (the API path), namespaced or not. BTP Manager's two
+objects are read by name only, never listed: the Secret `kyma-system/sap-btp-manager` (BTP Manager
+keeps its non-secret settings, cluster id and credentials namespace, next to the credentials
+there) and the ConfigMap `kyma-system/sap-btp-operator-config` (the flags it derived). No other
+Secret is ever listed or read; in a dump directory any other Secret is passed over unread.
 """
 
 from __future__ import annotations
@@ -44,16 +44,25 @@ IMPORTED_KINDS: tuple[LiveKind, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
-class NamedSecret:
+class NamedObject:
+    """A core (`v1`) object read by name: `/api/v1/namespaces/<namespace>/<plural>/<name>`."""
+
+    kind: str
+    plural: str
     namespace: str
     name: str
 
     def describe(self) -> str:
-        return f"Secret {self.namespace}/{self.name}"
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+    def is_this(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
+        return api_version == "v1" and (kind, namespace, name) == (self.kind, self.namespace, self.name)
 
 
-# BTP Manager's settings Secret: read by name, never listed (see the module's docstring).
-BTP_MANAGER_SECRET = NamedSecret("kyma-system", "sap-btp-manager")
+# BTP Manager's settings: read by name, never listed (see the module's docstring).
+BTP_MANAGER_SECRET = NamedObject("Secret", "secrets", "kyma-system", "sap-btp-manager")
+BTP_OPERATOR_CONFIG_MAP = NamedObject("ConfigMap", "configmaps", "kyma-system", "sap-btp-operator-config")
+NAMED_OBJECTS: tuple[NamedObject, ...] = (BTP_MANAGER_SECRET, BTP_OPERATOR_CONFIG_MAP)
 
 
 def imported_kind(api_version: str, kind: str) -> LiveKind | None:
@@ -64,9 +73,6 @@ def imported_kind(api_version: str, kind: str) -> LiveKind | None:
     return None
 
 
-def is_btp_manager_secret(api_version: str, kind: str, namespace: str, name: str) -> bool:
-    return (
-        api_version == "v1"
-        and kind == "Secret"
-        and (namespace, name) == (BTP_MANAGER_SECRET.namespace, BTP_MANAGER_SECRET.name)
-    )
+def is_named_object(api_version: str, kind: str, namespace: str, name: str) -> bool:
+    """Whether an object is one of those import reads by name."""
+    return any(named.is_this(api_version, kind, namespace, name) for named in NAMED_OBJECTS)

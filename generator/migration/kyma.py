@@ -57,6 +57,7 @@ from btp_gitops.generator.migration.live_meta import (
     unknown_fields,
 )
 from btp_gitops.generator.migration.model import (
+    FollowUp,
     ImportedDocument,
     ImportedFile,
     ImportResult,
@@ -274,6 +275,7 @@ def import_kyma(objects: Sequence[LiveObject]) -> ImportResult:
         else:
             current[live.kind].append(live)
     entries: list[CatalogEntry] = []
+    follow_ups: list[FollowUp] = []
     for live in [*current["ModuleReleaseMeta"], *current["ModuleTemplate"]]:
         try:
             entry = (release_meta_entry if live.kind == "ModuleReleaseMeta" else template_entry)(live)
@@ -282,7 +284,7 @@ def import_kyma(objects: Sequence[LiveObject]) -> ImportResult:
             continue
         entries.append(entry)
         if entry.fetch is not None:
-            skips.append(entry.fetch)
+            follow_ups.append(entry.fetch)
     files = _catalog_files(entries)
     kyma, kyma_skips = _choose_kyma(current["Kyma"])
     skips += kyma_skips
@@ -294,4 +296,5 @@ def import_kyma(objects: Sequence[LiveObject]) -> ImportResult:
     return ImportResult(
         files=tuple(sorted(files, key=lambda f: f.path)),
         skipped=tuple(sorted(skips, key=lambda s: (s.object, s.origin, s.reason))),
+        follow_ups=tuple(sorted(follow_ups, key=lambda f: (f.object, f.origin, f.action))),
     )

@@ -48,7 +48,7 @@ from btp_gitops.generator.migration.live_meta import (
     unknown_fields,
     without_userinfo,
 )
-from btp_gitops.generator.migration.model import ImportedDocument, LiveObject, Skipped
+from btp_gitops.generator.migration.model import FollowUp, ImportedDocument, LiveObject
 
 OPERATOR_PREFIX = "operator.kyma-project.io/"
 MODULE_NAME_LABEL = "operator.kyma-project.io/module-name"
@@ -56,7 +56,7 @@ BETA_LABEL = "operator.kyma-project.io/beta"
 INTERNAL_LABEL = "operator.kyma-project.io/internal"
 LEGACY_VERSION_ANNOTATION = "operator.kyma-project.io/module-version"
 CATALOG_DIR = "kyma/catalog"
-# How a listed raw manifest to fetch starts: the command may show these apart from real skips.
+# How the follow-up of a template starts: its raw manifest must be fetched before a render.
 RAW_MANIFEST_TO_FETCH = "its raw manifest is not in the cluster"
 MODULES_DIR = "kyma/.modules"
 
@@ -82,7 +82,7 @@ class CatalogEntry:
     version: str = ""
     channel: str = ""
     channels: tuple[tuple[str, str], ...] = ()  # a release meta's (channel, version) pairs
-    fetch: Skipped | None = None  # the raw manifest the user must fetch
+    fetch: FollowUp | None = None  # the raw manifest the user must fetch
 
 
 def _origin_line(live: LiveObject) -> str:
@@ -257,7 +257,7 @@ def template_entry(live: LiveObject) -> CatalogEntry:
     new_spec["rawManifest"] = {"path": f"../.modules/{module}/{version or kept.metadata['name']}"}
     source = _raw_manifest_source(new_spec)  # its fields checked: resources, descriptor a map
     comment.append(f"Its resources are not in the cluster: put them into {folder}/ ({source}).")
-    fetch = Skipped(
+    fetch = FollowUp(
         live.describe(),
         live.origin,
         f"{RAW_MANIFEST_TO_FETCH}: fetch it {source} into {folder}/ before rendering "

@@ -80,11 +80,21 @@ class Skipped:
 
 
 @dataclass(frozen=True, slots=True)
+class FollowUp:
+    """An object imported, with something the user must do before the sources render."""
+
+    object: str  # LiveObject.describe()
+    origin: str
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
 class ImportResult:
     """What a translator, or the whole import, produced."""
 
     files: tuple[ImportedFile, ...] = ()
     skipped: tuple[Skipped, ...] = ()
+    follow_ups: tuple[FollowUp, ...] = ()
 
 
 def merge_results(results: Iterable[ImportResult]) -> ImportResult:
@@ -95,13 +105,16 @@ def merge_results(results: Iterable[ImportResult]) -> ImportResult:
     """
     files: dict[str, ImportedFile] = {}
     skipped: list[Skipped] = []
+    follow_ups: list[FollowUp] = []
     for result in results:
         for imported in result.files:
             if imported.path in files:
                 raise ValueError(f"two translators write {imported.path}")
             files[imported.path] = imported
         skipped.extend(result.skipped)
+        follow_ups.extend(result.follow_ups)
     return ImportResult(
         files=tuple(files[path] for path in sorted(files)),
         skipped=tuple(sorted(skipped, key=lambda skip: (skip.object, skip.origin, skip.reason))),
+        follow_ups=tuple(sorted(follow_ups, key=lambda item: (item.object, item.origin, item.action))),
     )

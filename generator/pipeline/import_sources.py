@@ -36,8 +36,11 @@ from btp_gitops.generator.io.live_objects import (
 from btp_gitops.generator.io.output_tree import stage_directory
 from btp_gitops.generator.io.repo import check_no_links
 from btp_gitops.generator.io.schemas import load_schema_registry
+from btp_gitops.generator.migration.btp_operator import import_btp_operator
 from btp_gitops.generator.migration.cap import depends_on, import_cap
+from btp_gitops.generator.migration.kyma import import_kyma
 from btp_gitops.generator.migration.model import (
+    FollowUp,
     ImportedDocument,
     ImportedFile,
     ImportResult,
@@ -49,7 +52,7 @@ from btp_gitops.generator.transforms.guards import assert_no_credentials
 
 Translator = Callable[[Sequence[LiveObject]], ImportResult]
 # One per operator; each picks the kinds it knows from every object read.
-TRANSLATORS: tuple[Translator, ...] = (import_cap,)
+TRANSLATORS: tuple[Translator, ...] = (import_cap, import_kyma, import_btp_operator)
 
 COMMENT_WIDTH = 98
 _COMMENT_UNSAFE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
@@ -73,6 +76,7 @@ class ImportReport:
     overwritten: tuple[str, ...]
     skipped: tuple[Skipped, ...]  # read, not expressed in any file
     passed_over: tuple[Skipped, ...]  # met, not read (other kinds, Secrets)
+    follow_ups: tuple[FollowUp, ...] = ()  # imported, with a step left to the user before a render
 
     def as_dict(self) -> dict[str, Any]:
         def entries(items: Iterable[Skipped]) -> list[dict[str, str]]:
@@ -86,6 +90,9 @@ class ImportReport:
             "overwritten": list(self.overwritten),
             "skipped": entries(self.skipped),
             "passedOver": entries(self.passed_over),
+            "followUps": [
+                {"object": item.object, "origin": item.origin, "action": item.action} for item in self.follow_ups
+            ],
         }
 
 
@@ -280,6 +287,7 @@ def import_sources(options: ImportOptions, translators: Sequence[Translator] = T
             )
         writer.write(texts)
     skipped = sorted([*read.unnamed, *result.skipped, *invalid], key=lambda s: (s.object, s.origin, s.reason))
+    refused = {skip.object for skip in invalid}  # not written: nothing left to do for them
     return ImportReport(
         source=read.sources,
         out=display_path(options.out),
@@ -288,4 +296,5 @@ def import_sources(options: ImportOptions, translators: Sequence[Translator] = T
         overwritten=tuple(overwritten),
         skipped=tuple(skipped),
         passed_over=tuple(sorted(read.passed_over, key=lambda s: (s.object, s.origin))),
+        follow_ups=tuple(f for f in result.follow_ups if f.object not in refused),
     )

@@ -109,13 +109,24 @@ def test_only_btp_managers_secret_is_read_and_only_by_name(
         except ApiException as error:
             if error.status != 409:
                 raise
+    # BTP Manager's ConfigMap is read by name too, and no other ConfigMap beside it.
+    for name in ("sap-btp-operator-config", "unrelated-settings"):
+        try:
+            core.create_namespaced_config_map(
+                "kyma-system", {"metadata": {"name": name}, "data": {"CLUSTER_ID": "c-1"}}
+            )
+        except ApiException as error:
+            if error.status != 409:
+                raise
     base = ClusterSource(str(kube_api.kubeconfig), CONTEXT, (kube_namespace,))
     assert [live for live in read_cluster(base, kinds=()).objects] == []
     both = ClusterSource(str(kube_api.kubeconfig), CONTEXT, (kube_namespace, "kyma-system"))
-    secrets = read_cluster(both, kinds=()).objects
-    assert [(live.namespace, live.name, live.kind) for live in secrets] == [
-        ("kyma-system", "sap-btp-manager", "Secret")
+    named = read_cluster(both, kinds=()).objects
+    assert [(live.namespace, live.name, live.kind) for live in named] == [
+        ("kyma-system", "sap-btp-manager", "Secret"),
+        ("kyma-system", "sap-btp-operator-config", "ConfigMap"),
     ]
+    assert read_cluster(both, kinds=(), named_objects=False).objects == []
 
 
 @pytest.mark.kube
