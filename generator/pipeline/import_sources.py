@@ -91,7 +91,8 @@ class ImportReport:
             "skipped": entries(self.skipped),
             "passedOver": entries(self.passed_over),
             "followUps": [
-                {"object": item.object, "origin": item.origin, "action": item.action} for item in self.follow_ups
+                {"object": item.object, "origin": item.origin, "action": item.action}
+                for item in self.follow_ups
             ],
         }
 
