@@ -112,9 +112,7 @@ def sort_object(body: dict[str, Any], origin: str, read: LiveRead, limits: ReadL
         read.add(LiveObject(body, origin), limits, where)
         return
     if kind == "Secret":
-        reason = (
-            f"a Secret: import reads no Secret other than {BTP_MANAGER_SECRET.describe()}"
-        )
+        reason = f"a Secret: import reads no Secret other than {BTP_MANAGER_SECRET.describe()}"
     else:
         reason = f"{api_version}/{kind} is not a kind btp-gitops import reads"
     read.passed_over.append(Skipped(describe(body), origin, reason))

@@ -56,9 +56,7 @@ def test_a_whole_clusters_dumps_import_into_sources_of_all_three_operators(
     for value in CREDENTIALS.values():
         assert value not in everything
 
-    as_json = run_cli(
-        "import", "--from-dir", "dumps", "--out", "again", "-o", "json", cwd=tmp_path
-    )
+    as_json = run_cli("import", "--from-dir", "dumps", "--out", "again", "-o", "json", cwd=tmp_path)
     assert as_json.returncode == 0, as_json.stderr
     report = json.loads(as_json.stdout)
     assert sorted(item["object"] for item in report["followUps"]) == sorted(
