@@ -26,14 +26,23 @@ from btp_gitops.generator.core.objects import KubeObject, get_path
 _ITEM_KEYS = ("name", "containerPort", "mountPath", "devicePath", "port", "ip", "topologyKey")
 
 
-def covers(live: Any, rendered: Any) -> bool:
-    """True when applying `rendered` over `live` leaves `live` as it is."""
+# Fields server-side apply replaces whole (atomic in the Kubernetes types): every LabelSelector
+# (`+structType=atomic`: a workload's, a NetworkPolicy's, an affinity term's), a Service's
+# selector map (`+mapType=atomic`) and a binding's roleRef. Another manager's keys in them do not
+# survive an apply, so they "change" unless they are equal.
+ATOMIC_FIELDS = frozenset({"selector", "podSelector", "namespaceSelector", "labelSelector", "roleRef"})
+
+
+def covers(live: Any, rendered: Any, field: str = "") -> bool:
+    """True when applying `rendered` over `live` (the value of `field`) leaves `live` as it is."""
     if rendered is None:
         return True  # in an apply, null means "no opinion"
+    if field in ATOMIC_FIELDS:
+        return bool(live == rendered)
     if isinstance(rendered, dict):
         if not isinstance(live, dict):
             return False
-        return all(covers(live.get(key), value) for key, value in rendered.items())
+        return all(covers(live.get(key), value, str(key)) for key, value in rendered.items())
     if isinstance(rendered, list):
         return isinstance(live, list) and _list_covers(live, rendered)
     if isinstance(rendered, bool) or isinstance(live, bool):
@@ -91,14 +100,15 @@ Rule = Callable[[KubeObject, KubeObject], list[ImmutableChange]]
 
 
 def _field_rule(*fields: str, reason: str) -> Rule:
-    """Each of `fields` (dotted) may not change once set: a rendered value the live one does not cover."""
+    """Each of `fields` (dotted) may not change once set: a rendered value the live one does not cover
+    (or, for an atomic field, does not equal)."""
 
     def check(live: KubeObject, rendered: KubeObject) -> list[ImmutableChange]:
         found = []
         for dotted in fields:
             path = dotted.split(".")
             want, have = get_path(rendered, *path), get_path(live, *path)
-            if want is not None and have is not None and not covers(have, want):
+            if want is not None and have is not None and not covers(have, want, path[-1]):
                 found.append(ImmutableChange(dotted, reason))
         return found
 

@@ -226,9 +226,9 @@ def changed_fields(live: KubeObject, rendered: KubeObject) -> tuple[str, ...]:
             changed.update(
                 f"{key}.{field}"
                 for field, item in value.items()
-                if not covers(get_path(live, key, field), item)
+                if not covers(get_path(live, key, field), item, field)
             )
-        elif not covers(live.get(key), value):
+        elif not covers(live.get(key), value, key):
             changed.add(key)
     return tuple(sorted(changed))
 
@@ -244,14 +244,15 @@ def _adopt_consequence(group: str, kind: str, changes: tuple[str, ...]) -> str:
 
 # --- renamed objects -------------------------------------------------------------------------------
 
-# The labels that say what a CAP workload object is for, whatever its name.
+# The labels that say what a CAP workload object is for, whatever its name: those CAP Operator
+# puts on its Deployments, Services and Jobs (its tenant operation Jobs carry no tenant id or
+# version label, so two tenants' Jobs of one step share a role and pair with nothing).
 _CAP_ROLE_LABELS = tuple(
     f"{_CAP_PREFIX}{name}"
     for name in (
         "workload-name",
+        "workload-type",
         "category",
-        "cav-version",
-        "btp-tenant-id",
         "tenant-operation-type",
         "tenant-operation-step",
     )
@@ -363,7 +364,9 @@ def plan_cutover(
     for index, item in enumerate(created):
         old = pairs.get(index)
         if old is None:
-            entries.append(PlanEntry(item.app, Outcome.CREATED, object_key(item.body).describe(), item.path))
+            key = object_key(item.body)
+            runs = "the Job runs when it is applied" if (key.group, key.kind) == ("batch", "Job") else ""
+            entries.append(PlanEntry(item.app, Outcome.CREATED, key.describe(), item.path, consequence=runs))
             continue
         replaced_by[_key(old.body)] = item
         entries.append(_renamed(item, old))

@@ -105,14 +105,21 @@ def with_defaults(body: KubeObject) -> KubeObject:
     return stored
 
 
-def test_a_deployment_whose_selector_the_live_one_covers_is_adopted() -> None:
-    # The render's selector keys are a subset of CAP Operator's, same values: the apply merges the
-    # maps and the selector stays as it is.
-    rendered = deployment({"sme.sap.com/workload-name": "bookshop-1-srv"}, team="a")
+def test_a_deployment_with_the_same_selector_is_adopted_whatever_the_server_defaulted() -> None:
+    rendered = deployment(OPERATOR_SELECTOR, team="a")
     live = with_defaults(deployment(OPERATOR_SELECTOR))
     entry = only(plan([rendered], [live]))
     assert entry.outcome is Outcome.ADOPTED
     assert entry.changes == ()
+
+
+def test_a_selector_is_replaced_whole_so_a_smaller_one_is_a_change() -> None:
+    # A LabelSelector is atomic in server-side apply: the render's two labels do not merge into
+    # CAP Operator's five, they replace them, and a Deployment's selector is immutable.
+    rendered = deployment({"sme.sap.com/workload-name": "bookshop-1-srv"})
+    live = with_defaults(deployment(OPERATOR_SELECTOR))
+    entry = only(plan([rendered], [live]))
+    assert (entry.outcome, entry.changes) == (Outcome.RECREATED, ("spec.selector",))
 
 
 def test_a_deployment_whose_selector_changes_is_recreated_with_the_outage_named() -> None:
