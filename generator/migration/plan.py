@@ -360,6 +360,7 @@ def plan_cutover(
         key=lambda found: _key(found.body),
     )
     pairs = _pair_renamed(created, candidates)
+    writers = secret_writers(rendered)
     replaced_by: dict[ObjectKey, RenderedObject] = {}
     for index, item in enumerate(created):
         old = pairs.get(index)
@@ -371,7 +372,7 @@ def plan_cutover(
         replaced_by[_key(old.body)] = item
         entries.append(_renamed(item, old))
     entries.extend(
-        _left_behind(found, replaced_by.get(_key(found.body)), rendered, rendered_keys)
+        _left_behind(found, replaced_by.get(_key(found.body)), rendered, rendered_keys, writers)
         for found in candidates
     )
     order = {outcome: index for index, outcome in enumerate(OUTCOME_ORDER)}
@@ -437,13 +438,22 @@ def _left_behind(
     replacement: RenderedObject | None,
     rendered: Sequence[RenderedObject],
     rendered_keys: set[ObjectKey],
+    writers: Mapping[tuple[str, str], RenderedObject],
 ) -> PlanEntry:
     body = found.body
     key = _key(body)
     app = replacement.app if replacement is not None else _app_for(body, rendered)
+    writer = (
+        secret_writers(rendered).get((key.namespace, key.name))
+        if (key.group, key.kind) == ("", "Secret")
+        else None
+    )
     if replacement is not None:
         new = object_key(replacement.body).name
         action = f"replaced by {new}: delete it once {new} is ready"
+    elif writer is not None:
+        app = writer.app
+        action = _taken_over_action(writer)
     else:
         action = _unreplaced_action(body, rendered_keys)
     finalizers = get_path(body, "metadata", "finalizers")
@@ -451,6 +461,42 @@ def _left_behind(
         names = ", ".join(sorted(map(str, finalizers)))
         action += f"; it carries the finalizer {names}: with the operator stopped, remove it when deleting"
     return PlanEntry(app, Outcome.LEFT_BEHIND, key.describe(), operator=operator_of(body), action=action)
+
+
+def secret_writers(rendered: Sequence[RenderedObject]) -> dict[tuple[str, str], RenderedObject]:
+    """(namespace, name) of each Secret a rendered object has its controller write: a cert-manager
+    or Gardener Certificate's, an ExternalSecret's target."""
+    writers: dict[tuple[str, str], RenderedObject] = {}
+    for item in sorted(rendered, key=lambda item: object_key(item.body)):
+        key = object_key(item.body)
+        spec = item.body.get("spec")
+        if not isinstance(spec, dict):
+            continue
+        target: Any = None
+        namespace = key.namespace
+        if (key.group, key.kind) == ("cert-manager.io", "Certificate"):
+            target = spec.get("secretName")
+        elif (key.group, key.kind) == ("cert.gardener.cloud", "Certificate"):
+            target = get_path(spec, "secretRef", "name") or spec.get("secretName")
+            namespace = str(get_path(spec, "secretRef", "namespace") or namespace)
+        elif (key.group, key.kind) == ("external-secrets.io", "ExternalSecret"):
+            target = get_path(spec, "target", "name") or key.name
+        if isinstance(target, str) and target:
+            writers.setdefault((namespace, target), item)
+    return writers
+
+
+def _taken_over_action(writer: RenderedObject) -> str:
+    key = object_key(writer.body)
+    if key.kind == "ExternalSecret":
+        return (
+            f"the render's ExternalSecret {key.name} writes a Secret of this name: delete this one when the "
+            "ExternalSecret is applied, so that external-secrets creates it as its own"
+        )
+    return (
+        f"the render's {key.kind} {key.name} writes this Secret: the certificate is issued again into it "
+        "(a new key); keep it until then"
+    )
 
 
 def _unreplaced_action(body: KubeObject, rendered_keys: set[ObjectKey]) -> str:

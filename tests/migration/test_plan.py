@@ -554,3 +554,43 @@ def test_markdown_stays_under_its_bound_and_says_what_it_left_out() -> None:
     assert len(text) <= 2_000
     assert "**0 recreated, 0 left behind, 300 created, 0 adopted" in text
     assert "Truncated to 2,000 characters" in text
+
+
+def test_a_secret_a_rendered_certificate_or_external_secret_writes_is_taken_over_not_deleted() -> None:
+    certificate = obj(
+        "cert-manager.io/v1",
+        "Certificate",
+        "webhook-cert",
+        namespace="kyma-system",
+        spec={"secretName": "webhook-server-cert"},
+    )
+    external = obj(
+        "external-secrets.io/v1",
+        "ExternalSecret",
+        "sap-btp-service-operator",
+        namespace="kyma-system",
+        spec={},
+    )
+    marker = {"labels": {"app.kubernetes.io/managed-by": "btp-manager"}}
+    live_secrets = [
+        obj("v1", "Secret", name, namespace="kyma-system", metadata=marker)
+        for name in ("webhook-server-cert", "sap-btp-service-operator", "ca-server-cert")
+    ]
+    result = plan([certificate, external], [], live_secrets)
+    actions = {e.subject: (e.operator, e.action) for e in result.entries if e.outcome is Outcome.LEFT_BEHIND}
+    assert actions == {
+        "Secret kyma-system/ca-server-cert": (
+            BTP_MANAGER,
+            "nothing rendered takes its place and nothing prunes it: delete it once the cutover is done",
+        ),
+        "Secret kyma-system/sap-btp-service-operator": (
+            BTP_MANAGER,
+            "the render's ExternalSecret sap-btp-service-operator writes a Secret of this name: delete this one "
+            "when the ExternalSecret is applied, so that external-secrets creates it as its own",
+        ),
+        "Secret kyma-system/webhook-server-cert": (
+            BTP_MANAGER,
+            "the render's Certificate webhook-cert writes this Secret: the certificate is issued again into it "
+            "(a new key); keep it until then",
+        ),
+    }
