@@ -31,8 +31,9 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from btp_gitops.generator.core.errors import ClusterUnreachable
 from btp_gitops.generator.core.objects import ObjectKey, object_key
-from btp_gitops.generator.io.live_lookup import LiveLookup
+from btp_gitops.generator.io.live_lookup import LiveLookup, LookupLimits
 from btp_gitops.generator.migration.plan import Outcome, RenderedObject, plan_cutover
 from tests.conftest import EXAMPLES, RunCli
 from tests.support.crds import load_crds, our_crd_files, third_party_crd_files
@@ -281,17 +282,7 @@ def lay_out(
     return live
 
 
-def test_the_plan_says_what_a_server_side_apply_does(
-    api: k8s.ApiClient, kube_api: KubeAPI, run_cli: RunCli, cutover_namespace: str, tmp_path: Path
-) -> None:
-    sources = moved_sources(tmp_path / "sources", cutover_namespace)
-    files = rendered_objects(render(sources, tmp_path / "repo"))
-    served = ServedResources(api)
-    install_crds_the_output_uses(api, served, files)
-    for namespace in sorted(namespaces_used(files, served)):
-        create_namespace(api, namespace)
-    live = lay_out(api, served, files, cutover_namespace)
-
+def plan_through_the_cli(run_cli: RunCli, kube_api: KubeAPI, sources: Path) -> dict[str, Any]:
     result = run_cli(
         "diff",
         sources,
@@ -305,31 +296,67 @@ def test_the_plan_says_what_a_server_side_apply_does(
     )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    plan = json.loads(result.stdout)
+    plan: dict[str, Any] = json.loads(result.stdout)
+    return plan
+
+
+def live_uid(client: k8s.ApiClient, served: ServedResources, item: RenderedFile) -> str | None:
+    resource = served.lookup(item.api_version, item.kind)
+    assert resource is not None
+    reply = request(client, "GET", object_path(item, resource))
+    return str(reply.body["metadata"]["uid"]) if reply.status == 200 else None
+
+
+def check_against_dry_run(
+    client: k8s.ApiClient,
+    served: ServedResources,
+    files: list[RenderedFile],
+    plan: dict[str, Any],
+    laid_out: set[ObjectKey],
+    there_before: frozenset[str] = frozenset(),
+) -> None:
+    """Every rendered object does, on a server-side dry-run apply, what the plan says; what the
+    plan leaves behind is what was laid out and not rendered (or was there before the layout)."""
     entries = {entry["object"]: entry for entry in plan["objects"] if entry["outcome"] != "left-behind"}
     left_behind = {entry["object"] for entry in plan["objects"] if entry["outcome"] == "left-behind"}
-
     surprises = []
     for item in files:
         key = object_key(item.body)
         entry = entries.pop(key.describe())
-        reply = apply_dry_run(api, served, item)
+        uid = live_uid(client, served, item)
+        reply = apply_dry_run(client, served, item)
         outcome = entry["outcome"]
         if outcome == "adopted":
-            kept = reply.status == 200 and reply.body["metadata"]["uid"] == live[key]["metadata"]["uid"]
-            if not kept:
+            if reply.status != 200 or uid is None or reply.body["metadata"]["uid"] != uid:
                 surprises.append(f"{key.describe()}: adopted, but the server answered {reply.message()}")
         elif outcome == "created" or entry["replaces"]:
             if reply.status != 201:
                 surprises.append(f"{key.describe()}: {outcome}, but the server answered {reply.message()}")
-        elif reply.status != 422 or "immutable" not in reply.body.get("message", ""):
+        elif reply.status != 422:
             surprises.append(
                 f"{key.describe()}: recreated ({entry['reason']}), but the server answered {reply.status}"
             )
     assert not surprises, "\n".join(surprises)
     assert not entries, f"planned but not rendered: {sorted(entries)}"
     rendered_keys = {object_key(item.body) for item in files}
-    assert left_behind == {key.describe() for key in live if key not in rendered_keys}
+    expected = {key.describe() for key in laid_out if key not in rendered_keys}
+    assert expected <= left_behind, sorted(expected - left_behind)
+    assert left_behind - expected <= there_before, sorted(left_behind - expected - there_before)
+
+
+def test_the_plan_says_what_a_server_side_apply_does(
+    api: k8s.ApiClient, kube_api: KubeAPI, run_cli: RunCli, cutover_namespace: str, tmp_path: Path
+) -> None:
+    sources = moved_sources(tmp_path / "sources", cutover_namespace)
+    files = rendered_objects(render(sources, tmp_path / "repo"))
+    served = ServedResources(api)
+    install_crds_the_output_uses(api, served, files)
+    for namespace in sorted(namespaces_used(files, served)):
+        create_namespace(api, namespace)
+    live = lay_out(api, served, files, cutover_namespace)
+
+    plan = plan_through_the_cli(run_cli, kube_api, sources)
+    check_against_dry_run(api, served, files, plan, {key for key in live})
 
     # What the layout makes certain, by name.
     by_object = {entry["object"]: entry for entry in plan["objects"]}
@@ -356,7 +383,7 @@ def test_the_plan_says_what_a_server_side_apply_does(
     assert "the garbage collector never removes it" in network_policy["action"]
     assert by_object[f"CAPTenant {ns}/acme"]["outcome"] == "adopted"
     assert plan["summary"]["recreated"] >= 3 and plan["summary"]["leftBehind"] >= 6
-    assert "cutover-secret-value" not in result.stdout
+    assert "cutover-secret-value" not in json.dumps(plan)
 
     text = run_cli(
         "diff",
@@ -371,6 +398,157 @@ def test_the_plan_says_what_a_server_side_apply_does(
     assert text.returncode == 1, text.stderr
     assert text.stdout.startswith(f"btp-gitops diff: clusters/{CLUSTER} against cluster (kubeconfig ")
     assert f"! Job {ns}/bookshop-1-1-0-content (recreated, made by CAP Operator)" in text.stdout
+    assert "cutover-secret-value" not in text.stdout
+
+
+# --- BTP Manager's and Lifecycle Manager's objects -----------------------------------------------------
+
+
+@pytest.fixture
+def created_for_real(api: k8s.ApiClient) -> Iterator[list[tuple[str, str]]]:
+    """(path, what) of every object a test created in a namespace others use: deleted afterwards, so
+    that the objects of the next test module's dry runs meet what they expect."""
+    made: list[tuple[str, str]] = []
+    yield made
+    for path, what in reversed(made):
+        reply = request(api, "DELETE", path)
+        assert reply.status in (200, 202, 404), f"{what}: {reply.message()}"
+
+
+def create_shared(
+    client: k8s.ApiClient, served: ServedResources, body: dict[str, Any], made: list[tuple[str, str]]
+) -> dict[str, Any] | None:
+    """Create unless it exists (another test may have installed it for real): None then."""
+    reply = request(
+        client,
+        "POST",
+        collection_path(served, body),
+        query=[("fieldManager", "operator")],
+        body=body,  # type: ignore[arg-type]
+    )
+    if reply.status == 409:
+        return None
+    assert reply.status == 201, f"{body['kind']} {body['metadata'].get('name')}: {reply.message()}"
+    made.append((f"{collection_path(served, body)}/{reply.body['metadata']['name']}", body["kind"]))
+    return reply.body
+
+
+BTP_MANAGER_LABELS = {"app.kubernetes.io/managed-by": "btp-manager", "kyma-project.io/module": "btp-operator"}
+KYMA_LABELS = {"operator.kyma-project.io/managed-by": "kyma", "app.kubernetes.io/part-of": "Kyma"}
+# BTP Manager manages its webhook certificates itself; the render has cert-manager issue them.
+CERT_MANAGER_ONLY = {"Certificate", "Issuer", "ExternalSecret", "SecretStore"}
+
+
+def as_btp_manager_left_it(files: list[RenderedFile]) -> list[dict[str, Any]]:
+    """BTP Manager's objects: the chart's (it applies them from its module-resources), its own
+    webhook certificate Secrets and the operator's credentials Secret, the webhooks with the CA
+    injected into them, an older operator image."""
+    objects = []
+    for item in files:
+        if item.path.split("/")[-2] != "btp-operator" or item.kind in CERT_MANAGER_ONLY:
+            continue
+        name = item.name
+        if name.startswith("btp-gitops-") or item.kind in ("BtpOperator", "CustomResourceDefinition"):
+            continue  # the render's own credentials reader; the module request; shared CRDs
+        body = copy.deepcopy(item.body)
+        metadata = body["metadata"]
+        metadata.setdefault("labels", {}).update(BTP_MANAGER_LABELS)
+        metadata.get("annotations", {}).pop("cert-manager.io/inject-ca-from", None)
+        if item.kind == "Deployment":
+            for container in body["spec"]["template"]["spec"]["containers"]:
+                container["image"] = "europe-docker.pkg.dev/kyma-project/prod/sap-btp-service-operator:0.6.0"
+        if item.kind.endswith("WebhookConfiguration"):
+            for webhook in body.get("webhooks", []):
+                webhook["clientConfig"]["caBundle"] = "Y2EtYnVuZGxlLWJ5LWJ0cC1tYW5hZ2Vy"
+        objects.append(body)
+    for secret in ("ca-server-cert", "webhook-server-cert", "sap-btp-service-operator"):
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret, "namespace": "kyma-system", "labels": dict(BTP_MANAGER_LABELS)},
+                "stringData": {
+                    "tls.key": "not-a-key-but-private",
+                    "clientsecret": "btp-manager-secret-value",
+                },
+            }
+        )
+    return objects
+
+
+def as_lifecycle_manager_left_it(files: list[RenderedFile]) -> list[dict[str, Any]]:
+    """A module's resources as Lifecycle Manager applied them (its labels), at the module's older
+    version: another image, and a Service that the new version no longer has."""
+    objects = []
+    for item in files:
+        if item.path.split("/")[-2] != "kyma-greeter" or item.kind in ("CustomResourceDefinition", "Greeter"):
+            continue
+        body = copy.deepcopy(item.body)
+        body["metadata"].setdefault("labels", {}).update(KYMA_LABELS)
+        if item.kind == "Deployment":
+            for container in body["spec"]["template"]["spec"]["containers"]:
+                container["image"] = container["image"].replace(":1.0.0", ":0.9.0")
+        objects.append(body)
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "greeter-metrics", "namespace": "kyma-system", "labels": dict(KYMA_LABELS)},
+            "spec": {"selector": {"app.kubernetes.io/name": "greeter-operator"}, "ports": [{"port": 8080}]},
+        }
+    )
+    return objects
+
+
+def test_the_plan_for_btp_manager_and_lifecycle_manager_objects(
+    api: k8s.ApiClient,
+    kube_api: KubeAPI,
+    run_cli: RunCli,
+    created_for_real: list[tuple[str, str]],
+    tmp_path: Path,
+) -> None:
+    sources = tmp_path / "sources"
+    shutil.copytree(EXAMPLES / "btp-operator", sources / "btp-operator")
+    shutil.copytree(EXAMPLES / "kyma-modules", sources / "kyma-modules")
+    files = rendered_objects(render(sources, tmp_path / "repo"))
+    served = ServedResources(api)
+    install_crds_the_output_uses(api, served, files)
+    for namespace in sorted(namespaces_used(files, served)):
+        create_namespace(api, namespace)
+    there_before = frozenset(
+        entry["object"]
+        for entry in plan_through_the_cli(run_cli, kube_api, sources)["objects"]
+        if entry["outcome"] == "left-behind"
+    )
+    laid_out = set()
+    for body in [*as_btp_manager_left_it(files), *as_lifecycle_manager_left_it(files)]:
+        created = create_shared(api, served, body, created_for_real)
+        if created is not None:
+            laid_out.add(object_key(created))
+    assert laid_out, "every object was there already"
+
+    plan = plan_through_the_cli(run_cli, kube_api, sources)
+    check_against_dry_run(api, served, files, plan, laid_out, there_before)
+    by_object = {entry["object"]: entry for entry in plan["objects"]}
+    manager = by_object["Deployment kyma-system/sap-btp-operator-controller-manager"]
+    assert (manager["outcome"], manager["operator"]) == ("adopted", "BTP Manager")
+    assert "spec.template" in manager["changes"] and "rolling update" in manager["consequence"]
+    webhook_secret = by_object["Secret kyma-system/webhook-server-cert"]
+    assert webhook_secret["outcome"] == "left-behind"
+    assert webhook_secret["action"].startswith("the render's Certificate ")
+    credentials = by_object["Secret kyma-system/sap-btp-service-operator"]
+    assert "ExternalSecret sap-btp-service-operator writes a Secret of this name" in credentials["action"]
+    greeter = by_object["Deployment kyma-system/greeter-operator"]
+    assert (greeter["outcome"], greeter["operator"], greeter["app"]) == (
+        "adopted",
+        "Lifecycle Manager",
+        "kyma-greeter",
+    )
+    metrics = by_object["Service kyma-system/greeter-metrics"]
+    assert (metrics["outcome"], metrics["operator"]) == ("left-behind", "Lifecycle Manager")
+    assert "btp-manager-secret-value" not in json.dumps(plan) and "not-a-key-but-private" not in json.dumps(
+        plan
+    )
 
 
 # --- each immutable-field rule against the server, both ways -----------------------------------------
@@ -536,3 +714,38 @@ def test_each_immutable_rule_is_the_servers(
     else:
         assert reply.status == 422, reply.message()
         assert entry.reason and entry.consequence
+
+
+def test_the_reader_refuses_an_answer_over_its_bound_and_never_writes(
+    api: k8s.ApiClient, kube_api: KubeAPI, cutover_namespace: str
+) -> None:
+    served = ServedResources(api)
+    big = create(
+        api,
+        served,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "big", "namespace": cutover_namespace},
+            "data": {"blob": "x" * 200_000},
+        },
+    )
+    key = object_key(big)
+    with LiveLookup(str(kube_api.kubeconfig), limits=LookupLimits(max_answer_bytes=64 * 1024)) as lookup:
+        with pytest.raises(ClusterUnreachable) as raised:
+            lookup.get("v1", key)
+        assert raised.value.lines() == [
+            f"cannot read ConfigMap {cutover_namespace}/big",
+            f"  {lookup.where()}: the answer is over 65,536 bytes: refused",
+        ]
+        with pytest.raises(ClusterUnreachable):
+            lookup.list("v1", "ConfigMap", cutover_namespace)
+    with LiveLookup(str(kube_api.kubeconfig)) as lookup:
+        found = lookup.get("v1", key)
+        assert found is not None and found.body["metadata"]["uid"] == big["metadata"]["uid"]
+        assert lookup.get("v1", key._replace(name="absent")) is None
+        assert (
+            lookup.get("example.com/v1", ObjectKey("example.com", "Nothing", cutover_namespace, "x")) is None
+        )
+    reread = request(api, "GET", f"/api/v1/namespaces/{cutover_namespace}/configmaps/big")
+    assert reread.body["metadata"]["resourceVersion"] == big["metadata"]["resourceVersion"]
