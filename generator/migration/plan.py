@@ -171,14 +171,14 @@ def _key(body: KubeObject) -> ObjectKey:
 
 def operator_of(body: KubeObject) -> str:
     """The operator whose markers a live object carries ("" for none): CAP Operator's `sme.sap.com/`
-    labels or owner references, BTP Manager's `app.kubernetes.io/managed-by: btp-manager`,
+    labels, annotations or owner references, BTP Manager's `app.kubernetes.io/managed-by: btp-manager`,
     Lifecycle Manager's `operator.kyma-project.io/` labels or owner references (its Manifests)."""
     labels = _string_map(body, "labels")
     annotations = _string_map(body, "annotations")
     if any(marker in labels or marker in annotations for marker in _GITOPS_MARKERS):
         return ""
     owner_groups = {str(ref.get("apiVersion", "")).partition("/")[0] for ref in _owner_references(body)}
-    if "sme.sap.com" in owner_groups or any(key.startswith(_CAP_PREFIX) for key in labels):
+    if "sme.sap.com" in owner_groups or any(key.startswith(_CAP_PREFIX) for key in [*labels, *annotations]):
         return CAP_OPERATOR
     if labels.get(_MANAGED_BY) == "btp-manager":
         return BTP_MANAGER
@@ -522,18 +522,37 @@ def _unreplaced_action(body: KubeObject, rendered_keys: set[ObjectKey]) -> str:
 
 
 def _app_for(body: KubeObject, rendered: Sequence[RenderedObject]) -> str:
-    """The app a left-behind object is listed under: one in its namespace rendering objects with
-    its `app` label, else the first app rendering in its namespace, else the cluster's."""
-    namespace = _key(body).namespace
-    same_namespace = sorted({item.app for item in rendered if object_key(item.body).namespace == namespace})
-    app_label = _string_map(body, "labels").get("app")
-    labelled = sorted(
+    """The app a left-behind object is listed under: its owner's (an owner reference, or CAP
+    Operator's `owner-identifier` annotation, naming a rendered object), else the app rendering
+    the most objects of its `app` label in its namespace (an application's, not a tenant's), else
+    the app rendering the most objects in its namespace, else the cluster's."""
+    key = _key(body)
+    in_namespace = [item for item in rendered if object_key(item.body).namespace == key.namespace]
+    owners = {str(ref.get("name", "")): str(ref.get("kind", "")) for ref in _owner_references(body)}
+    identifier = _string_map(body, "annotations").get(f"{_CAP_PREFIX}owner-identifier", "")
+    owner_name = identifier.partition(".")[2] if identifier.startswith(f"{key.namespace}.") else ""
+    owned_by = sorted(
         item.app
-        for item in rendered
-        if object_key(item.body).namespace == namespace
-        and app_label
-        and _string_map(item.body, "labels").get("app") == app_label
+        for item in in_namespace
+        if owners.get(object_key(item.body).name) == object_key(item.body).kind
+        or (
+            owner_name
+            and object_key(item.body).name == owner_name
+            and object_key(item.body).group == "sme.sap.com"
+        )
     )
-    if labelled:
-        return labelled[0]
-    return same_namespace[0] if same_namespace and namespace else ""
+    if owned_by:
+        return owned_by[0]
+    app_label = _string_map(body, "labels").get("app")
+    labelled = [
+        item
+        for item in in_namespace
+        if app_label and _string_map(item.body, "labels").get("app") == app_label
+    ]
+    for candidates in (labelled, in_namespace if key.namespace else []):
+        if candidates:
+            counts: dict[str, int] = defaultdict(int)
+            for item in candidates:
+                counts[item.app] += 1
+            return min(counts, key=lambda app: (-counts[app], app))
+    return ""

@@ -594,3 +594,37 @@ def test_a_secret_a_rendered_certificate_or_external_secret_writes_is_taken_over
             "(a new key); keep it until then",
         ),
     }
+
+
+def test_what_is_left_behind_is_listed_under_its_owners_app_or_its_applications() -> None:
+    version = obj("sme.sap.com/v1alpha1", "CAPApplicationVersion", "bookshop-1", spec={})
+    labelled = {"labels": {"app": "bookshop"}}
+    application_objects = [
+        RenderedObject("cap.shop.bookshop", "a/v.yaml", version),
+        RenderedObject("cap.shop.bookshop", "a/d.yaml", obj("apps/v1", "Deployment", "d", metadata=labelled)),
+        RenderedObject("cap.shop.bookshop", "a/s.yaml", obj("v1", "Service", "s", metadata=labelled)),
+        RenderedObject("cap-tenant.shop.acme", "t/j.yaml", obj("batch/v1", "Job", "j", metadata=labelled)),
+        RenderedObject("cap-domain.shop.a", "d/n.yaml", obj("networking.k8s.io/v1", "NetworkPolicy", "n")),
+    ]
+    owned = [
+        obj("v1", "Secret", "bookshop-1-srv-gen", metadata={"ownerReferences": [CAV_OWNER]}),
+        obj(
+            "v1",
+            "Secret",
+            "by-annotation",
+            metadata={"annotations": {"sme.sap.com/owner-identifier": "shop.bookshop-1"}},
+        ),
+        obj(
+            "batch/v1",
+            "Job",
+            "globex-tenant-job-x",
+            metadata={"labels": {"app": "bookshop", "sme.sap.com/category": "W"}},
+        ),
+    ]
+    result = plan_cutover("demo", "test", application_objects, {}, [LiveObject(o, "test") for o in owned])
+    apps = {e.subject: e.app for e in result.entries if e.outcome is Outcome.LEFT_BEHIND}
+    assert apps == {
+        "Secret shop/bookshop-1-srv-gen": "cap.shop.bookshop",
+        "Secret shop/by-annotation": "cap.shop.bookshop",
+        "Job shop/globex-tenant-job-x": "cap.shop.bookshop",
+    }
