@@ -36,6 +36,7 @@ from btp_gitops.generator.core.objects import ObjectKey, object_key
 from btp_gitops.generator.io.live_lookup import LiveLookup, LookupLimits
 from btp_gitops.generator.migration.plan import Outcome, RenderedObject, plan_cutover
 from tests.conftest import EXAMPLES, RunCli
+from tests.support import keys
 from tests.support.crds import load_crds, our_crd_files, third_party_crd_files
 from tests.support.dry_run import (
     APPLY_QUERY,
@@ -468,7 +469,7 @@ def as_btp_manager_left_it(files: list[RenderedFile]) -> list[dict[str, Any]]:
                 "kind": "Secret",
                 "metadata": {"name": secret, "namespace": "kyma-system", "labels": dict(BTP_MANAGER_LABELS)},
                 "stringData": {
-                    "tls.key": "not-a-key-but-private",
+                    "tls.key": keys.pem_rsa(),
                     "clientsecret": "btp-manager-secret-value",
                 },
             }
@@ -546,9 +547,24 @@ def test_the_plan_for_btp_manager_and_lifecycle_manager_objects(
     )
     metrics = by_object["Service kyma-system/greeter-metrics"]
     assert (metrics["outcome"], metrics["operator"]) == ("left-behind", "Lifecycle Manager")
-    assert "btp-manager-secret-value" not in json.dumps(plan) and "not-a-key-but-private" not in json.dumps(
-        plan
-    )
+    # The same plan on a second run, and no Secret value or private key in any format.
+    assert plan_through_the_cli(run_cli, kube_api, sources) == plan
+    for output in ("text", "markdown", "json", "yaml"):
+        result = run_cli(
+            "diff",
+            sources,
+            "--cluster",
+            CLUSTER,
+            "--against-cluster",
+            "--kubeconfig",
+            kube_api.kubeconfig,
+            "-o",
+            output,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "Secret kyma-system/ca-server-cert" in result.stdout
+        for value in ("btp-manager-secret-value", "PRIVATE KEY", "Y2EtYnVuZGxlLWJ5LWJ0cC1tYW5hZ2Vy"):
+            assert value not in result.stdout + result.stderr, (output, value)
 
 
 # --- each immutable-field rule against the server, both ways -----------------------------------------
