@@ -127,12 +127,14 @@ class CutoverPlan:
 def check_live(live: LiveObject, expected: ObjectKey | None = None) -> None:
     """Refuse a live object the plan cannot judge: no metadata or name, larger than any object
     etcd keeps, or another object than the one asked for."""
-    where = expected.describe() if expected is not None else live.describe()
-    body = live.body
+    body: Any = live.body
     if not isinstance(body, dict):
+        where = expected.describe() if expected is not None else "an object"
         raise InputError(
-            "the cluster answered with something that is not an object", [Problem(live.origin, where)]
+            "the cluster answered with something that is not an object",
+            [Problem(live.origin, "not an object", object_ref=where)],
         )
+    where = expected.describe() if expected is not None else live.describe()
     problems = []
     metadata = body.get("metadata")
     if not isinstance(metadata, dict):
@@ -267,8 +269,8 @@ def role_of(body: KubeObject) -> tuple[str, ...] | None:
     """What an object does, independent of its name, where that is clear: two objects of one
     kind and namespace with the same role, one live and one rendered, are one object renamed."""
     kind = str(body.get("kind", ""))
-    spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
-    assert isinstance(spec, dict)
+    found = body.get("spec")
+    spec: dict[str, Any] = found if isinstance(found, dict) else {}
     if kind == "DNSEntry" and spec.get("dnsName"):
         return ("dnsName", str(spec["dnsName"]))
     if kind == "Certificate":

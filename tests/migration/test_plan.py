@@ -450,6 +450,16 @@ def test_a_live_object_without_metadata_is_refused_by_name() -> None:
     ]
 
 
+def test_an_answer_that_is_no_object_is_refused() -> None:
+    expected = ObjectKey("", "ConfigMap", "shop", "gate")
+    with pytest.raises(InputError) as raised:
+        check_live(LiveObject(["not", "an", "object"], "cluster (test)"), expected)  # type: ignore[arg-type]
+    assert raised.value.lines() == [
+        "the cluster answered with something that is not an object",
+        "  cluster (test) (ConfigMap shop/gate): not an object",
+    ]
+
+
 def test_an_answer_for_another_object_is_refused() -> None:
     expected = ObjectKey("", "ConfigMap", "shop", "gate")
     with pytest.raises(InputError) as raised:
