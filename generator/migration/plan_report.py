@@ -120,8 +120,8 @@ def markdown_report(plan: CutoverPlan, max_length: int) -> str:
 
 
 def _markdown_item(entry: PlanEntry) -> str:
-    details = "".join(f"  - {html.escape(line)}\n" for line in _details(entry))
-    return f"- <code>{html.escape(app_label(entry.app))}</code>: {html.escape(_headline(entry))}\n{details}"
+    details = "".join(f"  - {html.escape(line, quote=False)}\n" for line in _details(entry))
+    return f"- <code>{html.escape(app_label(entry.app), quote=False)}</code>: {html.escape(_headline(entry), quote=False)}\n{details}"
 
 
 def _truncation_note(shown: int, total: int, max_length: int) -> str:
