@@ -121,7 +121,8 @@ def markdown_report(plan: CutoverPlan, max_length: int) -> str:
 
 def _markdown_item(entry: PlanEntry) -> str:
     details = "".join(f"  - {html.escape(line, quote=False)}\n" for line in _details(entry))
-    return f"- <code>{html.escape(app_label(entry.app), quote=False)}</code>: {html.escape(_headline(entry), quote=False)}\n{details}"
+    app, headline = html.escape(app_label(entry.app), quote=False), html.escape(_headline(entry), quote=False)
+    return f"- <code>{app}</code>: {headline}\n{details}"
 
 
 def _truncation_note(shown: int, total: int, max_length: int) -> str:
