@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -335,10 +335,14 @@ def plan_cutover(
     rendered: Sequence[RenderedObject],
     live: Mapping[ObjectKey, LiveObject],
     owned: Sequence[LiveObject] = (),
+    *,
+    unserved: Collection[tuple[str, str]] = (),
 ) -> CutoverPlan:
     """Classify every rendered object against the live object of its identity (`live`, absent when
     there is none) and list what operators made (`owned`: live objects of the namespaces and kinds
-    the render touches; those without an operator's markers are not the plan's business)."""
+    the render touches; those without an operator's markers are not the plan's business).
+    `unserved`: (apiVersion, kind) the cluster does not serve yet: what it holds is created once its
+    CustomResourceDefinition is."""
     for key, answer in live.items():
         check_live(answer, key)
     for listed in owned:
@@ -368,8 +372,11 @@ def plan_cutover(
         old = pairs.get(index)
         if old is None:
             key = object_key(item.body)
-            runs = "the Job runs when it is applied" if (key.group, key.kind) == ("batch", "Job") else ""
-            entries.append(PlanEntry(item.app, Outcome.CREATED, key.describe(), item.path, consequence=runs))
+            entries.append(
+                PlanEntry(
+                    item.app, Outcome.CREATED, key.describe(), item.path, consequence=_created(item, unserved)
+                )
+            )
             continue
         replaced_by[_key(old.body)] = item
         entries.append(_renamed(item, old))
@@ -380,6 +387,20 @@ def plan_cutover(
     order = {outcome: index for index, outcome in enumerate(OUTCOME_ORDER)}
     entries.sort(key=lambda e: (e.app, order[e.outcome], e.subject, e.path))
     return CutoverPlan(cluster, against, tuple(entries))
+
+
+def _created(item: RenderedObject, unserved: Collection[tuple[str, str]]) -> str:
+    api_version, kind = str(item.body.get("apiVersion", "")), str(item.body.get("kind", ""))
+    if (api_version, kind) in unserved:
+        return (
+            f"the cluster does not serve {kind} in {api_version} yet: it can be applied once its "
+            "CustomResourceDefinition is"
+        )
+    return "the Job runs when it is applied" if (api_group_of(api_version), kind) == ("batch", "Job") else ""
+
+
+def api_group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
 def _unique(objects: Sequence[LiveObject]) -> list[LiveObject]:

@@ -108,7 +108,14 @@ def cutover_plan(
         if found is not None:
             live[key] = found
     owned = list(_operator_objects(lookup, rendered))
-    plan = plan_cutover(request.cluster, lookup.where(), rendered, live, owned)
+    unserved = {
+        (api_version, kind)
+        for api_version, kind in {
+            (str(i.body.get("apiVersion", "")), str(i.body.get("kind", ""))) for i in rendered
+        }
+        if lookup.served(api_version, kind) is None
+    }
+    plan = plan_cutover(request.cluster, lookup.where(), rendered, live, owned, unserved=unserved)
     return CutoverResult(plan, result)
 
 

@@ -638,3 +638,15 @@ def test_what_is_left_behind_is_listed_under_its_owners_app_or_its_applications(
         "Secret shop/by-annotation": "cap.shop.bookshop",
         "Job shop/globex-tenant-job-x": "cap.shop.bookshop",
     }
+
+
+def test_an_object_of_a_kind_the_cluster_does_not_serve_says_so() -> None:
+    widget = obj("example.com/v1", "Widget", "w")
+    rendered = [RenderedObject(APP, "a/w.yaml", widget), RenderedObject(APP, "a/j.yaml", job(["x"]))]
+    result = plan_cutover("demo", "test", rendered, {}, [], unserved={("example.com/v1", "Widget")})
+    consequences = {e.subject: e.consequence for e in result.entries}
+    assert consequences == {
+        "Widget shop/w": "the cluster does not serve Widget in example.com/v1 yet: it can be applied once its "
+        "CustomResourceDefinition is",
+        "Job shop/bookshop-1-content": "the Job runs when it is applied",
+    }
