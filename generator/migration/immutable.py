@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -52,11 +53,13 @@ def covers(live: Any, rendered: Any, field: str = "") -> bool:
     return bool(live == rendered)
 
 
-def _item_key(item: Any) -> tuple[str, Any] | None:
+def _item_key(item: Any) -> tuple[str, str] | None:
+    """The merge key of a list item, as text: a value may itself be a map (an Istio server's
+    `port: {number, name, protocol}`), which keys nothing unless written out."""
     if isinstance(item, dict):
         for key in _ITEM_KEYS:
             if key in item:
-                return key, item[key]
+                return key, json.dumps(item[key], sort_keys=True, default=str)
     return None
 
 

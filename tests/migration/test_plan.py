@@ -650,3 +650,17 @@ def test_an_object_of_a_kind_the_cluster_does_not_serve_says_so() -> None:
         "CustomResourceDefinition is",
         "Job shop/bookshop-1-content": "the Job runs when it is applied",
     }
+
+
+def test_list_items_keyed_by_a_map_are_compared_not_refused() -> None:
+    # An Istio Gateway's servers carry `port` as a map: a merge key that is no hashable value.
+    def gateway(protocol: str) -> KubeObject:
+        server = {
+            "hosts": ["./*.shop.example.com"],
+            "port": {"name": "https", "number": 443, "protocol": protocol},
+        }
+        return obj("networking.istio.io/v1", "Gateway", "shop", spec={"servers": [server]})
+
+    assert only(plan([gateway("HTTPS")], [gateway("HTTPS")])).outcome is Outcome.ADOPTED
+    entry = only(plan([gateway("HTTP")], [gateway("HTTPS")]))
+    assert (entry.outcome, entry.changes) == (Outcome.ADOPTED, ("spec.servers",))
