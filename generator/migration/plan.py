@@ -367,6 +367,7 @@ def plan_cutover(
     )
     pairs = _pair_renamed(created, candidates)
     writers = secret_writers(rendered)
+    apps = _Apps(rendered)
     replaced_by: dict[ObjectKey, RenderedObject] = {}
     for index, item in enumerate(created):
         old = pairs.get(index)
@@ -381,7 +382,7 @@ def plan_cutover(
         replaced_by[_key(old.body)] = item
         entries.append(_renamed(item, old))
     entries.extend(
-        _left_behind(found, replaced_by.get(_key(found.body)), rendered, rendered_keys, writers)
+        _left_behind(found, replaced_by.get(_key(found.body)), apps, rendered_keys, writers)
         for found in candidates
     )
     order = {outcome: index for index, outcome in enumerate(OUTCOME_ORDER)}
@@ -459,18 +460,14 @@ def _renamed(item: RenderedObject, old: LiveObject) -> PlanEntry:
 def _left_behind(
     found: LiveObject,
     replacement: RenderedObject | None,
-    rendered: Sequence[RenderedObject],
+    apps: _Apps,
     rendered_keys: set[ObjectKey],
     writers: Mapping[tuple[str, str], RenderedObject],
 ) -> PlanEntry:
     body = found.body
     key = _key(body)
-    app = replacement.app if replacement is not None else _app_for(body, rendered)
-    writer = (
-        secret_writers(rendered).get((key.namespace, key.name))
-        if (key.group, key.kind) == ("", "Secret")
-        else None
-    )
+    app = replacement.app if replacement is not None else apps.app_for(body)
+    writer = writers.get((key.namespace, key.name)) if (key.group, key.kind) == ("", "Secret") else None
     if replacement is not None:
         new = object_key(replacement.body).name
         action = f"replaced by {new}: delete it once {new} is ready"
@@ -544,38 +541,51 @@ def _unreplaced_action(body: KubeObject, rendered_keys: set[ObjectKey]) -> str:
     return "nothing rendered takes its place and nothing prunes it: delete it once the cutover is done"
 
 
-def _app_for(body: KubeObject, rendered: Sequence[RenderedObject]) -> str:
-    """The app a left-behind object is listed under: its owner's (an owner reference, or CAP
-    Operator's `owner-identifier` annotation, naming a rendered object), else the app rendering
-    the most objects of its `app` label in its namespace (an application's, not a tenant's), else
-    the app rendering the most objects in its namespace, else the cluster's."""
-    key = _key(body)
-    in_namespace = [item for item in rendered if object_key(item.body).namespace == key.namespace]
-    owners = {str(ref.get("name", "")): str(ref.get("kind", "")) for ref in _owner_references(body)}
-    identifier = _string_map(body, "annotations").get(f"{_CAP_PREFIX}owner-identifier", "")
-    owner_name = identifier.partition(".")[2] if identifier.startswith(f"{key.namespace}.") else ""
-    owned_by = sorted(
-        item.app
-        for item in in_namespace
-        if owners.get(object_key(item.body).name) == object_key(item.body).kind
-        or (
-            owner_name
-            and object_key(item.body).name == owner_name
-            and object_key(item.body).group == "sme.sap.com"
-        )
-    )
-    if owned_by:
-        return owned_by[0]
-    app_label = _string_map(body, "labels").get("app")
-    labelled = [
-        item
-        for item in in_namespace
-        if app_label and _string_map(item.body, "labels").get("app") == app_label
-    ]
-    for candidates in (labelled, in_namespace if key.namespace else []):
-        if candidates:
-            counts: dict[str, int] = defaultdict(int)
-            for item in candidates:
-                counts[item.app] += 1
-            return min(counts, key=lambda app: (-counts[app], app))
-    return ""
+class _Apps:
+    """Which app a left-behind object is listed under, from indexes built once: its owner's (an
+    owner reference, or CAP Operator's `owner-identifier` annotation, naming a rendered object),
+    else the app rendering the most objects of its `app` label in its namespace (an
+    application's, not a tenant's), else the app rendering the most objects in its namespace,
+    else the cluster's."""
+
+    def __init__(self, rendered: Sequence[RenderedObject]) -> None:
+        self._by_name: dict[tuple[str, str, str], list[str]] = defaultdict(list)  # (ns, kind, name)
+        self._cap_by_name: dict[tuple[str, str], list[str]] = defaultdict(list)  # (ns, name): sme.sap.com
+        labelled: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        in_namespace: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for item in rendered:
+            key = object_key(item.body)
+            self._by_name[(key.namespace, key.kind, key.name)].append(item.app)
+            if key.group == "sme.sap.com":
+                self._cap_by_name[(key.namespace, key.name)].append(item.app)
+            app_label = _string_map(item.body, "labels").get("app")
+            if app_label:
+                labelled[(key.namespace, app_label)][item.app] += 1
+            in_namespace[key.namespace][item.app] += 1
+        self._labelled = {where: _most(counts) for where, counts in labelled.items()}
+        self._in_namespace = {
+            namespace: _most(counts) for namespace, counts in in_namespace.items() if namespace
+        }
+
+    def app_for(self, body: KubeObject) -> str:
+        key = _key(body)
+        owned_by = [
+            app
+            for ref in _owner_references(body)
+            for app in self._by_name.get(
+                (key.namespace, str(ref.get("kind", "")), str(ref.get("name", ""))), []
+            )
+        ]
+        identifier = _string_map(body, "annotations").get(f"{_CAP_PREFIX}owner-identifier", "")
+        if identifier.startswith(f"{key.namespace}."):
+            owned_by += self._cap_by_name.get((key.namespace, identifier.partition(".")[2]), [])
+        if owned_by:
+            return min(owned_by)
+        app_label = _string_map(body, "labels").get("app")
+        if app_label and (key.namespace, app_label) in self._labelled:
+            return self._labelled[(key.namespace, app_label)]
+        return self._in_namespace.get(key.namespace, "")
+
+
+def _most(counts: Mapping[str, int]) -> str:
+    return min(counts, key=lambda app: (-counts[app], app))
