@@ -619,6 +619,15 @@ def service(name: str, ns: str, cluster_ip: str | None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, ns), "spec": spec}
 
 
+def service_of_type(name: str, ns: str, kind: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"type": kind}
+    if kind == "ExternalName":
+        spec["externalName"] = "shop.example.com"
+    else:
+        spec["ports"] = [{"name": "http", "port": 80}]
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, ns), "spec": spec}
+
+
 def claim(name: str, ns: str, storage_class: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -687,6 +696,10 @@ RULE_CASES = [
     (job, "migrate", "seed", Outcome.RECREATED),
     (service, None, None, Outcome.ADOPTED),
     (service, None, "None", Outcome.RECREATED),
+    # The API server drops a cluster IP itself when the type changes to ExternalName, and
+    # allocates one the other way: a change of type is made in place.
+    (service_of_type, "ClusterIP", "ExternalName", Outcome.ADOPTED),
+    (service_of_type, "ExternalName", "ClusterIP", Outcome.ADOPTED),
     (claim, "fast", "fast", Outcome.ADOPTED),
     (claim, "fast", "slow", Outcome.RECREATED),
     (functools.partial(frozen, "Secret"), "one", "one", Outcome.ADOPTED),
