@@ -37,6 +37,12 @@ from btp_gitops.generator.pipeline.diff import DiffRequest, diff_cluster, diff_r
 def run_diff(args: argparse.Namespace) -> int:
     if args.max_length < MIN_MAX_LENGTH:
         raise UsageError(f"--max-length must be at least {MIN_MAX_LENGTH}")
+    if args.against_cluster:
+        from btp_gitops.generator.cli.diff_cluster import run_cluster_diff  # noqa: PLC0415 - only this mode
+
+        return run_cluster_diff(args)
+    if not args.against:
+        raise UsageError("diff compares with --against REF|DIR, or with a running cluster: --against-cluster")
     request = DiffRequest(
         sources=tuple(Path(s) for s in args.sources),
         against=args.against,
@@ -75,10 +81,21 @@ def add_diff_parser(commands: Any) -> None:
         description="Renders the sources as `render` would (nothing is written) and compares the result "
         "with clusters/<cluster>/ at --against: a directory (the GitOps repo's root) if one exists at that "
         "path, else a Git ref of --repo. Objects are matched by app, kind, namespace and name; Secret "
-        "values, caBundles, PEM bodies and private keys in any encoding are masked on both sides.",
+        "values, caBundles, PEM bodies and private keys in any encoding are masked on both sides. With "
+        "--against-cluster it compares with the live objects of a cluster instead and prints the cutover "
+        "plan (object names and field paths, never a value).",
     )
     parser.add_argument("sources", nargs="+", metavar="SOURCE", help="YAML files or directories")
-    parser.add_argument("--against", required=True, metavar="REF|DIR", help="what to compare with")
+    parser.add_argument("--against", metavar="REF|DIR", help="what to compare with (or --against-cluster)")
+    parser.add_argument(
+        "--against-cluster",
+        action="store_true",
+        help="compare with the live objects of a running cluster instead: the cutover plan (which objects "
+        "are adopted in place, created, recreated, or left behind by CAP Operator, Lifecycle Manager or "
+        "BTP Manager); only reads the cluster; needs the controller extra",
+    )
+    parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --against-cluster")
+    parser.add_argument("--context", help="kubeconfig context for --against-cluster")
     parser.add_argument(
         "--repo",
         metavar="DIR",
@@ -118,7 +135,12 @@ def add_diff_parser(commands: Any) -> None:
         help="markdown: at most this many characters; a note says what was left out "
         f"(default: {DEFAULT_MAX_LENGTH})",
     )
-    parser.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes, 0 when none")
+    parser.add_argument(
+        "--exit-code",
+        action="store_true",
+        help="exit 1 when there are changes, 0 when none (--against-cluster: anything but objects adopted "
+        "unchanged is a change)",
+    )
     parser.add_argument(
         "--strict",
         action="store_true",

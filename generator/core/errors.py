@@ -10,7 +10,7 @@ controller.errors), and the exit code of each branch (core.exit_codes holds the 
     |   |   +-- MissingSecret, InvalidSecret        post-render credentials (BTP Manager's reasons)
     |   +-- ManifestInvalid                     `validate`: an object does not match its kind's schema
     |   +-- UnconvertibleSchema                 a schema in schemas/ has no CRD equivalent
-    |   +-- ClusterUnreachable                  post-render --from-cluster cannot read the cluster
+    |   +-- ClusterUnreachable                  a cluster cannot be read (--from-cluster, --against-cluster)
     |   +-- PathNotAllowed                      a source reaches a file outside the source roots
     |   +-- RenderWouldEmpty                    a render would remove most objects of a populated cluster
     |   +-- ModuleRemovalRefused                a Kyma module would be removed while an entry is unresolvable
@@ -137,7 +137,8 @@ class UnconvertibleSchema(InputError):
 
 
 class ClusterUnreachable(InputError):
-    """post-render --from-cluster could not ask the cluster (the kubeconfig is an input)."""
+    """post-render --from-cluster or diff --against-cluster could not read the cluster (the
+    kubeconfig is an input), or its answer was over a bound."""
 
 
 class PathNotAllowed(InputError):

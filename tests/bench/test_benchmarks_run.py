@@ -113,3 +113,18 @@ def test_startup_benchmark_runs() -> None:
     assert "btp-gitops module-resources" in done.stdout and "helm+yq script" not in done.stdout
     assert done.stdout.count("(goal ") == 2
     assert "load average before:" in done.stdout
+
+
+def test_cutover_plan_benchmark_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.cutover_plan", "--tenants", "4", "--repeat", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first.startswith("tenants 4: ") and " recreated, " in first, done.stdout
+    assert second.startswith("render ") and "plan " in second, done.stdout

@@ -4,7 +4,7 @@ and pins kept in step.
 What the code needs is read from the code itself: the third-party top-level modules that
 generator/ and controller/ import (an AST scan), mapped to their distributions with
 `importlib.metadata.packages_distributions()`. The generator's imports are the base dependencies;
-the controller's, and those of the generator's `--from-cluster` reader, the `controller` extra. A
+the controller's, and those of the generator's cluster readers, the `controller` extra. A
 dependency nobody imports, or an import nobody declares, fails here.
 """
 
@@ -23,9 +23,10 @@ import pytest
 from tests.conftest import ROOT
 
 DISTRIBUTION = "btp-gitops"
-# The generator's module that reads the cluster for post-render --from-cluster: its imports belong
-# to the `controller` extra (imported lazily; a usage error names the extra when it is missing).
-FROM_CLUSTER = ROOT / "generator" / "io" / "cluster.py"
+# The generator's modules that read a cluster (post-render --from-cluster, diff --against-cluster):
+# their imports belong to the `controller` extra (imported lazily; a usage error names the extra
+# when it is missing).
+FROM_CLUSTER = (ROOT / "generator" / "io" / "cluster.py", ROOT / "generator" / "io" / "live_lookup.py")
 # Packages the code loads by name rather than by an import statement, and the file that names them.
 LOADED_BY_NAME = {"kubernetes_validate": ROOT / "generator" / "io" / "kube_schemas.py"}
 REQUIREMENT = re.compile(
@@ -86,8 +87,8 @@ def declared() -> dict[str, dict[str, str]]:
 
 def needed() -> tuple[set[str], set[str]]:
     """(base, controller extra) distributions as the code imports them."""
-    generator = [p for p in python_files(ROOT / "generator") if p != FROM_CLUSTER]
-    controller = [*python_files(ROOT / "controller"), FROM_CLUSTER]
+    generator = [p for p in python_files(ROOT / "generator") if p not in FROM_CLUSTER]
+    controller = [*python_files(ROOT / "controller"), *FROM_CLUSTER]
     for module, path in LOADED_BY_NAME.items():
         constants = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)}
         assert module in constants, f"{path.name} no longer loads {module}: drop it from LOADED_BY_NAME"

@@ -45,6 +45,17 @@ def test_post_render_from_cluster_names_the_extra(missing: str, tmp_path: Path) 
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize("missing", ["kubernetes", "urllib3"])
+def test_diff_against_cluster_names_the_extra(missing: str, tmp_path: Path) -> None:
+    result = run_without(missing, "diff", str(EXAMPLES / "cap-app"), "--against-cluster", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[0] == (
+        "error: --against-cluster needs the kubernetes client: pip install 'btp-gitops[controller]'"
+    )
+    assert result.stdout == ""
+
+
 @pytest.mark.parametrize("missing", ["kubernetes", "jwt", "prometheus_client", "urllib3"])
 @pytest.mark.parametrize("command", ["controller", "subscription-server"])
 def test_controller_commands_name_the_extra(command: str, missing: str, tmp_path: Path) -> None:
