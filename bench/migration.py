@@ -9,7 +9,8 @@ Domains and CAPTenants with CAP Operator's finalizers, labels, owner references 
 (tests/migration/cap_operator.py; 60 % of the tenants on 1.0.0, 35 % upgraded to 1.1.0, 5 %
 not reconciled yet), and the workloads rendered from the same sources laid out as CAP Operator's
 (tests/support/cap_workloads.py: its pod selectors, VCAP Secrets, generateName'd Job, DNSEntries
-and Certificates, the version's NetworkPolicy). The CAP objects are also dumped once as
+and Certificates, the version's NetworkPolicy, each tenant's VirtualService routed to the version
+it runs on). The CAP objects are also dumped once as
 `kubectl get -o yaml` prints them (`kind: List` files).
 
 Timed, each run a fresh `btp-gitops` process (the venv's console script), CPU (user + system of
