@@ -128,3 +128,35 @@ def test_cutover_plan_benchmark_runs() -> None:
     first, second = done.stdout.splitlines()
     assert first.startswith("tenants 4: ") and " recreated, " in first, done.stdout
     assert second.startswith("render ") and "plan " in second, done.stdout
+
+
+@pytest.mark.kube
+@pytest.mark.crds
+def test_migration_benchmark_runs() -> None:
+    """bench.migration on 3 tenants, one run: its own kube-apiserver with CAP Operator's objects,
+    the four CLI steps, and its checks (one imported file per tenant, a plan that adopts)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.migration", "--tenants", "3", "--repeat", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 tenants: 3 tenant files imported from the cluster and from the dumps" in done.stdout
+    assert done.stdout.count("load average") == 1 and "; after: " in done.stdout
+    plan = next(line for line in done.stdout.splitlines() if line.startswith("plan: "))
+    assert " adopted, " in plan and not plan.startswith("plan: 0 adopted"), plan
+    rows = {
+        line.split("  ")[1].strip(): line
+        for line in done.stdout.splitlines()
+        if line.startswith("  ") and line.rstrip().endswith("x")
+    }
+    assert set(rows) == {
+        "import (cluster)",
+        "import --from-dir",
+        "render (baseline)",
+        "diff --against-cluster",
+    }
+    assert rows["render (baseline)"].split()[-2:] == ["1.00x", "1.00x"], done.stdout

@@ -37,6 +37,7 @@ from btp_gitops.generator.io.live_lookup import LiveLookup, LookupLimits
 from btp_gitops.generator.migration.plan import Outcome, RenderedObject, plan_cutover
 from tests.conftest import EXAMPLES, RunCli
 from tests.support import keys
+from tests.support.cap_workloads import collection_path, create, lay_out
 from tests.support.crds import load_crds, our_crd_files, third_party_crd_files
 from tests.support.dry_run import (
     APPLY_QUERY,
@@ -56,9 +57,6 @@ from tests.support.kubeapi import KubeAPI, install_crds
 
 pytestmark = [pytest.mark.kube, pytest.mark.crds]
 
-CAP = "sme.sap.com/"
-OPERATOR_MANAGER = "cap-operator"
-
 
 @pytest.fixture(scope="module")
 def api(kube_api: KubeAPI) -> Iterator[k8s.ApiClient]:
@@ -67,28 +65,7 @@ def api(kube_api: KubeAPI) -> Iterator[k8s.ApiClient]:
         yield client
 
 
-# --- creating live objects as an operator does ------------------------------------------------------
-
-
-def collection_path(served: ServedResources, body: dict[str, Any]) -> str:
-    resource = served.lookup(body["apiVersion"], body["kind"])
-    assert resource is not None, f"{body['kind']} is not served"
-    base = "/api/v1" if body["apiVersion"] == "v1" else f"/apis/{body['apiVersion']}"
-    scope = f"/namespaces/{body['metadata']['namespace']}" if resource.namespaced else ""
-    return f"{base}{scope}/{resource.plural}"
-
-
-def create(client: k8s.ApiClient, served: ServedResources, body: dict[str, Any]) -> dict[str, Any]:
-    """A plain create (an Update-type field manager, as client-go controllers write)."""
-    reply = request(
-        client,
-        "POST",
-        collection_path(served, body),
-        query=[("fieldManager", OPERATOR_MANAGER)],
-        body=body,  # type: ignore[arg-type]
-    )
-    assert reply.status == 201, f"{body['kind']} {body['metadata']}: {reply.message()}"
-    return reply.body
+# --- applying a rendered file as Argo CD and Flux do --------------------------------------------------
 
 
 def apply_dry_run(client: k8s.ApiClient, served: ServedResources, item: RenderedFile) -> Reply:
@@ -102,26 +79,6 @@ def apply_dry_run(client: k8s.ApiClient, served: ServedResources, item: Rendered
         body=item.text,
         content_type="application/apply-patch+yaml",
     )
-
-
-def owner(body: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": body["apiVersion"],
-        "kind": body["kind"],
-        "name": body["metadata"]["name"],
-        "uid": body["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def operator_labels(labels: dict[str, str]) -> dict[str, str]:
-    """CAP Operator's label set on a workload: the render's, and what only it knows."""
-    return {
-        **labels,
-        f"{CAP}owner-generation": "1",
-        f"{CAP}btp-app-identifier-hash": "f20cc8aeb2003b3abc33f7",
-    }
 
 
 # --- the test ------------------------------------------------------------------------------------
@@ -139,148 +96,6 @@ def moved_sources(target: Path, namespace: str) -> Path:
     for path in target.rglob("*.yaml"):
         path.write_text(path.read_text().replace("namespace: bookshop", f"namespace: {namespace}"))
     return target
-
-
-def lay_out(
-    client: k8s.ApiClient, served: ServedResources, files: list[RenderedFile], ns: str
-) -> dict[ObjectKey, dict[str, Any]]:
-    """Create what CAP Operator leaves for the application; the created objects by identity."""
-    live: dict[ObjectKey, dict[str, Any]] = {}
-    mine = [item.body for item in files if item.namespace == ns]
-
-    def keep(body: dict[str, Any]) -> dict[str, Any]:
-        created = create(client, served, body)
-        live[object_key(created)] = created
-        return created
-
-    def of_kind(kind: str) -> list[dict[str, Any]]:
-        return [copy.deepcopy(body) for body in mine if body["kind"] == kind]
-
-    (application,) = of_kind("CAPApplication")
-    application["metadata"]["finalizers"] = [f"{CAP}capapplication"]
-    application = keep(application)
-    versions = {}
-    for version in of_kind("CAPApplicationVersion"):
-        version["metadata"].update(
-            ownerReferences=[owner(application)], finalizers=[f"{CAP}capapplicationversion"]
-        )
-        versions[version["metadata"]["name"]] = keep(version)
-    for tenant in of_kind("CAPTenant"):
-        tenant["metadata"].update(ownerReferences=[owner(application)], finalizers=[f"{CAP}captenant"])
-        keep(tenant)
-
-    def version_of(body: dict[str, Any]) -> dict[str, Any]:
-        identifier = body["metadata"]["annotations"][f"{CAP}owner-identifier"]
-        return versions[identifier.partition(".")[2]]
-
-    for deployment in of_kind("Deployment"):
-        labels = operator_labels(deployment["spec"]["template"]["metadata"]["labels"])
-        deployment["metadata"]["ownerReferences"] = [owner(version_of(deployment))]
-        deployment["spec"]["selector"] = {"matchLabels": labels}
-        deployment["spec"]["template"]["metadata"]["labels"] = labels
-        for container in deployment["spec"]["template"]["spec"]["containers"]:
-            # CAP Operator's VCAP_SERVICES Secret, where the render reads its ExternalSecret's.
-            container["envFrom"] = [
-                {"secretRef": {"name": f"{deployment['metadata']['name']}-gen", "optional": True}}
-            ]
-        keep(deployment)
-        keep(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {
-                    "name": f"{deployment['metadata']['name']}-gen",
-                    "namespace": ns,
-                    "labels": {f"{CAP}category": "Workload"},
-                    "ownerReferences": [owner(version_of(deployment))],
-                },
-                "stringData": {
-                    "VCAP_SERVICES": '{"xsuaa":[{"credentials":{"clientsecret":"cutover-secret-value"}}]}'
-                },
-            }
-        )
-    for service in of_kind("Service"):
-        service["metadata"]["ownerReferences"] = [owner(version_of(service))]
-        service["spec"]["selector"] = operator_labels(service["spec"]["selector"])
-        keep(service)
-    for job in of_kind("Job"):
-        if job["metadata"]["labels"].get(f"{CAP}workload-type") != "Content":
-            continue  # tenant operations: CAP Operator's are generateName'd, below
-        job["metadata"]["ownerReferences"] = [owner(version_of(job))]
-        for container in job["spec"]["template"]["spec"]["containers"]:
-            container["envFrom"] = [{"secretRef": {"name": f"{job['metadata']['name']}-gen"}}]
-        keep(job)
-    # A provisioning Job CAP Operator ran for a tenant, named by generateName, owned by a
-    # CAPTenantOperation (CAP Operator's kind, which a btp-gitops cluster does not serve).
-    tenant_operation = {
-        "apiVersion": "sme.sap.com/v1alpha1",
-        "kind": "CAPTenantOperation",
-        "name": "globex-provisioning-8kq2w",
-        "uid": "0b1e5c7a-1d2e-4f3a-9b8c-7d6e5f4a3b2c",
-        "controller": True,
-    }
-    keep(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {
-                "generateName": "globex-tenant-job-",
-                "namespace": ns,
-                "ownerReferences": [tenant_operation],
-                "labels": {
-                    "app": "bookshop",
-                    f"{CAP}category": "Workload",
-                    f"{CAP}tenant-operation-type": "provisioning",
-                    f"{CAP}tenant-operation-step": "1",
-                    f"{CAP}workload-name": "tenant-job",
-                    f"{CAP}workload-type": "TenantOperation",
-                },
-            },
-            "spec": {
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {"name": "tenant-job", "image": "registry.example.com/bookshop/srv:1.0.0"}
-                        ],
-                    }
-                }
-            },
-        }
-    )
-    # What a Domain made: its DNSEntry and Certificate by generateName.
-    for kind in ("DNSEntry", "Certificate"):
-        for body in of_kind(kind):
-            body["metadata"]["generateName"] = f"{body['metadata'].pop('name').split('-')[0]}-"
-            keep(body)
-    # The version's ingress NetworkPolicy, which the render replaces by a domain's.
-    (newest,) = [v for name, v in versions.items() if name.endswith("1-1-0")]
-    keep(
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {
-                "name": f"{newest['metadata']['name']}--in",
-                "namespace": ns,
-                "ownerReferences": [owner(newest)],
-            },
-            "spec": {
-                "podSelector": {"matchLabels": {"app": "bookshop", f"{CAP}exposed-workload": "true"}},
-                "ingress": [
-                    {
-                        "from": [
-                            {
-                                "namespaceSelector": {},
-                                "podSelector": {"matchLabels": {"istio": "ingressgateway"}},
-                            }
-                        ]
-                    }
-                ],
-                "policyTypes": ["Ingress"],
-            },
-        }
-    )
-    return live
 
 
 def plan_through_the_cli(run_cli: RunCli, kube_api: KubeAPI, sources: Path) -> dict[str, Any]:
