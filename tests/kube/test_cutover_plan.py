@@ -3,12 +3,15 @@ a render does to the objects an operator left is what the API server does when t
 applied.
 
 The live objects are laid out as CAP Operator leaves them for the example application (written
-here from what its documentation and tests show: its full pod selectors with
-`sme.sap.com/owner-generation`, VCAP Secrets `<cav>-<workload>-gen` read by `envFrom`, owner
+here from what its code and documentation show: its identity labels and controller reference on
+each version, one version edited after its creation (generation 3), Deployments whose selector
+and pod labels are its whole label set with the version's `sme.sap.com/owner-generation`, VCAP Secrets `<cav>-<workload>-gen` read by `envFrom`, owner
 references to the application and its versions, finalizers, generateName'd tenant Jobs,
 DNSEntries and Certificates, the version's ingress NetworkPolicy `<cav>--in`), in a namespace of
-this test's own. The example's sources, moved to that namespace, are rendered by `btp-gitops
-render`; `btp-gitops diff --against-cluster` plans the cutover; then every rendered file is
+this test's own. The example's sources, moved to that namespace, with the versions as `btp-gitops
+import` reads them back from the live ones (the generation CAP Operator's Deployments hold, which
+keeps their immutable selectors), are rendered by `btp-gitops render`; `btp-gitops diff
+--against-cluster` plans the cutover; then every rendered file is
 server-side applied with dryRun=All and force, as Argo CD and Flux apply: every object the plan
 adopts is accepted in place (same uid), every object it creates or recreates under a new name is
 created, every object it recreates in place is refused as immutable, and what it leaves behind is
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import secrets
 import shutil
@@ -29,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 
 from btp_gitops.generator.core.errors import ClusterUnreachable
@@ -58,6 +63,7 @@ pytestmark = [pytest.mark.kube, pytest.mark.crds]
 
 CAP = "sme.sap.com/"
 OPERATOR_MANAGER = "cap-operator"
+GENERATION_ANNOTATION = "btp-gitops.io/cap-operator-generation"
 
 
 @pytest.fixture(scope="module")
@@ -116,12 +122,46 @@ def owner(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def operator_labels(labels: dict[str, str]) -> dict[str, str]:
-    """CAP Operator's label set on a workload: the render's, and what only it knows."""
+    """A Service selector with labels the render does not write there (Services' are mutable)."""
     return {
         **labels,
         f"{CAP}owner-generation": "1",
         f"{CAP}btp-app-identifier-hash": "f20cc8aeb2003b3abc33f7",
     }
+
+
+def sha1(*parts: str) -> str:
+    return hashlib.sha1("".join(parts).encode(), usedforsecurity=False).hexdigest()
+
+
+def version_marks(application: dict[str, Any]) -> dict[str, str]:
+    """The identity labels CAP Operator puts on a version it reconciles."""
+    spec, metadata = application["spec"], application["metadata"]
+    return {
+        f"{CAP}btp-app-identifier-hash": sha1(spec["providerSubaccountId"], spec["btpAppName"]),
+        f"{CAP}owner-identifier-hash": sha1(metadata["namespace"], metadata["name"]),
+        f"{CAP}owner-generation": str(metadata["generation"]),
+    }
+
+
+def edit_spec_and_back(
+    client: k8s.ApiClient, served: ServedResources, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Change a version's spec and change it back, as a user may: its generation is 3 afterwards."""
+    path = f"{collection_path(served, body)}/{body['metadata']['name']}"
+    written = body["spec"]["registrySecrets"]
+    for secrets_then in ([*written, "registry-pull-new"], written):
+        reply = request(
+            client,
+            "PATCH",
+            path,
+            query=[("fieldManager", OPERATOR_MANAGER)],
+            body={"spec": {"registrySecrets": secrets_then}},  # type: ignore[arg-type]
+            content_type="application/merge-patch+json",
+        )
+        assert reply.status == 200, reply.message()
+    assert reply.body["metadata"]["generation"] == 3
+    return reply.body
 
 
 # --- the test ------------------------------------------------------------------------------------
@@ -162,9 +202,15 @@ def lay_out(
     versions = {}
     for version in of_kind("CAPApplicationVersion"):
         version["metadata"].update(
-            ownerReferences=[owner(application)], finalizers=[f"{CAP}capapplicationversion"]
+            ownerReferences=[owner(application)],
+            finalizers=[f"{CAP}capapplicationversion"],
+            labels=version_marks(application),
         )
-        versions[version["metadata"]["name"]] = keep(version)
+        created = keep(version)
+        if created["spec"]["version"] == "1.0.0":
+            created = edit_spec_and_back(client, served, created)
+            live[object_key(created)] = created
+        versions[version["metadata"]["name"]] = created
     for tenant in of_kind("CAPTenant"):
         tenant["metadata"].update(ownerReferences=[owner(application)], finalizers=[f"{CAP}captenant"])
         keep(tenant)
@@ -174,10 +220,21 @@ def lay_out(
         return versions[identifier.partition(".")[2]]
 
     for deployment in of_kind("Deployment"):
-        labels = operator_labels(deployment["spec"]["template"]["metadata"]["labels"])
+        # CAP Operator's one label set, for the Deployment, its selector, its pods and their spread:
+        # the workload's labels and its own keys (what the render writes on the pods of a version
+        # without the annotation; tests/cap/test_adopted_selectors.py checks that against the
+        # sources), and the generation of the version when it created the Deployment.
+        generation = str(version_of(deployment)["metadata"]["generation"])
+        labels = {
+            **deployment["spec"]["template"]["metadata"]["labels"],
+            f"{CAP}owner-generation": generation,
+        }
         deployment["metadata"]["ownerReferences"] = [owner(version_of(deployment))]
+        deployment["metadata"]["labels"] = labels
         deployment["spec"]["selector"] = {"matchLabels": labels}
         deployment["spec"]["template"]["metadata"]["labels"] = labels
+        for constraint in deployment["spec"]["template"]["spec"].get("topologySpreadConstraints", []):
+            constraint["labelSelector"] = {"matchLabels": labels}
         for container in deployment["spec"]["template"]["spec"]["containers"]:
             # CAP Operator's VCAP_SERVICES Secret, where the render reads its ExternalSecret's.
             container["envFrom"] = [
@@ -283,6 +340,23 @@ def lay_out(
     return live
 
 
+def import_versions(run_cli: RunCli, kube_api: KubeAPI, ns: str, sources: Path, out: Path) -> None:
+    """`btp-gitops import` of the live objects; its version files replace the sources' (each is
+    the source as written, and the annotation with the version's live generation)."""
+    result = run_cli(
+        "import", "--kubeconfig", kube_api.kubeconfig, "--namespace", ns, "--out", out, "-o", "json"
+    )
+    assert result.returncode == 0, result.stderr
+    for written in sorted(sources.glob("version-*.yaml")):
+        imported = (out / f"cap/{ns}/bookshop/{written.name}").read_text()
+        (before,) = [d for d in yaml.safe_load_all(written.read_text()) if d]
+        (after,) = [d for d in yaml.safe_load_all(imported) if d]
+        generation = "3" if before["spec"]["version"] == "1.0.0" else "1"
+        before["metadata"]["annotations"] = {GENERATION_ANNOTATION: generation}
+        assert after == before, written.name
+        written.write_text(imported)
+
+
 def plan_through_the_cli(run_cli: RunCli, kube_api: KubeAPI, sources: Path) -> dict[str, Any]:
     result = run_cli(
         "diff",
@@ -355,6 +429,8 @@ def test_the_plan_says_what_a_server_side_apply_does(
     for namespace in sorted(namespaces_used(files, served)):
         create_namespace(api, namespace)
     live = lay_out(api, served, files, cutover_namespace)
+    import_versions(run_cli, kube_api, cutover_namespace, sources, tmp_path / "imported")
+    files = rendered_objects(render(sources, tmp_path / "repo-imported"))
 
     plan = plan_through_the_cli(run_cli, kube_api, sources)
     check_against_dry_run(api, served, files, plan, {key for key in live})
@@ -362,11 +438,14 @@ def test_the_plan_says_what_a_server_side_apply_does(
     # What the layout makes certain, by name.
     by_object = {entry["object"]: entry for entry in plan["objects"]}
     ns = cutover_namespace
-    # CAP Operator's pod selectors hold labels the render does not write (owner-generation, the
-    # application's identifier hash): a selector is replaced whole, and is immutable.
-    srv = by_object[f"Deployment {ns}/bookshop-1-1-0-srv"]
-    assert (srv["outcome"], srv["changes"]) == ("recreated", ["spec.selector"])
-    assert "pods are deleted with it" in srv["consequence"]
+    # Every Deployment CAP Operator made keeps its selector (the imported versions' generation):
+    # adopted in place, a rolling update at most, and the dry run above kept each one's uid.
+    deployments = [e for e in plan["objects"] if e["object"].startswith(f"Deployment {ns}/")]
+    assert len(deployments) == 5
+    for entry in deployments:
+        assert (entry["outcome"], entry["operator"]) == ("adopted", "CAP Operator"), entry
+        assert "spec.selector" not in entry["changes"], entry
+        assert not entry["consequence"] or "rolling update" in entry["consequence"], entry
     service = by_object[f"Service {ns}/bookshop-1-1-0-srv-svc"]
     assert (service["outcome"], service["changes"]) == ("adopted", ["spec.selector"])
     content = by_object[f"Job {ns}/bookshop-1-1-0-content"]
