@@ -26,6 +26,14 @@ the newest Ready version there itself) and is left out; under `never` it is the 
 kept. The provider tenant is derived from the application's `spec.provider` by a render; its
 record is written only once it has a status, as the controller does.
 
+A version CAP Operator reconciled (its identity labels or its controller reference to the
+CAPApplication are on it) gets the annotation `btp-gitops.io/cap-operator-generation` with its live
+`metadata.generation`: CAP Operator wrote that generation into the pod selector of every Deployment
+it created for the version, a selector cannot change, and with the annotation a render keeps it.
+A version without those marks (one btp-gitops applied) gets none, so a round trip gives the same
+bytes; one without a usable generation gets none and a comment that its Deployments would be
+recreated.
+
 A comment above each document says where the object came from and what was left out. An object
 that cannot be expressed (a version or tenant whose application was not read, a name that cannot
 be a file name, the same object read twice) is in `skipped` with the reason. No Secret is read
@@ -88,6 +96,13 @@ OPERATOR_ANNOTATIONS = frozenset(
         "kubectl.kubernetes.io/last-applied-configuration",
     }
 )
+# CAP Operator's marks on a version it reconciled: its identity labels, and the controller
+# reference to the CAPApplication it adds. A version btp-gitops applied carries none of them.
+RECONCILED_LABELS = (f"{_PREFIX}owner-identifier-hash", f"{_PREFIX}btp-app-identifier-hash")
+# The render's (domains.cap.model reads the same name): the version's generation when CAP Operator
+# created its Deployments, whose pod selectors hold it and cannot change.
+CAP_OPERATOR_GENERATION_ANNOTATION = "btp-gitops.io/cap-operator-generation"
+MAX_GENERATION = 2**63 - 1  # metadata.generation is an int64
 APP_LABEL = "app"  # a render labels a tenant with its application's btpAppName
 KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 TENANT_STATUS_FIELDS = (
@@ -354,9 +369,59 @@ def _import_application(application: _Application, result: _Import) -> None:
         version_body = _cleaned(version, version_notes)
         if "status" in version.body:
             version_notes.dropped.append("status")
+        _keep_cap_operators_selectors(version, version_body, version_notes)
         result.add(path, ImportedDocument(version_body, version_notes.lines(version.origin)))
     for path, document in tenant_files.items():
         result.add(path, document)
+
+
+def _reconciled_by_cap_operator(version: LiveObject) -> bool:
+    metadata = _mapping(version.body.get("metadata"))
+    labels = _mapping(metadata.get("labels"))
+    if any(key in labels for key in RECONCILED_LABELS):
+        return True
+    references = metadata.get("ownerReferences")
+    return isinstance(references, list) and any(
+        isinstance(reference, dict)
+        and reference.get("kind") == CAP_APPLICATION
+        and reference.get("controller") is True
+        for reference in references
+    )
+
+
+def _keep_cap_operators_selectors(version: LiveObject, body: dict[str, Any], notes: _Notes) -> None:
+    """A version CAP Operator reconciled gets `btp-gitops.io/cap-operator-generation`, its live
+    generation: CAP Operator put that generation into the pod selector of each Deployment it
+    created for the version, a selector cannot change, and with the annotation a render keeps it,
+    so the cutover updates the Deployments in place instead of deleting and recreating them."""
+    if not _reconciled_by_cap_operator(version):
+        return
+    generation = _mapping(version.body.get("metadata")).get("generation")
+    if (
+        isinstance(generation, bool)
+        or not isinstance(generation, int)
+        or not 0 < generation <= MAX_GENERATION
+    ):
+        notes.remarks.append(
+            f"no usable metadata.generation was read, so {CAP_OPERATOR_GENERATION_ANNOTATION} is not set: a "
+            "render gives this version's Deployments btp-gitops's own pod selector, and the switch deletes "
+            "and recreates the Deployments CAP Operator made (set the annotation to their "
+            "sme.sap.com/owner-generation label to keep them)"
+        )
+        return
+    metadata = body["metadata"]
+    annotations = metadata.get("annotations")
+    if annotations is not None and not isinstance(annotations, dict):
+        return  # as read: its schema refuses it, and the import lists it
+    written = dict(annotations or {})
+    written[CAP_OPERATOR_GENERATION_ANNOTATION] = str(generation)
+    metadata["annotations"] = dict(sorted(written.items(), key=_by_key))
+    notes.remarks.append(
+        f'{CAP_OPERATOR_GENERATION_ANNOTATION}: "{generation}" added: CAP Operator reconciled this version '
+        f"(generation {generation}) and selects the pods of the Deployments it made by that generation; a "
+        "Deployment's selector cannot change, so a render keeps CAP Operator's and the switch updates "
+        "them in place"
+    )
 
 
 def _version_files(application: _Application) -> dict[str, LiveObject]:

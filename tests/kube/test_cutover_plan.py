@@ -3,12 +3,16 @@ a render does to the objects an operator left is what the API server does when t
 applied.
 
 The live objects are laid out as CAP Operator leaves them for the example application (written
-here from what its documentation and tests show: its full pod selectors with
-`sme.sap.com/owner-generation`, VCAP Secrets `<cav>-<workload>-gen` read by `envFrom`, owner
-references to the application and its versions, finalizers, generateName'd tenant Jobs,
+here from what its code and documentation show, tests/support/cap_workloads.py: its identity
+labels and controller reference on each version, one version edited after its creation
+(generation 3), Deployments whose selector and pod labels are its whole label set with the
+version's `sme.sap.com/owner-generation`, VCAP Secrets `<cav>-<workload>-gen` read by `envFrom`,
+owner references to the application and its versions, finalizers, generateName'd tenant Jobs,
 DNSEntries and Certificates, the version's ingress NetworkPolicy `<cav>--in`), in a namespace of
-this test's own. The example's sources, moved to that namespace, are rendered by `btp-gitops
-render`; `btp-gitops diff --against-cluster` plans the cutover; then every rendered file is
+this test's own. The example's sources, moved to that namespace, with the versions as `btp-gitops
+import` reads them back from the live ones (the generation CAP Operator's Deployments hold, which
+keeps their immutable selectors), are rendered by `btp-gitops render`; `btp-gitops diff
+--against-cluster` plans the cutover; then every rendered file is
 server-side applied with dryRun=All and force, as Argo CD and Flux apply: every object the plan
 adopts is accepted in place (same uid), every object it creates or recreates under a new name is
 created, every object it recreates in place is refused as immutable, and what it leaves behind is
@@ -29,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 
 from btp_gitops.generator.core.errors import ClusterUnreachable
@@ -56,6 +61,8 @@ from tests.support.dry_run import RenderedObject as RenderedFile
 from tests.support.kubeapi import KubeAPI, install_crds
 
 pytestmark = [pytest.mark.kube, pytest.mark.crds]
+
+GENERATION_ANNOTATION = "btp-gitops.io/cap-operator-generation"
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +103,23 @@ def moved_sources(target: Path, namespace: str) -> Path:
     for path in target.rglob("*.yaml"):
         path.write_text(path.read_text().replace("namespace: bookshop", f"namespace: {namespace}"))
     return target
+
+
+def import_versions(run_cli: RunCli, kube_api: KubeAPI, ns: str, sources: Path, out: Path) -> None:
+    """`btp-gitops import` of the live objects; its version files replace the sources' (each is
+    the source as written, and the annotation with the version's live generation)."""
+    result = run_cli(
+        "import", "--kubeconfig", kube_api.kubeconfig, "--namespace", ns, "--out", out, "-o", "json"
+    )
+    assert result.returncode == 0, result.stderr
+    for written in sorted(sources.glob("version-*.yaml")):
+        imported = (out / f"cap/{ns}/bookshop/{written.name}").read_text()
+        (before,) = [d for d in yaml.safe_load_all(written.read_text()) if d]
+        (after,) = [d for d in yaml.safe_load_all(imported) if d]
+        generation = "3" if before["spec"]["version"] == "1.0.0" else "1"
+        before["metadata"]["annotations"] = {GENERATION_ANNOTATION: generation}
+        assert after == before, written.name
+        written.write_text(imported)
 
 
 def plan_through_the_cli(run_cli: RunCli, kube_api: KubeAPI, sources: Path) -> dict[str, Any]:
@@ -170,6 +194,8 @@ def test_the_plan_says_what_a_server_side_apply_does(
     for namespace in sorted(namespaces_used(files, served)):
         create_namespace(api, namespace)
     live = lay_out(api, served, files, cutover_namespace)
+    import_versions(run_cli, kube_api, cutover_namespace, sources, tmp_path / "imported")
+    files = rendered_objects(render(sources, tmp_path / "repo-imported"))
 
     plan = plan_through_the_cli(run_cli, kube_api, sources)
     check_against_dry_run(api, served, files, plan, {key for key in live})
@@ -177,11 +203,14 @@ def test_the_plan_says_what_a_server_side_apply_does(
     # What the layout makes certain, by name.
     by_object = {entry["object"]: entry for entry in plan["objects"]}
     ns = cutover_namespace
-    # CAP Operator's pod selectors hold labels the render does not write (owner-generation, the
-    # application's identifier hash): a selector is replaced whole, and is immutable.
-    srv = by_object[f"Deployment {ns}/bookshop-1-1-0-srv"]
-    assert (srv["outcome"], srv["changes"]) == ("recreated", ["spec.selector"])
-    assert "pods are deleted with it" in srv["consequence"]
+    # Every Deployment CAP Operator made keeps its selector (the imported versions' generation):
+    # adopted in place, a rolling update at most, and the dry run above kept each one's uid.
+    deployments = [e for e in plan["objects"] if e["object"].startswith(f"Deployment {ns}/")]
+    assert len(deployments) == 5
+    for entry in deployments:
+        assert (entry["outcome"], entry["operator"]) == ("adopted", "CAP Operator"), entry
+        assert "spec.selector" not in entry["changes"], entry
+        assert not entry["consequence"] or "rolling update" in entry["consequence"], entry
     service = by_object[f"Service {ns}/bookshop-1-1-0-srv-svc"]
     assert (service["outcome"], service["changes"]) == ("adopted", ["spec.selector"])
     content = by_object[f"Job {ns}/bookshop-1-1-0-content"]

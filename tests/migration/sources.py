@@ -61,6 +61,22 @@ def source_objects() -> list[dict[str, Any]]:
     return [*documents, provider_record()]
 
 
+GENERATION_ANNOTATION = "btp-gitops.io/cap-operator-generation"
+
+
+def as_imported_from_cap_operator(
+    objects: list[dict[str, Any]], generation: str = "1"
+) -> list[dict[str, Any]]:
+    """`objects` as the import writes them back from versions CAP Operator reconciled: each
+    version with its generation, which the pod selectors of CAP Operator's Deployments hold."""
+    marked = copy.deepcopy(objects)
+    for body in marked:
+        if body["kind"] == "CAPApplicationVersion":
+            annotations = {**body["metadata"].get("annotations", {}), GENERATION_ANNOTATION: generation}
+            body["metadata"]["annotations"] = dict(sorted(annotations.items()))
+    return marked
+
+
 def imported_layout(
     objects: list[dict[str, Any]], namespace: str = "bookshop"
 ) -> dict[str, list[dict[str, Any]]]:

@@ -1,6 +1,8 @@
 """CAP Operator's objects for examples/cap-app laid out on the test kube-apiserver, as it leaves them.
 
-Written here from what its documentation and tests show: its full pod selectors with
+Written here from what its code and documentation show: its identity labels and controller
+reference on each version, one version edited after its creation (generation 3), Deployments
+whose selector and pod labels are its whole label set with the version's
 `sme.sap.com/owner-generation`, VCAP Secrets `<cav>-<workload>-gen` read by `envFrom`, owner
 references to the application and its versions, finalizers, a generateName'd tenant Job,
 DNSEntries and Certificates, the version's ingress NetworkPolicy `<cav>--in`. Shared by the
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,12 +61,46 @@ def owner(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def operator_labels(labels: dict[str, str]) -> dict[str, str]:
-    """CAP Operator's label set on a workload: the render's, and what only it knows."""
+    """A Service selector with labels the render does not write there (Services' are mutable)."""
     return {
         **labels,
         f"{CAP}owner-generation": "1",
         f"{CAP}btp-app-identifier-hash": "f20cc8aeb2003b3abc33f7",
     }
+
+
+def sha1(*parts: str) -> str:
+    return hashlib.sha1("".join(parts).encode(), usedforsecurity=False).hexdigest()
+
+
+def version_marks(application: dict[str, Any]) -> dict[str, str]:
+    """The identity labels CAP Operator puts on a version it reconciles."""
+    spec, metadata = application["spec"], application["metadata"]
+    return {
+        f"{CAP}btp-app-identifier-hash": sha1(spec["providerSubaccountId"], spec["btpAppName"]),
+        f"{CAP}owner-identifier-hash": sha1(metadata["namespace"], metadata["name"]),
+        f"{CAP}owner-generation": str(metadata["generation"]),
+    }
+
+
+def edit_spec_and_back(
+    client: k8s.ApiClient, served: ServedResources, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Change a version's spec and change it back, as a user may: its generation is 3 afterwards."""
+    path = f"{collection_path(served, body)}/{body['metadata']['name']}"
+    written = body["spec"]["registrySecrets"]
+    for secrets_then in ([*written, "registry-pull-new"], written):
+        reply = request(
+            client,
+            "PATCH",
+            path,
+            query=[("fieldManager", OPERATOR_MANAGER)],
+            body={"spec": {"registrySecrets": secrets_then}},  # type: ignore[arg-type]
+            content_type="application/merge-patch+json",
+        )
+        assert reply.status == 200, reply.message()
+    assert reply.body["metadata"]["generation"] == 3
+    return reply.body
 
 
 def write_status(
@@ -130,9 +167,15 @@ def lay_out(
         application = keep(application)
         for version in of_kind("CAPApplicationVersion"):
             version["metadata"].update(
-                ownerReferences=[owner(application)], finalizers=[f"{CAP}capapplicationversion"]
+                ownerReferences=[owner(application)],
+                finalizers=[f"{CAP}capapplicationversion"],
+                labels=version_marks(application),
             )
-            versions[version["metadata"]["name"]] = keep(version)
+            created = keep(version)
+            if created["spec"]["version"] == "1.0.0":
+                created = edit_spec_and_back(client, served, created)
+                live[object_key(created)] = created
+            versions[version["metadata"]["name"]] = created
         for tenant in of_kind("CAPTenant"):
             tenant["metadata"].update(ownerReferences=[owner(application)], finalizers=[f"{CAP}captenant"])
             keep(tenant)
@@ -166,10 +209,21 @@ def lay_out(
         return versions[identifier.partition(".")[2]]
 
     for deployment in of_kind("Deployment"):
-        labels = operator_labels(deployment["spec"]["template"]["metadata"]["labels"])
+        # CAP Operator's one label set, for the Deployment, its selector, its pods and their spread:
+        # the workload's labels and its own keys (what the render writes on the pods of a version
+        # without the annotation; tests/cap/test_adopted_selectors.py checks that against the
+        # sources), and the generation of the version when it created the Deployment.
+        generation = str(version_of(deployment)["metadata"]["generation"])
+        labels = {
+            **deployment["spec"]["template"]["metadata"]["labels"],
+            f"{CAP}owner-generation": generation,
+        }
         deployment["metadata"]["ownerReferences"] = [owner(version_of(deployment))]
+        deployment["metadata"]["labels"] = labels
         deployment["spec"]["selector"] = {"matchLabels": labels}
         deployment["spec"]["template"]["metadata"]["labels"] = labels
+        for constraint in deployment["spec"]["template"]["spec"].get("topologySpreadConstraints", []):
+            constraint["labelSelector"] = {"matchLabels": labels}
         for container in deployment["spec"]["template"]["spec"]["containers"]:
             # CAP Operator's VCAP_SERVICES Secret, where the render reads its ExternalSecret's.
             container["envFrom"] = [

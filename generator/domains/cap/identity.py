@@ -32,7 +32,11 @@ the same input always gives the same names:
                                 never meet)
 
 `sme.sap.com/owner-generation` is left out: it is the live `metadata.generation`, which a render
-cannot know and which would change the output without any change in Git.
+cannot know and which would change the output without any change in Git. The one exception is a
+version whose Deployments CAP Operator created (`btp-gitops.io/cap-operator-generation`, written
+by `btp-gitops import`): CAP Operator selected their pods by its whole label set, generation
+included, and a Deployment's selector cannot change, so `adopted_workload_labels` gives them that
+set, with the generation written in the source, instead of `pod_selector`.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ OWNER_IDENTIFIER_HASH = f"{PREFIX}owner-identifier-hash"
 OWNER_IDENTIFIER = f"{PREFIX}owner-identifier"
 APP_IDENTIFIER_HASH = f"{PREFIX}app-identifier-hash"
 APP_IDENTIFIER = f"{PREFIX}app-identifier"
+OWNER_GENERATION = f"{PREFIX}owner-generation"
 WORKLOAD_NAME = f"{PREFIX}workload-name"
 WORKLOAD_TYPE = f"{PREFIX}workload-type"
 CATEGORY = f"{PREFIX}category"
@@ -141,6 +146,16 @@ def workload_labels(
     if workload.name in version.exposed_workloads():
         labels[EXPOSED_WORKLOAD] = "true"
     return labels
+
+
+def adopted_workload_labels(app: Application, version: Version, workload: Workload) -> dict[str, str]:
+    """A Deployment's labels, pod selector and pod labels where CAP Operator created it: CAP
+    Operator's label set (the workload's labels, its own keys, `exposed-workload`), which
+    `workload_labels` holds, and the generation it was created at; {} for a version without one."""
+    generation = version.cap_operator_generation
+    if not generation:
+        return {}
+    return {**workload_labels(app, version, workload), OWNER_GENERATION: generation}
 
 
 def workload_annotations(version: Version, workload: Workload) -> dict[str, str]:

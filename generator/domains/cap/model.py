@@ -36,6 +36,10 @@ CERTIFICATE_MANAGER_ANNOTATION = "btp-gitops.io/certificate-manager"
 INGRESS_NAMESPACE_ANNOTATION = "btp-gitops.io/ingress-namespace"
 # The namespace CAP Operator ran in: it named a ClusterDomain's TLS Secret after it.
 CAP_OPERATOR_NAMESPACE_ANNOTATION = "btp-gitops.io/cap-operator-namespace"
+# On a CAPApplicationVersion whose Deployments CAP Operator created: the version's
+# `metadata.generation` then, which CAP Operator wrote into their pod selectors
+# (`sme.sap.com/owner-generation`). A Deployment's selector cannot change, so a render keeps it.
+CAP_OPERATOR_GENERATION_ANNOTATION = "btp-gitops.io/cap-operator-generation"
 # CAP Operator's: the commonName of a Domain's cert-manager Certificate (none without it).
 COMMON_NAME_ANNOTATION = "sme.sap.com/cert-manager-common-name"
 DEFAULT_INGRESS_NAMESPACE = "istio-system"
@@ -326,6 +330,12 @@ class Version:
 
     def workload(self, name: str) -> Workload | None:
         return next((w for w in self.workloads if w.name == name), None)
+
+    @property
+    def cap_operator_generation(self) -> str:
+        """The generation at which CAP Operator created this version's Deployments, as written
+        (validation checks it is a positive integer), or "" for a version btp-gitops renders anew."""
+        return _annotation(self.source, CAP_OPERATOR_GENERATION_ANNOTATION)
 
     @property
     def services_shaped(self) -> bool:

@@ -19,6 +19,7 @@ from btp_gitops.generator.domains.cap.catalog import CapCatalog
 from btp_gitops.generator.domains.cap.dns import template_values, uses_subdomain
 from btp_gitops.generator.domains.cap.exposures import current_version, semantic_version
 from btp_gitops.generator.domains.cap.model import (
+    CAP_OPERATOR_GENERATION_ANNOTATION,
     CAP_OPERATOR_NAMESPACE_ANNOTATION,
     CERTIFICATE_MANAGER_ANNOTATION,
     COMMON_NAME_ANNOTATION,
@@ -38,6 +39,8 @@ from btp_gitops.generator.domains.cap.version_rules import VersionRules, is_labe
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 MAX_SUBDOMAIN = 63  # a subdomain is one DNS label
 MAX_COMMON_NAME = 64  # RFC 5280's upper bound, which cert-manager enforces
+GENERATION = re.compile(r"^[1-9][0-9]*$")
+MAX_GENERATION = 2**63 - 1  # metadata.generation is an int64
 
 
 def _annotation_path(key: str) -> str:
@@ -138,7 +141,7 @@ def version_problems(version: Version, catalog: CapCatalog) -> list[Problem]:
             )
         ]
     rules = VersionRules(version, app.services_only, app.credentials_mode, {s.name for s in app.services})
-    problems = rules.all()
+    problems = rules.all() + _generation_problems(version)
     if version.service_exposures and not catalog.domains_of(app):
         problems.append(
             problem_at(
@@ -148,6 +151,26 @@ def version_problems(version: Version, catalog: CapCatalog) -> list[Problem]:
             )
         )
     return problems
+
+
+def _generation_problems(version: Version) -> list[Problem]:
+    """The generation CAP Operator created the version's Deployments at: it becomes a label value
+    in their pod selectors, so anything but a positive integer would select no pod it made."""
+    annotations = version.source.body.get("metadata", {}).get("annotations")
+    if not isinstance(annotations, dict) or CAP_OPERATOR_GENERATION_ANNOTATION not in annotations:
+        return []
+    value = annotations[CAP_OPERATOR_GENERATION_ANNOTATION]
+    if isinstance(value, str) and GENERATION.match(value) and int(value) <= MAX_GENERATION:
+        return []
+    shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:37]}..."
+    return [
+        problem_at(
+            version.source,
+            _annotation_path(CAP_OPERATOR_GENERATION_ANNOTATION),
+            f"must be a positive integer, as a string (the version's metadata.generation when CAP "
+            f'Operator created its Deployments, e.g. "1"); got {shown}',
+        )
+    ]
 
 
 def _where(source: SourceDocument) -> str:

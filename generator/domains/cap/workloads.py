@@ -2,6 +2,10 @@
 PodDisruptionBudget, HorizontalPodAutoscaler and ServiceMonitor, as CAP Operator creates them for
 a CAPApplicationVersion (https://sap.github.io/cap-operator/docs/usage/resources/capapplicationversion/).
 
+A version whose Deployments CAP Operator created (`btp-gitops.io/cap-operator-generation`) gives
+them CAP Operator's pod selector, which cannot change (`identity.adopted_workload_labels`); the
+Services, PodDisruptionBudgets and ServiceMonitors keep the narrow one: their selectors can change.
+
 A workload with an autoscaler gets no `replicas`: the HorizontalPodAutoscaler owns the count, and a
 value in Git would make the GitOps tool fight it on every sync.
 """
@@ -17,6 +21,7 @@ from btp_gitops.generator.core.objects import KubeObject
 from btp_gitops.generator.domains.cap.credentials import CredentialWiring
 from btp_gitops.generator.domains.cap.identity import (
     Category,
+    adopted_workload_labels,
     pod_selector,
     service_host,
     service_name,
@@ -84,7 +89,11 @@ def workload_env(version: Version, workload: Workload) -> list[dict[str, Any]]:
 def deployment(
     app: Application, version: Version, workload: Workload, credentials: CredentialWiring
 ) -> KubeObject:
-    labels = workload_labels(app, version, workload)
+    # A Deployment CAP Operator created keeps its selector (immutable): its labels, selector and
+    # pod labels are then CAP Operator's label set; otherwise the narrow selector of `pod_selector`.
+    adopted = adopted_workload_labels(app, version, workload)
+    labels = adopted or workload_labels(app, version, workload)
+    selector = adopted or pod_selector(version, workload)
     annotations = workload_annotations(version, workload)
     if app.rollout_on_credential_update and credentials.secrets:
         annotations[RELOADER_ANNOTATION] = ",".join(credentials.secrets)
@@ -97,7 +106,7 @@ def deployment(
         env=workload_env(version, workload),
         spread_by_rollout=True,
     )
-    spec: dict[str, Any] = {"selector": {"matchLabels": pod_selector(version, workload)}}
+    spec: dict[str, Any] = {"selector": {"matchLabels": selector}}
     replicas = workload.definition.get("replicas")
     if replicas is not None and "horizontalPodAutoscaler" not in workload.definition:
         spec["replicas"] = replicas
