@@ -126,6 +126,37 @@ def _layout_holds(texts: dict[str, str]) -> bool:
     return True
 
 
+# The same checks over every app of a pack at once (a render reads 20,000): each name, and each
+# kustomization.yaml of the common form, followed by a NUL (which neither holds); the count of
+# NULs tells that no name or text held one. Anything else is checked app by app (_layout_holds).
+_LAYOUT_PATHS = re.compile(r"(?:(?:[a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9._-]*\0)*")
+_LISTINGS = re.compile(
+    r"(?:apiVersion: kustomize\.config\.k8s\.io/v1beta1\nkind: Kustomization\nresources:\n"
+    r"(?:- [a-z][a-z0-9_-]*\.[a-z0-9._-]*\n)*\0)*"
+)
+
+
+def _layouts_hold(apps: list[PackedApp]) -> bool:
+    """`_layout_holds` for every app, in two matches when every path and kustomization has the
+    common form (as a pack btp-gitops wrote has them), else app by app."""
+    paths = [path for app in apps for path in app.files]
+    listings = [
+        text
+        for app in apps
+        for path, text in app.files.items()
+        if path == KUSTOMIZATION or path.endswith("/" + KUSTOMIZATION)
+    ]
+    names, texts = "\0".join([*paths, ""]), "\0".join([*listings, ""])
+    if (
+        names.count("\0") == len(paths)
+        and texts.count("\0") == len(listings)
+        and _LAYOUT_PATHS.fullmatch(names)
+        and _LISTINGS.fullmatch(texts)
+    ):
+        return True
+    return all(_layout_holds(app.files) for app in apps)
+
+
 def identity_of(status: os.stat_result) -> Identity:
     return (status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns)
 
@@ -320,6 +351,8 @@ def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
         if record is None:
             return None
         records.append(record)
+    if not _layouts_hold([record.app for record in records if record.app is not None]):
+        return None
     return _File(header, records, removed)
 
 
@@ -381,8 +414,6 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
                 return None
             texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
     except ValueError:  # not three parts, or not UTF-8 (UnicodeDecodeError)
-        return None
-    if not _layout_holds(texts):
         return None
     if stages is not None and (
         type(stages) is not list
