@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from btp_gitops.generator.core.exit_codes import ExitCode
-from tests.conftest import CLI
+from tests.conftest import CLI, read_tree
 from tests.support.forged_cache import (
     PLANTED_SECRET,
     PRIVILEGED_POD,
@@ -277,3 +277,32 @@ def test_diff_refuses_a_credential_a_signed_pack_adds(source: Path, tmp_path: Pa
     assert run.returncode == ExitCode.OUTPUT, run.stderr
     assert "secret-leaked.yaml" in run.stderr
     assert_no_canary([run.stdout, run.stderr])
+
+
+def _rename_first_file(app: list[Any], _: bytearray, name: str) -> None:
+    entry = next(e for e in app[4] if e[0] != "kustomization.yaml")
+    entry[0] = name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["captenant-acme.yaml\0pod-root-shell.yaml", "captenant-acme.yaml\0../../outside.yaml", "../x.yaml"],
+    ids=["nul-joined-names", "nul-joined-escape", "escape"],
+)
+def test_a_signed_pack_whose_file_name_is_no_plain_path_is_not_used(
+    source: Path, tmp_path: Path, name: str
+) -> None:
+    """A render checks the paths of every packed app at once, each followed by a NUL: a name
+    holding a NUL itself reads there as two plain names, so the count of NULs is checked too, and
+    the pack refused (the tree written is the one without a cache), as a name that climbs out is."""
+    directory, repo, uncached = tmp_path / "cache", tmp_path / "repo", tmp_path / "uncached"
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    (pack,) = packs(directory)
+    forge_app(pack, lambda app, blob: _rename_first_file(app, blob, name), sign=True)
+    run = out_render(source, repo, directory)
+    assert_clean(run)
+    assert run.returncode == ExitCode.OK, run.stderr
+    plain = [str(CLI), "render", str(source), "--out", str(uncached), "--cluster", "demo", "--no-cache"]
+    assert subprocess.run(plain, capture_output=True, check=False).returncode == ExitCode.OK
+    assert read_tree(repo) == read_tree(uncached)
+    assert not (tmp_path / "outside.yaml").exists()
