@@ -7,8 +7,10 @@ does not block), a regular file no larger than the caller's limit, read with one
 its size (a file that grew while it was read is not whole). Each write goes to a temporary file
 beside the target, created exclusively (a name taken, or a link planted under it, is never
 written through), renamed over the target: a concurrent reader sees the old file or the new one,
-never a part. Nothing here raises for a file that cannot be read or written: the caller gets
-None or False and goes on without it.
+never a part. A file that does not exist yet may instead be created in place (`create_at`): a
+reader that comes upon it half written, or after a crash, finds a MAC that does not hold, and
+ignores it as any damaged file. Nothing here raises for a file that cannot be read or written:
+the caller gets None or False and goes on without it.
 """
 
 from __future__ import annotations
@@ -88,5 +90,30 @@ def atomic_write_at(dir_fd: int, name: str, data: bytes) -> bool:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=dir_fd)
+        return False
+    return True
+
+
+def create_at(dir_fd: int, name: str, data: bytes) -> bool:
+    """Create the file `name` under `dir_fd` (mode 0600) with `data`, written in place: for a
+    file whose readers refuse a part of it (a cache entry: its MAC covers the whole). A name
+    that is taken (an older entry, a link planted there) is replaced as `atomic_write_at` does,
+    never written through; a file this call created and could not fill is removed."""
+    try:
+        fd = os.open(name, _WRITE_FLAGS, 0o600, dir_fd=dir_fd)
+    except FileExistsError:
+        return atomic_write_at(dir_fd, name, data)
+    except OSError:
+        return False
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
         return False
     return True

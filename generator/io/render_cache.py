@@ -24,10 +24,21 @@ too large, a link, corrupt, truncated or another key's is ignored (the record is
 rendered as without a cache), never an error; so is one whose objects do not have an object's
 shape. A cached record whose app is rendered again (its application changed) is checked against
 its schema, as a source is (pipeline.cached_sources). Entries are opened relative to the cache
-directory, no link followed. A write goes to a temporary file renamed into place,
-so concurrent renders sharing a directory each see whole entries. The directory is bounded: when
-a render wrote entries and the directory holds more than `max_bytes`, the entries used least
-recently (a hit refreshes an entry's time at most once a day) are removed down to 90 % of it;
+directory, no link followed.
+
+Entries are the second layer: the render pack (io.render_pack) holds every tenant record of a
+render in one file, so a render writes an entry only for a record that pack does not hold (the
+pack could not be written, or cannot hold that record or its app). A render that fills an
+empty cache writes one pack, not 20,000 entries (which cost more than half again a render
+without a cache). Entries written before are still read, for records the pack misses.
+
+A new entry is created in place (io.cache_files.create_at: a rename each would add a third to
+the cost of writing them); one that replaces another goes to a temporary file renamed into
+place. A reader that finds an entry half written (a render writing it at the time, or one that
+crashed) finds its MAC does not hold and ignores it, as any damaged entry; the next write
+replaces it whole. The directory is bounded: when a render wrote entries and the directory
+holds more than `max_bytes`, the entries used least recently (a hit refreshes an entry's time
+at most once a day) are removed down to 90 % of it;
 only files that are entries by name (hex shard, hex key, `.json`), kind (a regular file, no link
 followed) and header (their own key) are counted or removed, never anything else in the directory.
 What it holds is counted by scanning it (20,000 entries: a tenth of a warm render), so the
@@ -48,7 +59,7 @@ import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -61,6 +72,7 @@ from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.io import bundled
 from btp_gitops.generator.io.cache_files import (
     atomic_write_at,
+    create_at,
     open_directory,
     open_subdirectory,
     read_whole_at,
@@ -68,7 +80,7 @@ from btp_gitops.generator.io.cache_files import (
 from btp_gitops.generator.io.cache_key import cache_secret, new_mac, same_mac
 from btp_gitops.generator.transforms.secret_text import could_spell_secret
 
-FORMAT = 2  # 2: an HMAC (io.cache_key) instead of a sha256
+FORMAT = 3  # 2: an HMAC (io.cache_key) instead of a sha256; 3: an app's objects as the pack has them
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
 MAX_ENTRY_BYTES = 8 << 20  # an entry larger than this is not read (a tenant's app is a few KiB)
 RESCAN_AFTER = 64  # renders adding to the ledger before the directory is scanned again
@@ -120,12 +132,15 @@ def schemas_digest(schemas: SchemaRegistry) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One tenant record file: its document, and its app as rendered for `inputs`."""
+    """One tenant record file: its document, and its app as rendered for `inputs`. `text`, when
+    given, is the payload's JSON as `entry_json` assembled it from parts already checked to read
+    back equal (the pack's objects): an entry written then costs no second serialisation."""
 
     document: int
     body: dict[str, Any]
     inputs: str  # the digest of the application inputs the app was rendered with; "" when none
-    app: dict[str, Any] | None  # {"app", "notes", "objects": [{"body", "origin", "text"}]}
+    app: dict[str, Any] | None  # {"app", "group", "notes", "objects": [[body, origin]], "texts"}
+    text: str | None = field(default=None, compare=False, repr=False)
 
     def payload(self) -> dict[str, Any]:
         return {"document": self.document, "body": self.body, "inputs": self.inputs, "app": self.app}
@@ -143,13 +158,40 @@ class Entry:
 
 
 def app_payload(app: AppRender) -> dict[str, Any]:
-    """A tenant's app for an entry: its objects (body, origin, YAML once the layout wrote it)."""
+    """A tenant's app for an entry: its objects (body, origin) and their YAML once the layout
+    wrote it."""
     return {
         "app": app.app,
         "group": app.group,
         "notes": [note.as_dict() for note in app.notes],
-        "objects": [{"body": m.body, "origin": m.origin, "text": m.text} for m in app.manifests],
+        "objects": [[m.body, m.origin] for m in app.manifests],
+        "texts": [m.text for m in app.manifests],
     }
+
+
+def entry_json(document: int, body_json: str, inputs: str, app: AppRender | None, objects_json: str) -> str:
+    """The JSON of an entry's payload (as `_encode` would write `Entry(...).payload()`), put
+    together from the record's body and the app's objects as JSON texts that were checked to
+    read back equal (io.render_pack.exact_json, the objects the pack keeps); the rest are strings
+    and a document number, which JSON holds exactly."""
+    if app is None:
+        app_text = "null"
+    else:
+        notes = [note.as_dict() for note in app.notes]
+        texts = [m.text for m in app.manifests]
+        app_text = (
+            f'{{"app":{_string(app.app)},"group":{_string(app.group)},"notes":{_compact(notes)},'
+            f'"objects":{objects_json},"texts":{_compact(texts)}}}'
+        )
+    return f'{{"document":{int(document)},"body":{body_json},"inputs":{_string(inputs)},"app":{app_text}}}'
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _string(value: str | None) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def rendered_app(payload: dict[str, Any]) -> AppRender | None:
@@ -162,8 +204,8 @@ def rendered_app(payload: dict[str, Any]) -> AppRender | None:
     # Secret (the word, or an escape) is written again from the body, so that the two cannot
     # differ in what the credential guard looks for.
     manifests = [
-        Manifest(o["body"], o["origin"], None if _may_be_secret(o["text"]) else o["text"])
-        for o in payload["objects"]
+        Manifest(body, origin, None if _may_be_secret(text) else text)
+        for (body, origin), text in zip(payload["objects"], payload["texts"], strict=True)
     ]
     return AppRender(payload["app"], manifests, notes, payload.get("group"))
 
@@ -177,18 +219,20 @@ def _app_shape(app: Any) -> bool:
         return False
     if app.get("group") is not None and not isinstance(app.get("group"), str):
         return False
-    notes, objects = app.get("notes"), app.get("objects")
-    if not isinstance(notes, list) or not isinstance(objects, list):
+    notes, objects, texts = app.get("notes"), app.get("objects"), app.get("texts")
+    if not isinstance(notes, list) or not isinstance(objects, list) or not isinstance(texts, list):
+        return False
+    if len(texts) != len(objects) or not all(text is None or isinstance(text, str) for text in texts):
         return False
     fields = ("level", "reason", "subject", "message")
     if not all(isinstance(n, dict) and all(isinstance(n.get(f), str) for f in fields) for n in notes):
         return False
     return all(
-        isinstance(o, dict)
-        and isinstance(o.get("body"), dict)
-        and not shape_problems(o["body"])
-        and isinstance(o.get("origin"), str)
-        and (o.get("text") is None or isinstance(o.get("text"), str))
+        isinstance(o, list)
+        and len(o) == 2
+        and isinstance(o[0], dict)
+        and not shape_problems(o[0])
+        and isinstance(o[1], str)
         for o in objects
     )
 
@@ -282,7 +326,7 @@ class RenderCache:
         shard = self._shard(key, create=True)
         if shard is None:
             return
-        if atomic_write_at(shard, key[2:] + _SUFFIX, data):
+        if create_at(shard, key[2:] + _SUFFIX, data):
             self.written += 1
             self.written_bytes += len(data)
 
@@ -408,18 +452,22 @@ def _mac(secret: bytes, key: str, body: bytes) -> str:
 
 
 def _encode(key: str, entry: Entry, secret: bytes) -> bytes | None:
-    payload = entry.payload()
+    text = entry.text if entry.text is not None else _payload_json(entry.payload())
+    if text is None:
+        return None
+    body = text.encode("utf-8", "surrogatepass")
+    head = json.dumps({"format": FORMAT, "key": key, "mac": _mac(secret, key, body)})
+    return head.encode() + b"\n" + body
+
+
+def _payload_json(payload: dict[str, Any]) -> str | None:
     try:
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         return None
     # JSON gives back strings, ints, floats, booleans, None, lists and string-keyed maps as they
     # were; anything else (a map with an integer key, a tuple) reads back unequal: not cached.
-    if json.loads(text) != payload:
-        return None
-    body = text.encode("utf-8", "surrogatepass")
-    head = json.dumps({"format": FORMAT, "key": key, "mac": _mac(secret, key, body)})
-    return head.encode() + b"\n" + body
+    return text if json.loads(text) == payload else None
 
 
 def _decode(key: str, data: bytes, secret: bytes) -> Entry | None:

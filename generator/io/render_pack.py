@@ -126,6 +126,37 @@ def _layout_holds(texts: dict[str, str]) -> bool:
     return True
 
 
+# The same checks over every app of a pack at once (a render reads 20,000): each name, and each
+# kustomization.yaml of the common form, followed by a NUL (which neither holds); the count of
+# NULs tells that no name or text held one. Anything else is checked app by app (_layout_holds).
+_LAYOUT_PATHS = re.compile(r"(?:(?:[a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9._-]*\0)*")
+_LISTINGS = re.compile(
+    r"(?:apiVersion: kustomize\.config\.k8s\.io/v1beta1\nkind: Kustomization\nresources:\n"
+    r"(?:- [a-z][a-z0-9_-]*\.[a-z0-9._-]*\n)*\0)*"
+)
+
+
+def _layouts_hold(apps: list[PackedApp]) -> bool:
+    """`_layout_holds` for every app, in two matches when every path and kustomization has the
+    common form (as a pack btp-gitops wrote has them), else app by app."""
+    paths = [path for app in apps for path in app.files]
+    listings = [
+        text
+        for app in apps
+        for path, text in app.files.items()
+        if path == KUSTOMIZATION or path.endswith("/" + KUSTOMIZATION)
+    ]
+    names, texts = "\0".join([*paths, ""]), "\0".join([*listings, ""])
+    if (
+        names.count("\0") == len(paths)
+        and texts.count("\0") == len(listings)
+        and _LAYOUT_PATHS.fullmatch(names)
+        and _LISTINGS.fullmatch(texts)
+    ):
+        return True
+    return all(_layout_holds(app.files) for app in apps)
+
+
 def identity_of(status: os.stat_result) -> Identity:
     return (status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns)
 
@@ -320,6 +351,8 @@ def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
         if record is None:
             return None
         records.append(record)
+    if not _layouts_hold([record.app for record in records if record.app is not None]):
+        return None
     return _File(header, records, removed)
 
 
@@ -382,8 +415,6 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
             texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
     except ValueError:  # not three parts, or not UTF-8 (UnicodeDecodeError)
         return None
-    if not _layout_holds(texts):
-        return None
     if stages is not None and (
         type(stages) is not list
         or not all(type(s) is str and "/" not in s and path_message(s) is None for s in stages)
@@ -400,26 +431,37 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
 # --- writing -------------------------------------------------------------------------------
 
 
-def objects_json(objects: Iterable[tuple[dict[str, Any], str]]) -> bytes | None:
-    """The objects of an app for a pack; None when JSON cannot hold them exactly (a map with an
-    integer key would read back unequal)."""
-    payload = [[body, origin] for body, origin in objects]
+def exact_json(value: Any) -> str | None:
+    """`value` as compact JSON when it reads back equal (strings, numbers, booleans, None, lists
+    and string-keyed maps; a map with an integer key or a tuple would not); None otherwise. The
+    render cache's entries are put together from these texts (io.render_cache.entry_json)."""
     try:
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         return None
-    if json.loads(text) != payload:
-        return None
+    return text if json.loads(text) == value else None
+
+
+def objects_text(objects: Iterable[tuple[dict[str, Any], str]]) -> str | None:
+    """The objects of an app as the pack keeps them, `[[body, origin], ...]`, in JSON; None when
+    JSON cannot hold them exactly."""
+    return exact_json([[body, origin] for body, origin in objects])
+
+
+def compressed(text: str) -> bytes:
     # Compressed: a fifth of the size, and a pack is read (and hashed) whole on every render.
     return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
 
 
+def objects_json(objects: Iterable[tuple[dict[str, Any], str]]) -> bytes | None:
+    """The objects of an app for a pack, compressed; None when JSON cannot hold them exactly."""
+    text = objects_text(objects)
+    return compressed(text) if text is not None else None
+
+
 def exact_in_json(value: Any) -> bool:
     """Whether `value` reads back from JSON equal (a record's document, before it is packed)."""
-    try:
-        return bool(json.loads(json.dumps(value, allow_nan=False)) == value)
-    except (TypeError, ValueError, RecursionError):
-        return False
+    return exact_json(value) is not None
 
 
 def _encode(
@@ -502,18 +544,21 @@ def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:
     )
 
 
+UNCHANGED, WRITTEN, NOT_WRITTEN = "unchanged", "written", "not written"
+
+
 def save_pack(
     directory: Path, name: str, stamp: int, records: list[PackedRecord], pack: Pack | None, *, secret: bytes
-) -> bool:
-    """Write what changed since `pack` (the one this render read): nothing when nothing did, a
-    delta against its base when few records differ from the base, else a new base. A directory
-    that cannot be written is no error (False)."""
+) -> str:
+    """Write what changed since `pack` (the one this render read): nothing when nothing did
+    (UNCHANGED), a delta against its base when few records differ from the base, else a new base
+    (WRITTEN). A directory that cannot be written is no error (NOT_WRITTEN)."""
     if (
         pack is not None
         and len(records) == len(pack.records)
         and not any(_differs(pack.records.get(record.shown), record) for record in records)
     ):
-        return False
+        return UNCHANGED
     if pack is not None:
         current = {record.shown for record in records}
         changed = [record for record in records if _differs(pack.base.get(record.shown), record)]
@@ -522,10 +567,11 @@ def save_pack(
             encoded = _encode(
                 name, "delta", stamp, changed, removed=removed, base=pack.base_id, secret=secret
             )
-            return encoded is not None and _store(directory, name + _DELTA, encoded)
+            stored = encoded is not None and _store(directory, name + _DELTA, encoded)
+            return WRITTEN if stored else NOT_WRITTEN
     encoded = _encode(name, "base", stamp, records, removed=[], base="", secret=secret)
     if encoded is None or not _store(directory, name + _SUFFIX, encoded):
-        return False
+        return NOT_WRITTEN
     packs = _directory_fd(directory, create=False)
     if packs is not None:
         try:
@@ -534,7 +580,7 @@ def save_pack(
             _keep_latest(packs)
         finally:
             os.close(packs)
-    return True
+    return WRITTEN
 
 
 def _store(directory: Path, filename: str, data: bytes) -> bool:

@@ -35,6 +35,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from btp_gitops.generator.core.errors import InputError, Problem, SourceSyntaxError, raise_if_problems
 from btp_gitops.generator.core.names import metadata_name_problems
@@ -46,15 +47,18 @@ from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
 from btp_gitops.generator.domains.cap import CAP_TENANT
 from btp_gitops.generator.io.input_files import UnreadableInput, decoded_text, read_input_bytes
-from btp_gitops.generator.io.render_cache import Entry, RenderCache, app_payload, rendered_app
+from btp_gitops.generator.io.render_cache import Entry, RenderCache, app_payload, entry_json, rendered_app
 from btp_gitops.generator.io.render_pack import (
+    NOT_WRITTEN,
+    WRITTEN,
     Identity,
     Pack,
     PackedApp,
     PackedRecord,
-    exact_in_json,
+    compressed,
+    exact_json,
     identity_of,
-    objects_json,
+    objects_text,
     pack_name,
     read_pack,
     save_pack,
@@ -109,13 +113,16 @@ def reused_app(packed: PackedApp) -> ReusedApp | None:
     return ReusedApp(packed, notes)
 
 
-def packed_app(app: AppRender, files: Mapping[str, str], stages: list[str] | None) -> PackedApp | None:
-    """A tenant app rendered now, as the pack keeps it; None when JSON cannot hold its objects."""
+def packed_app(
+    app: AppRender, files: Mapping[str, str], stages: list[str] | None, text: str | None
+) -> PackedApp | None:
+    """A tenant app rendered now, as the pack keeps it (`text`: its objects' JSON, `objects_text`);
+    None when JSON cannot hold its objects."""
     if isinstance(app, ReusedApp):
         return app.packed
-    objects = objects_json((m.body, m.origin) for m in app.manifests)
-    if objects is None:
+    if text is None:
         return None
+    objects = compressed(text)
     keys = [object_key(m.body).text() for m in app.manifests]
     notes = [note.as_dict() for note in app.notes]
     return PackedApp(app.app, app.group, notes, keys, dict(files), stages, objects, (0, len(objects)))
@@ -149,6 +156,22 @@ class CachedSources:
     pack: Pack | None = None
     pack_name: str = ""
     stamp: int = 0  # when reading the sources started (time.time_ns())
+    # The JSON of record documents and of apps' objects, by id (the value kept, so that the id
+    # stays its own): made once after a render for both its entry and the pack.
+    _json: dict[int, tuple[object, str | None]] = field(default_factory=dict)
+
+    def _body_json(self, body: dict[str, Any]) -> str | None:
+        found = self._json.get(id(body))
+        if found is None or found[0] is not body:
+            found = self._json[id(body)] = (body, exact_json(body))
+        return found[1]
+
+    def _objects_json(self, app: AppRender) -> str | None:
+        found = self._json.get(id(app))
+        if found is None or found[0] is not app:
+            text = objects_text((m.body, m.origin) for m in app.manifests)
+            found = self._json[id(app)] = (app, text)
+        return found[1]
 
     def renders(self, inputs: dict[tuple[str, str], str]) -> TenantRenders:
         """The tenant apps the pack and the entries hold for today's application inputs."""
@@ -183,11 +206,19 @@ class CachedSources:
         return cached
 
     def entries(
-        self, renders: TenantRenders, inputs: dict[tuple[str, str], str]
+        self,
+        renders: TenantRenders,
+        inputs: dict[tuple[str, str], str],
+        packed: Mapping[RecordKey, PackedRecord] | None = None,
     ) -> Iterable[tuple[str, Entry]]:
-        """The entries to write: every record whose entry is missing or says something else now."""
+        """The entries to write: every record whose entry is missing or says something else now,
+        but those the pack this render wrote (or left as it was) holds with all an entry would
+        (`packed`, from write_pack): one pack file, not one entry per record, is what a render
+        that fills the cache writes."""
+        packed = packed or {}
         for where, record in self.records.items():
             digest = _inputs_of(record.document, inputs)
+            app: AppRender | None = None
             if where in renders.rendered and digest:
                 app = renders.rendered[where]
                 payload = app_payload(app) if app is not None else None
@@ -199,7 +230,25 @@ class CachedSources:
             entry = record.entry
             if entry is not None and entry.inputs == digest and entry.app == payload:
                 continue
-            yield record.key, Entry(record.document.document, record.document.body, digest, payload)
+            held = packed.get(where)
+            if held is not None and held.key == record.key and (held.app is not None or payload is None):
+                continue
+            document = record.document
+            yield (
+                record.key,
+                Entry(
+                    document.document, document.body, digest, payload, self._entry_json(document, digest, app)
+                ),
+            )
+
+    def _entry_json(self, document: SourceDocument, digest: str, app: AppRender | None) -> str | None:
+        """The entry's JSON from the texts the pack gets too; None (the entry serialised whole,
+        and not written if JSON cannot hold it) when one of them is not exact."""
+        body = self._body_json(document.body)
+        objects = self._objects_json(app) if app is not None else "null"
+        if body is None or objects is None:
+            return None
+        return entry_json(document.document, body, digest, app, objects)
 
     def pack_records(
         self,
@@ -223,7 +272,7 @@ class CachedSources:
         rows += [
             (w, r.document, r.key, r.identity)
             for w, r in self.records.items()
-            if r.identity is not None and exact_in_json(r.document.body)
+            if r.identity is not None and self._body_json(r.document.body) is not None
         ]
         for where, document, key, identity in rows:
             digest = _inputs_of(document, inputs)
@@ -231,7 +280,8 @@ class CachedSources:
             packed = None
             if app is not None and digest:
                 app_stages = None if stages is None else stages.get(app.app, [])
-                packed = packed_app(app, files.get(app.app, {}), app_stages)
+                text = None if isinstance(app, ReusedApp) else self._objects_json(app)
+                packed = packed_app(app, files.get(app.app, {}), app_stages, text)
             digest = digest if packed is not None else ""
             found.append(
                 PackedRecord(
@@ -247,16 +297,19 @@ class CachedSources:
         inputs: dict[tuple[str, str], str],
         files: Mapping[str, Mapping[str, str]],
         stages: Mapping[str, list[str]] | None,
-    ) -> bool:
-        """After a render that passed every check: what changed in the pack (io.render_pack.save_pack)."""
+    ) -> dict[RecordKey, PackedRecord]:
+        """After a render that passed every check: what changed in the pack (io.render_pack.save_pack).
+        The records the pack holds now (none when it could not be written): they need no entry."""
         records = self.pack_records(renders, inputs, files, stages)
         secret = cache.secret
-        if secret is None or not save_pack(
-            cache.directory, self.pack_name, self.stamp, records, self.pack, secret=secret
-        ):
-            return False
-        cache.packs_written += 1
-        return True
+        if secret is None:
+            return {}
+        saved = save_pack(cache.directory, self.pack_name, self.stamp, records, self.pack, secret=secret)
+        if saved == NOT_WRITTEN:
+            return {}
+        if saved == WRITTEN:
+            cache.packs_written += 1
+        return {(record.shown, record.document): record for record in records}
 
 
 def _inputs_of(document: SourceDocument, inputs: dict[tuple[str, str], str]) -> str:

@@ -472,8 +472,8 @@ def _render_cluster(
     check_reused_output(apps, _unchanged(previous))
     reject_unsafe_paths(apps, {**checked, **kyma_plan.record_files})
     if cache is not None and cached is not None and tenants is not None:
-        cache.write_all(cached.entries(tenants, inputs))
-        cached.write_pack(cache, tenants, inputs, *_pack_layout(apps, per_app, target.target))
+        packed = cached.write_pack(cache, tenants, inputs, *_pack_layout(apps, per_app, target.target))
+        cache.write_all(cached.entries(tenants, inputs, packed))
     return RenderResult(
         cluster=cluster,
         apps=apps,

@@ -36,9 +36,9 @@ from btp_gitops.generator.transforms.guards import REFUSAL, assert_no_credential
 from btp_gitops.generator.transforms.secret_text import could_spell_secret
 
 
-def _key_problems(written: list[tuple[str, str]]) -> list[Problem]:
+def _key_problems(written: list[tuple[str, str]], joined: str) -> list[Problem]:
     # One pass in C over every text (per file, 80,000 calls would cost a third of a second).
-    if private_key_in("\0".join(text for _, text in written)) is None:
+    if private_key_in(joined) is None:
         return []
     return [
         Problem(where, f"contains {_article(what)}")
@@ -75,12 +75,16 @@ def check_reused_output(apps: Iterable[AppRender], unchanged: Unchanged | None =
     writer leaves them as they are) or whose text is the compared tree's (`diff`: no change, not
     in the report); `render --stdout` passes None: every file is searched."""
     written = _written_files([app for app in apps if isinstance(app, ReusedApp)], unchanged)
-    keys = _key_problems(written)
+    # Every text at once, joined by a NUL: no key's text and no word crosses one, so the joined
+    # text holds a key, or could spell `Secret`, exactly when one of the texts does; file by file
+    # only then (a warm render's 80,000 files: one search in C instead of 80,000 calls).
+    joined = "\0".join(text for _, text in written)
+    keys = _key_problems(written, joined)
     if keys:
         raise CredentialInOutput(REFUSAL, keys)
     problems: list[Problem] = []
     parsed: list[Manifest] = []
-    for where, text in written:
+    for where, text in written if could_spell_secret(joined) else ():
         if not could_spell_secret(text):
             continue
         try:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import EXAMPLES, RunCli
-from tests.support.forged_cache import entries
+from tests.support.forged_cache import entries, without_packs
 
 DAY = 24 * 3600
 
@@ -40,11 +40,12 @@ def test_the_scan_over_the_bound_removes_nothing_but_entries(run_cli: RunCli, tm
     (cache / "cd").symlink_to(outside, target_is_directory=True)  # a link where a shard would be
     (cache / "ab" / ("1" * 62 + ".json")).symlink_to(outside / "keep.txt")
 
+    without_packs(cache)  # the render keeps its records in entries
     result = run_cli("render", EXAMPLES / "cap-app", "--stdout", "--cache-dir", cache)
     assert result.returncode == 0, result.stderr
     # The render wrote an entry per tenant record and scanned (no ledger yet); the planted file
     # does not count, so they stay.
-    clean = tmp_path / "clean"
+    clean = without_packs(tmp_path / "clean")
     assert run_cli("render", EXAMPLES / "cap-app", "--stdout", "--cache-dir", clean).returncode == 0
     own = [p for p in entries(cache) if not p.is_symlink() and p.stat().st_size < 1 << 20]
     assert len(own) == len(entries(clean))

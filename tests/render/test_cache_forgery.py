@@ -10,7 +10,6 @@ without bound, or end in a traceback or exit 70. Each test forges the files the 
 from __future__ import annotations
 
 import resource
-import shutil
 import subprocess
 import time
 import zlib
@@ -21,7 +20,7 @@ import pytest
 import yaml
 
 from btp_gitops.generator.core.exit_codes import ExitCode
-from tests.conftest import CLI
+from tests.conftest import CLI, read_tree
 from tests.support.forged_cache import (
     PLANTED_SECRET,
     PRIVILEGED_POD,
@@ -32,6 +31,7 @@ from tests.support.forged_cache import (
     forge_entry,
     packs,
     set_objects,
+    without_packs,
 )
 from tests.support.fuzzing import assert_no_canary
 from tests.support.keys import pem_rsa
@@ -156,9 +156,8 @@ def test_a_decompression_bomb_in_a_pack_stops_at_the_bound(source: Path, tmp_pat
 def test_a_cached_record_of_the_wrong_shape_is_an_input_error(source: Path, tmp_path: Path) -> None:
     """An entry (signed) whose record has `spec` as a list and no app: the record is rendered
     again from the entry, so it is checked against its schema first (exit 3, naming the cache)."""
-    directory = tmp_path / "cache"
+    directory = without_packs(tmp_path / "cache")  # the render keeps its records in entries
     warm(source, directory)
-    shutil.rmtree(directory / "packs")
     forged = 0
     for entry in entries(directory):
 
@@ -178,9 +177,8 @@ def test_a_cached_record_of_the_wrong_shape_is_an_input_error(source: Path, tmp_
 def test_an_entry_forged_without_the_key_is_not_used(source: Path, tmp_path: Path) -> None:
     """An entry whose cached app gained a ClusterRoleBinding to cluster-admin, its checksum fixed
     up: ignored, the record rendered again."""
-    directory = tmp_path / "cache"
+    directory = without_packs(tmp_path / "cache")  # the render keeps its records in entries
     expected = warm(source, directory)
-    shutil.rmtree(directory / "packs")
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
@@ -193,7 +191,8 @@ def test_an_entry_forged_without_the_key_is_not_used(source: Path, tmp_path: Pat
         if payload.get("app"):
             body = {**binding, "metadata": {"name": f"admin-{payload['body']['metadata']['name']}"}}
             text = yaml.safe_dump(body, sort_keys=False)
-            payload["app"]["objects"].append({"body": body, "origin": "tenants/x.yaml", "text": text})
+            payload["app"]["objects"].append([body, "tenants/x.yaml"])
+            payload["app"]["texts"].append(text)
 
     for entry in entries(directory):
         forge_entry(entry, change, sign=False)
@@ -278,3 +277,32 @@ def test_diff_refuses_a_credential_a_signed_pack_adds(source: Path, tmp_path: Pa
     assert run.returncode == ExitCode.OUTPUT, run.stderr
     assert "secret-leaked.yaml" in run.stderr
     assert_no_canary([run.stdout, run.stderr])
+
+
+def _rename_first_file(app: list[Any], _: bytearray, name: str) -> None:
+    entry = next(e for e in app[4] if e[0] != "kustomization.yaml")
+    entry[0] = name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["captenant-acme.yaml\0pod-root-shell.yaml", "captenant-acme.yaml\0../../outside.yaml", "../x.yaml"],
+    ids=["nul-joined-names", "nul-joined-escape", "escape"],
+)
+def test_a_signed_pack_whose_file_name_is_no_plain_path_is_not_used(
+    source: Path, tmp_path: Path, name: str
+) -> None:
+    """A render checks the paths of every packed app at once, each followed by a NUL: a name
+    holding a NUL itself reads there as two plain names, so the count of NULs is checked too, and
+    the pack refused (the tree written is the one without a cache), as a name that climbs out is."""
+    directory, repo, uncached = tmp_path / "cache", tmp_path / "repo", tmp_path / "uncached"
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    (pack,) = packs(directory)
+    forge_app(pack, lambda app, blob: _rename_first_file(app, blob, name), sign=True)
+    run = out_render(source, repo, directory)
+    assert_clean(run)
+    assert run.returncode == ExitCode.OK, run.stderr
+    plain = [str(CLI), "render", str(source), "--out", str(uncached), "--cluster", "demo", "--no-cache"]
+    assert subprocess.run(plain, capture_output=True, check=False).returncode == ExitCode.OK
+    assert read_tree(repo) == read_tree(uncached)
+    assert not (tmp_path / "outside.yaml").exists()

@@ -24,7 +24,7 @@ import yaml
 
 from btp_gitops.generator.core.exit_codes import ExitCode
 from tests.conftest import CLI, EXAMPLES
-from tests.support.forged_cache import entries, forge_entry, packs, split_pack, write_pack
+from tests.support.forged_cache import entries, forge_entry, packs, split_pack, without_packs, write_pack
 
 HOUR_AGO = time.time_ns() - 3600 * 10**9
 GLOBEX_ID = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"  # examples/cap-app/tenants/globex.yaml
@@ -51,7 +51,10 @@ def render(source: Path, *cache: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def warm(source: Path, directory: Path) -> str:
+def warm(source: Path, directory: Path, where: str) -> str:
+    """Fill the cache: with its pack, or (`entry`) with entries alone, the pack blocked."""
+    if where == "entry":
+        without_packs(directory)
     filled = render(source, "--cache-dir", str(directory))
     assert filled.returncode == 0, filled.stderr
     return filled.stdout
@@ -64,9 +67,8 @@ def _entry_name(entry: Path) -> str:
 
 def forge_record(directory: Path, where: str, change: dict[str, str]) -> None:
     """Acme's record says `change` (spec fields) in the pack, or in its cache entry (the pack
-    removed), signed with the key; its app and application inputs left as they were."""
+    blocked), signed with the key; its app and application inputs left as they were."""
     if where == "entry":
-        shutil.rmtree(directory / "packs")
         (entry,) = [e for e in entries(directory) if _entry_name(e) == "acme"]
 
         def edit(payload: dict[str, Any]) -> None:
@@ -98,7 +100,7 @@ def test_a_forged_cached_record_keeps_its_app(source: Path, tmp_path: Path, wher
     taken with its app as cached, not planned and rendered again (the output still carries the
     tenant id the app was made with)."""
     directory = tmp_path / "cache"
-    expected = warm(source, directory)
+    expected = warm(source, directory, where)
     forge_record(directory, where, {"tenantId": "00000000-0000-4000-8000-0000000000aa"})
     run = render(source, "--cache-dir", str(directory))
     assert run.returncode == 0, run.stderr
@@ -119,7 +121,7 @@ def test_a_cached_record_taking_another_records_tenant_id_or_subdomain_is_refuse
     source: Path, tmp_path: Path, where: str, change: dict[str, str], problem: str
 ) -> None:
     directory = tmp_path / "cache"
-    warm(source, directory)
+    warm(source, directory, where)
     forge_record(directory, where, change)
     cached = render(source, "--cache-dir", str(directory))
     assert "Traceback" not in cached.stderr, cached.stderr

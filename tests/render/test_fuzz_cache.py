@@ -42,6 +42,7 @@ from tests.support.forged_cache import (
     seal_pack,
     set_objects,
     split_pack,
+    without_packs,
     write_pack,
 )
 from tests.support.fuzzing import (
@@ -75,10 +76,14 @@ class Prepared:
         self.outside = self.root / "outside"
         self.outside.mkdir()
         (self.outside / "secret.yaml").write_text(PLANTED_SECRET)
-        self.cache = self.root / "cache"
+        self.cache = without_packs(self.root / "cache")
         uncached = run_in_process(["render", str(self.source), "--stdout", "--no-cache"])
+        # First the entries (a render that cannot write the pack keeps its records in them),
+        # then the pack: a render that writes one writes no entries, so both are there to damage.
+        entered = run_in_process(["render", str(self.source), "--stdout", "--cache-dir", str(self.cache)])
+        (self.cache / "packs").unlink()
         filled = run_in_process(["render", str(self.source), "--stdout", "--cache-dir", str(self.cache)])
-        assert uncached.code == filled.code == 0, (uncached.stderr, filled.stderr)
+        assert uncached.code == entered.code == filled.code == 0, (uncached.stderr, filled.stderr)
         assert filled.stdout == uncached.stdout
         self.expected = uncached.stdout
         assert packs(self.cache) and entries(self.cache)

@@ -32,6 +32,7 @@ from btp_gitops.generator.pipeline.render import RenderResult, render_cluster
 from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
 from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, FLUX, TargetOptions
 from tests.conftest import CLI, EXAMPLES, RunCli, read_tree
+from tests.support.forged_cache import packs, without_packs
 
 ENGINE = EmbeddedHelm()
 SCHEMAS = load_schema_registry()
@@ -83,12 +84,15 @@ def outcome(result: RenderResult) -> tuple[dict[str, str], Any]:
 
 
 def assert_same_as_uncached(
-    source: Path, directory: Path, target: TargetOptions = DEFAULT_TARGET, *, pack: bool = True
+    source: Path, directory: Path, target: TargetOptions = DEFAULT_TARGET, *, pack: bool = False
 ) -> RenderCache:
-    """Render with the cache and without; `pack=False`: without the render pack (io.render_pack,
-    tested in test_render_pack), so that the entries are what the render finds."""
+    """Render with the cache and without. Without the render pack by default (io.render_pack,
+    tested in test_render_pack: a render that writes the pack keeps no entries), so that the
+    entries are what the render reads and writes; `pack=True`: with it."""
     if not pack:
-        shutil.rmtree(directory / render_pack.DIRECTORY, ignore_errors=True)
+        without_packs(directory)
+    elif (directory / render_pack.DIRECTORY).is_file():
+        (directory / render_pack.DIRECTORY).unlink()
     cache = RenderCache(directory)
     cached = render(source, cache, target)
     assert outcome(cached) == outcome(render(source, None, target))
@@ -134,10 +138,10 @@ def test_a_changed_application_renders_every_tenant_again(source: Path, tmp_path
     version = source / "version-1.1.0.yaml"
     version.write_text(version.read_text().replace("version: 1.1.0", "version: 1.2.0", 1))
     changed = assert_same_as_uncached(source, directory, pack=pack)
-    # Every record was still taken from the pack or its entry (not parsed), and every app
-    # rendered again: the pack keeps the new apps (the entries, without a pack, theirs).
+    # Every record was still taken from its entry (not parsed), and every app rendered again:
+    # the pack keeps the new apps (the entries, without a pack, theirs).
     assert (changed.hits, changed.written) == (records(source), 0 if pack else records(source))
-    assert changed.packs_written == 1
+    assert changed.packs_written == (1 if pack else 0)
     again = assert_same_as_uncached(source, directory, pack=pack)
     assert (again.hits, again.written) == (records(source), 0)
 
@@ -212,8 +216,8 @@ def test_a_linked_shard_directory_is_not_followed(source: Path, tmp_path: Path) 
 def test_a_cache_directory_that_cannot_be_made_is_no_error(source: Path, tmp_path: Path) -> None:
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    cache = assert_same_as_uncached(source, blocked / "cache")
-    assert (cache.hits, cache.written) == (0, 0)
+    cache = assert_same_as_uncached(source, blocked / "cache", pack=True)
+    assert (cache.hits, cache.written, cache.packs_written) == (0, 0, 0)
 
 
 def test_rules_across_tenants_hold_for_records_taken_from_the_cache(source: Path, tmp_path: Path) -> None:
@@ -316,9 +320,12 @@ def test_the_ledger_over_the_bound_or_after_enough_renders_scans_the_directory(
     # Over the bound by the ledger's count: scanned at once.
     write(source, tenant(302))
     monkeypatch.setattr(render_cache, "RESCAN_AFTER", 1000)
+    kept = len(entries(directory))
     cache = RenderCache(directory, max_bytes=left + 10)
     assert outcome(render(source, cache)) == outcome(render(source, None))
-    assert (cache.written, cache.scans) == (1, 1)
+    # The new record's entry, and again those of the records whose entries the scan removed
+    # (no pack holds them here).
+    assert (cache.written, cache.scans) == (records(source) - kept, 1)
 
 
 def _not_json(ledger: Path) -> None:
@@ -378,6 +385,7 @@ def test_render_and_diff_through_the_cli_with_and_without_the_cache(
     cached_repo, uncached_repo, directory = tmp_path / "cached", tmp_path / "uncached", tmp_path / "cache"
     for repo in (cached_repo, uncached_repo):
         repo.mkdir()
+    without_packs(directory)
     for _ in range(2):  # cold, then warm
         done = run_cli("render", source, "--out", cached_repo, "--cluster", "demo", "--cache-dir", directory)
         assert done.returncode == 0, done.stderr
@@ -404,6 +412,7 @@ def test_render_and_diff_through_the_cli_with_and_without_the_cache(
 
 
 def test_the_default_directory_follows_xdg_cache_home(source: Path, tmp_path: Path) -> None:
+    """There the render writes its pack: one file for every tenant record, no entries."""
     environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     done = subprocess.run(
         [str(CLI), "render", str(source), "--stdout"],
@@ -413,11 +422,14 @@ def test_the_default_directory_follows_xdg_cache_home(source: Path, tmp_path: Pa
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert len(entries(tmp_path / "xdg" / "btp-gitops" / "render")) == records(source)
+    directory = tmp_path / "xdg" / "btp-gitops" / "render"
+    assert len(packs(directory)) == 1 and entries(directory) == []
 
 
 def test_concurrent_renders_share_a_directory(source: Path, tmp_path: Path) -> None:
-    directory = tmp_path / "cache"
+    """Entries created in place by three renders at once: each render reads whole entries or
+    none (a part is refused), and the output is the same."""
+    directory = without_packs(tmp_path / "cache")
     command = [str(CLI), "render", str(source), "--stdout", "--cache-dir", str(directory)]
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
     outputs = [run.communicate(timeout=300) for run in runs]
@@ -448,7 +460,7 @@ def test_an_application_without_an_inputs_digest_never_takes_a_cached_app(tmp_pa
     entries keep their documents only, and an app found in one is not used."""
     body = tenant(1)
     document = SourceDocument("tenants/customer-001.yaml", 1, body, tmp_path)
-    app = {"app": "cap-tenant.bookshop.customer-001", "notes": [], "objects": []}
+    app = {"app": "cap-tenant.bookshop.customer-001", "notes": [], "objects": [], "texts": []}
     loaded = CachedSources([document], [], {("tenants/customer-001.yaml", 1): Record("k", document, None)})
     loaded.records[("tenants/customer-001.yaml", 1)].entry = Entry(1, body, "", app)
     assert loaded.renders({}).known == {}
@@ -463,7 +475,7 @@ def test_a_checkout_elsewhere_rendered_from_its_own_directory_finds_the_entries(
     source: Path, tmp_path: Path, run_cli: RunCli
 ) -> None:
     """As in CI: a fresh checkout in another place, the same relative SOURCE, a restored cache."""
-    directory = tmp_path / "cache"
+    directory = without_packs(tmp_path / "cache")
     first, second = tmp_path / "one", tmp_path / "two"
     for checkout in (first, second):
         shutil.copytree(source, checkout / "platform")

@@ -84,6 +84,18 @@ def seal_entry(header: dict[str, Any], body: bytes, *, sign: bool) -> None:
         header["mac"] = render_cache._mac(secret(), header["key"], body)
 
 
+def without_packs(directory: Path) -> Path:
+    """`directory` as a cache directory where no render pack can be read or written (a regular
+    file stands where the packs' directory would be): a render there keeps its tenant records in
+    entries, as every render does when it cannot write the pack."""
+    directory.mkdir(parents=True, exist_ok=True)
+    blocked = directory / render_pack.DIRECTORY
+    if blocked.is_dir() and not blocked.is_symlink():
+        shutil.rmtree(blocked)
+    blocked.write_text("no render packs here\n")
+    return directory
+
+
 def packs(directory: Path) -> list[Path]:
     return sorted((directory / render_pack.DIRECTORY).glob("*.pack"))
 

@@ -13,6 +13,7 @@ import pytest
 from btp_gitops.generator.io.cache_files import (
     TEMPORARY_PREFIX,
     atomic_write_at,
+    create_at,
     open_directory,
     open_subdirectory,
     read_whole_at,
@@ -90,6 +91,32 @@ def test_a_write_replaces_the_file_with_mode_0600_and_leaves_no_temporary(
     assert (path / "entry").read_bytes() == b"second, longer"
     assert (path / "entry").stat().st_mode & 0o777 == 0o600
     assert [p.name for p in path.iterdir()] == ["entry"]
+
+
+def test_a_new_file_is_created_in_place_with_mode_0600(directory: tuple[Path, int]) -> None:
+    path, fd = directory
+    assert create_at(fd, "entry", b"cached")
+    assert (path / "entry").read_bytes() == b"cached"
+    assert (path / "entry").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in path.iterdir()] == ["entry"]
+
+
+@pytest.mark.parametrize("planted", ["file", "link"])
+def test_creating_over_a_taken_name_replaces_it_whole_and_never_writes_through_a_link(
+    directory: tuple[Path, int], planted: str
+) -> None:
+    """A name already taken (an entry half written by a render that crashed, or a link planted
+    there) is replaced as atomic_write_at replaces it: the link itself, not its target."""
+    path, fd = directory
+    (path / "elsewhere").write_bytes(b"not the cache's")
+    if planted == "link":
+        (path / "entry").symlink_to(path / "elsewhere")
+    else:
+        (path / "entry").write_bytes(b'{"format": 3, "key": "half')
+    assert create_at(fd, "entry", b"cached, whole")
+    assert not (path / "entry").is_symlink() and (path / "entry").read_bytes() == b"cached, whole"
+    assert (path / "elsewhere").read_bytes() == b"not the cache's"
+    assert not [p for p in path.iterdir() if p.name.startswith(TEMPORARY_PREFIX)]
 
 
 def test_a_write_replaces_a_planted_link_and_not_its_target(directory: tuple[Path, int]) -> None:
