@@ -1,7 +1,9 @@
 """`btp-gitops diff --against-cluster`: the cutover plan of a render against a running cluster.
 
-render in memory (nothing written) -> read the live object of every rendered identity -> list
-what operators made in the namespaces the render writes to -> classify (migration.plan) -> report
+render in memory (nothing written) -> list, in the namespaces the render writes to, the kinds it
+writes and those the operators make (each rendered identity there is found in its list, or known
+absent) -> GET the live object of every other rendered identity (cluster-scoped ones) -> classify
+(migration.plan) -> report
 
 The render is the one `diff` and `render` make, for a cluster directory not rendered yet (a
 cutover starts from a cluster no render wrote to): tenant apps sharded, no previous Kyma record.
@@ -101,13 +103,25 @@ def cutover_plan(
         progress=progress,
     )
     rendered = rendered_objects(result)
+    wanted = {object_key(item.body) for item in rendered}
     live: dict[ObjectKey, LiveObject] = {}
+    owned: list[LiveObject] = []
+    listed: set[tuple[str, str, str]] = set()  # (apiVersion, kind, namespace) read whole
+    for (api_version, kind, namespace), found in _operator_objects(lookup, rendered):
+        listed.add((api_version, kind, namespace))
+        for listed_object in found:
+            key = object_key(listed_object.body)
+            if key in wanted:
+                live[key] = listed_object  # the list answers for a rendered identity: no GET of its own
+            owned.append(_without_values(listed_object))
     for item in rendered:
         key = object_key(item.body)
-        found = lookup.get(str(item.body.get("apiVersion", "")), key)
-        if found is not None:
-            live[key] = found
-    owned = list(_operator_objects(lookup, rendered))
+        api_version = str(item.body.get("apiVersion", ""))
+        if (api_version, key.kind, key.namespace) in listed:
+            continue  # its namespace's list held it, or showed it does not exist
+        found_one = lookup.get(api_version, key)
+        if found_one is not None:
+            live[key] = found_one
     unserved = {
         (api_version, kind)
         for api_version, kind in {
@@ -119,7 +133,12 @@ def cutover_plan(
     return CutoverResult(plan, result)
 
 
-def _operator_objects(lookup: LiveLookup, rendered: list[RenderedObject]) -> Iterable[LiveObject]:
+def _operator_objects(
+    lookup: LiveLookup, rendered: list[RenderedObject]
+) -> Iterable[tuple[tuple[str, str, str], list[LiveObject]]]:
+    """Each list read, by (apiVersion, kind, namespace): every kind rendered or made by an
+    operator, in every namespace the render writes to; cluster-scoped kinds by the operators'
+    labels only (namespace "", and never taken as the whole of that kind)."""
     namespaces = sorted({object_key(item.body).namespace for item in rendered} - {""})
     kinds = {(str(item.body.get("apiVersion", "")), str(item.body.get("kind", ""))) for item in rendered}
     for api_version, kind in sorted(kinds | set(OPERATOR_KINDS)):
@@ -128,10 +147,14 @@ def _operator_objects(lookup: LiveLookup, rendered: list[RenderedObject]) -> Ite
             continue
         if served.namespaced:
             for namespace in namespaces:
-                yield from map(_without_values, lookup.list(api_version, kind, namespace))
+                yield (api_version, kind, namespace), lookup.list(api_version, kind, namespace)
         elif (api_version, kind) in kinds:
             for selector in CLUSTER_SELECTORS:
-                yield from map(_without_values, lookup.list(api_version, kind, label_selector=selector))
+                # Not a whole list: keyed so that no rendered identity is taken as absent from it.
+                yield (
+                    (api_version, kind, f"?{selector}"),
+                    lookup.list(api_version, kind, label_selector=selector),
+                )
 
 
 def _without_values(found: LiveObject) -> LiveObject:
