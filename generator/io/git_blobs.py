@@ -1,0 +1,260 @@
+"""What Git already knows about a rendered tree: the blob id of each file, so an unchanged file
+costs a hash of bytes the render holds anyway, not a read.
+
+A Git blob id is a hash of a file's bytes (`sha1("blob <size>\\0" + bytes)`, or SHA-256 in a
+repository of that object format). When the render's bytes for a path hash to the id Git holds
+for it, they are the bytes Git holds; the writer then leaves the file as it is, and `diff`
+leaves it out of the comparison, without opening it. Anything else (no Git, an id that differs,
+a file Git cannot vouch for) falls back to reading the file, as without Git. Only a match is
+ever trusted, and only from these proofs:
+
+- In a work tree (`work_tree_blobs`, for `render --out`): the id of a file Git *tracks*, whose
+  index entry Git compares with the file as usual (`git diff-files` lists every tracked file
+  whose stat data, i.e. size, inode, mtime and ctime, no longer matches the index, or whose
+  timestamps are too close to the index's to tell: Git then compares the bytes). The index is
+  Git's own state under `.git/`, written by Git from the bytes it hashed (a clone's checkout,
+  `git add`); it is never committed, pushed or cloned, so no push can forge it. What would make it
+  vouch for bytes the file does not hold is excluded: an entry marked assume-unchanged or
+  skip-worktree (Git then skips the comparison), a file monitor (disabled for the query, as are
+  weaker stat checks), a conflict, any mode but a regular file's, and every conversion between
+  the blob and the file (`core.autocrlf`, and the attributes `text`, `eol`, `crlf`, `ident`,
+  `filter` and `working-tree-encoding` wherever they are set: a `.gitattributes` is committed, so
+  a push could set them). The query runs under the output's lock, right before the write.
+- At a commit (`commit_blobs`, for `diff --against REF`): the ids `git ls-tree` lists, which Git
+  computed itself when the objects entered the repository (a fetch or clone hashes every object
+  it receives). A blob read because it differs is bounded by the size its header gives before a
+  byte of it is read, and its bytes are hashed again: they must be the id's.
+
+The ownership manifests carry no digests: a manifest is committed like any file, so a digest in
+it could be forged, and nothing is skipped on its word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from btp_gitops.generator.core.errors import GitError
+from btp_gitops.generator.io.output_tree import MAX_TREE_FILE_BYTES, too_large
+
+# Settings that would let Git vouch for a file without comparing it with the index's stat data
+# (a file monitor's word, assume-unchanged by default, a weaker stat check) are turned off for
+# the query; no optional lock is taken, so the query never writes the index.
+_TRUSTED_STAT = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.checkStat=default",
+    "-c",
+    "core.trustctime=true",
+    "-c",
+    "core.ignoreStat=false",
+)
+# Attributes that make the work tree's bytes differ from the blob's (checkout conversions).
+_CONVERTING = frozenset({"text", "eol", "crlf", "ident", "filter", "working-tree-encoding"})
+_REGULAR_MODES = frozenset({"100644", "100755"})
+_GIT_TIMEOUT = 120.0
+
+
+_HASHES = {"sha1": hashlib.sha1, "sha256": hashlib.sha256}
+
+
+def blob_id(data: bytes, object_format: str = "sha1") -> str:
+    """The id Git gives a blob of `data` in a repository of `object_format` (sha1 or sha256)."""
+    digest = _HASHES[object_format](b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _git(directory: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
+    """The output of one Git command run in `directory`; None when Git is missing or fails."""
+    env = {**os.environ, "GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        done = subprocess.run(
+            ["git", *_TRUSTED_STAT, "-C", os.fspath(directory), *args],
+            input=stdin,
+            capture_output=True,
+            check=False,
+            timeout=_GIT_TIMEOUT,
+            env=env,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class VouchedBlobs:
+    """Files of a directory whose bytes Git vouches for: relative path -> blob id."""
+
+    blobs: dict[str, str]
+    object_format: str = "sha1"
+
+    def holds(self, path: str, data: bytes) -> bool:
+        """Whether the file at `path` holds exactly `data`, on Git's word (see the module
+        docstring); False when Git does not vouch for it (read it to know)."""
+        known = self.blobs.get(path)
+        return known is not None and known == blob_id(data, self.object_format)
+
+
+def work_tree_blobs(directory: Path) -> VouchedBlobs | None:
+    """The files under `directory` that Git tracks and vouches for, with their blob ids; None when
+    `directory` is in no Git work tree (or Git is missing): every file is then read."""
+    if not directory.is_dir() or directory.is_symlink():
+        return None
+    where = _git(directory, "rev-parse", "--is-inside-work-tree", "--show-object-format")
+    if where is None:
+        return None
+    lines = where.decode("utf-8", errors="replace").split("\n")
+    if len(lines) < 2 or lines[0] != "true" or lines[1] not in ("sha1", "sha256"):
+        return None
+    object_format = lines[1]
+    autocrlf = _git(directory, "config", "--get", "core.autocrlf")
+    if autocrlf is not None and autocrlf.strip().lower() not in (b"false", b"no", b"off", b"0", b"input"):
+        return None  # Git converts line ends on checkout: no file holds its blob's bytes for sure
+    listed = _git(directory, "ls-files", "-z", "-s", "-v", "--", ".")
+    dirty = _git(directory, "diff-files", "-z", "--name-only", "--relative", "--", ".")
+    if listed is None or dirty is None:
+        return None
+    blobs = _clean_entries(os.fsdecode(listed))
+    if blobs is None:
+        return None
+    for path in os.fsdecode(dirty).split("\0"):
+        blobs.pop(path, None)
+    if blobs:
+        for path in _converted(directory, blobs):
+            blobs.pop(path, None)
+    return VouchedBlobs(blobs, object_format)
+
+
+# One entry of `git ls-files -s -v -z`: tag, mode, object id, stage, path.
+_INDEX_ENTRY = re.compile(r"([^\0 ]+) ([0-7]+) ([0-9a-f]+) ([0-3])\t([^\0]*)\0")
+
+
+def _clean_entries(listed: str) -> dict[str, str] | None:
+    """Path -> blob id of the entries of `listed` Git can vouch for: tag H (neither
+    assume-unchanged, h, nor skip-worktree, S), a regular file's mode, stage 0 (a path with a
+    conflict has entries of stages 1 to 3, and none is taken). None when `listed` is not such a
+    listing."""
+    entries = _INDEX_ENTRY.findall(listed)
+    if sum(len(tag) + len(mode) + len(oid) + len(path) + 6 for tag, mode, oid, _, path in entries) != len(
+        listed
+    ):
+        return None  # not the output this reads, all of it: trust none of it
+    blobs = {
+        path: oid
+        for tag, mode, oid, stage, path in entries
+        if tag == "H" and stage == "0" and mode in _REGULAR_MODES
+    }
+    for _, _, _, stage, path in entries:
+        if stage != "0":
+            blobs.pop(path, None)
+    return blobs
+
+
+def _converted(directory: Path, paths: Mapping[str, str]) -> set[str]:
+    """The paths a checkout converts (or may: an attribute set to anything); every path when
+    the attributes cannot be read."""
+    names = os.fsencode("\0".join(paths) + "\0")
+    found = _git(directory, "check-attr", "-a", "-z", "--stdin", stdin=names)
+    if found is None:
+        return set(paths)
+    fields = os.fsdecode(found).split("\0")
+    converted = set()
+    for index in range(0, len(fields) - 2, 3):
+        path, attribute, value = fields[index : index + 3]
+        if attribute in _CONVERTING and value != "unset":
+            converted.add(path)
+    return converted
+
+
+class CommitBlobs(Mapping[str, bytes]):
+    """The files of a directory at a commit, by path: their blob ids listed at once (`git
+    ls-tree`), their bytes read only when asked for, each bounded by its header's size before it
+    is read and checked against its id after (see the module docstring)."""
+
+    def __init__(self, top: Path, blobs: dict[str, str], object_format: str, shown: str) -> None:
+        self._top = top
+        self.blobs = blobs
+        self.object_format = object_format
+        self._shown = shown  # how errors name the files' place: "<path> at <ref>"
+        self._read: dict[str, bytes] = {}
+
+    def holds(self, path: str, data: bytes) -> bool:
+        known = self.blobs.get(path)
+        return known is not None and known == blob_id(data, self.object_format)
+
+    def __getitem__(self, path: str) -> bytes:
+        data = self._read.get(path)
+        if data is None:
+            if path not in self.blobs:
+                raise KeyError(path)
+            self.fetch([path])
+            data = self._read[path]
+        return data
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.blobs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.blobs)
+
+    def __len__(self) -> int:
+        return len(self.blobs)
+
+    def fetch(self, paths: list[str]) -> None:
+        """Read the blobs of `paths` not read yet, in two Git calls: sizes first (every one
+        refused over the limit before any is read), then the bytes."""
+        wanted = [path for path in dict.fromkeys(paths) if path not in self._read]
+        if not wanted:
+            return
+        oids = b"".join(f"{self.blobs[path]}\n".encode() for path in wanted)
+        headers = _git(self._top, "cat-file", "--batch-check", stdin=oids)
+        if headers is None:
+            raise GitError(f"git cat-file cannot read the blobs of {self._shown}")
+        sizes = headers.decode("ascii", errors="replace").splitlines()
+        for path, header in zip(wanted, sizes, strict=False):
+            fields = header.split(" ")
+            if len(fields) != 3 or fields[1] != "blob" or not fields[2].isdigit():
+                raise GitError(f"git cat-file cannot read {path} at {self._shown}: {header!r}")
+            if int(fields[2]) > MAX_TREE_FILE_BYTES:
+                raise too_large(f"{path} at {self._shown}", int(fields[2]))
+        if len(sizes) != len(wanted):
+            raise GitError(f"git cat-file cannot read the blobs of {self._shown}")
+        stream = _git(self._top, "cat-file", "--batch", stdin=oids)
+        if stream is None:
+            raise GitError(f"git cat-file cannot read the blobs of {self._shown}")
+        offset = 0
+        for path in wanted:
+            end = stream.find(b"\n", offset)
+            found = stream[offset:end].split(b" ")
+            size = int(found[2]) if len(found) == 3 and found[2].isdigit() else -1
+            if size < 0 or size > MAX_TREE_FILE_BYTES:
+                raise too_large(f"{path} at {self._shown}", size if size >= 0 else None)
+            data = stream[end + 1 : end + 1 + size]
+            offset = end + 2 + size
+            if blob_id(data, self.object_format) != self.blobs[path]:
+                raise GitError(f"{path} at {self._shown}: the blob's bytes are not its id's")
+            self._read[path] = data
+
+
+def commit_blobs(top: Path, tree: str, object_format: str, shown: str) -> CommitBlobs:
+    """The files of the tree object `tree` of the repository at `top`, by path relative to it."""
+    listed = _git(top, "ls-tree", "-r", "-z", tree)
+    if listed is None:
+        raise GitError(f"git ls-tree cannot list {shown}")
+    blobs: dict[str, str] = {}
+    for entry in listed.split(b"\0"):
+        if not entry:
+            continue
+        head, _, raw_path = entry.partition(b"\t")
+        fields = head.decode("ascii", errors="replace").split(" ")
+        if len(fields) == 3 and fields[1] == "blob":
+            oid = fields[2]
+            blobs[os.fsdecode(raw_path)] = oid
+    return CommitBlobs(top, dict(sorted(blobs.items())), object_format, shown)
