@@ -35,7 +35,7 @@ import hashlib
 import os
 import re
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,12 +178,24 @@ class CommitBlobs(Mapping[str, bytes]):
     ls-tree`), their bytes read only when asked for, each bounded by its header's size before it
     is read and checked against its id after (see the module docstring)."""
 
-    def __init__(self, top: Path, blobs: dict[str, str], object_format: str, shown: str) -> None:
+    def __init__(
+        self,
+        top: Path,
+        blobs: dict[str, str],
+        object_format: str,
+        where: tuple[str, str],
+        read: dict[str, bytes] | None = None,
+    ) -> None:
         self._top = top
         self.blobs = blobs
         self.object_format = object_format
-        self._shown = shown  # how errors name the files' place: "<path> at <ref>"
-        self._read: dict[str, bytes] = {}
+        self._where = where  # (the directory's path in the repository, with a slash; the ref)
+        self._read: dict[str, bytes] = read if read is not None else {}
+
+    def only(self, paths: Iterable[str]) -> CommitBlobs:
+        """These files only (sharing what was read)."""
+        kept = {path: self.blobs[path] for path in paths if path in self.blobs}
+        return CommitBlobs(self._top, kept, self.object_format, self._where, self._read)
 
     def holds(self, path: str, data: bytes) -> bool:
         known = self.blobs.get(path)
@@ -207,54 +219,54 @@ class CommitBlobs(Mapping[str, bytes]):
     def __len__(self) -> int:
         return len(self.blobs)
 
-    def fetch(self, paths: list[str]) -> None:
+    def _shown(self, path: str) -> str:
+        prefix, ref = self._where
+        return f"{prefix}{path} at {ref}"
+
+    def fetch(self, paths: Iterable[str]) -> None:
         """Read the blobs of `paths` not read yet, in two Git calls: sizes first (every one
         refused over the limit before any is read), then the bytes."""
-        wanted = [path for path in dict.fromkeys(paths) if path not in self._read]
+        wanted = [path for path in dict.fromkeys(paths) if path not in self._read and path in self.blobs]
         if not wanted:
             return
-        oids = b"".join(f"{self.blobs[path]}\n".encode() for path in wanted)
+        oids = "".join(f"{self.blobs[path]}\n" for path in wanted).encode("ascii")
         headers = _git(self._top, "cat-file", "--batch-check", stdin=oids)
-        if headers is None:
-            raise GitError(f"git cat-file cannot read the blobs of {self._shown}")
-        sizes = headers.decode("ascii", errors="replace").splitlines()
-        for path, header in zip(wanted, sizes, strict=False):
+        sizes = headers.decode("ascii", errors="replace").splitlines() if headers is not None else []
+        if len(sizes) != len(wanted):
+            raise GitError(f"git cat-file cannot read the files of {self._shown('')}")
+        for path, header in zip(wanted, sizes, strict=True):
             fields = header.split(" ")
             if len(fields) != 3 or fields[1] != "blob" or not fields[2].isdigit():
-                raise GitError(f"git cat-file cannot read {path} at {self._shown}: {header!r}")
+                raise GitError(f"git cat-file cannot read {self._shown(path)}: {header[:80]!r}")
             if int(fields[2]) > MAX_TREE_FILE_BYTES:
-                raise too_large(f"{path} at {self._shown}", int(fields[2]))
-        if len(sizes) != len(wanted):
-            raise GitError(f"git cat-file cannot read the blobs of {self._shown}")
+                raise too_large(self._shown(path), int(fields[2]))
         stream = _git(self._top, "cat-file", "--batch", stdin=oids)
         if stream is None:
-            raise GitError(f"git cat-file cannot read the blobs of {self._shown}")
+            raise GitError(f"git cat-file cannot read the files of {self._shown('')}")
         offset = 0
         for path in wanted:
             end = stream.find(b"\n", offset)
             found = stream[offset:end].split(b" ")
             size = int(found[2]) if len(found) == 3 and found[2].isdigit() else -1
             if size < 0 or size > MAX_TREE_FILE_BYTES:
-                raise too_large(f"{path} at {self._shown}", size if size >= 0 else None)
+                raise too_large(self._shown(path), size if size >= 0 else None)
             data = stream[end + 1 : end + 1 + size]
             offset = end + 2 + size
             if blob_id(data, self.object_format) != self.blobs[path]:
-                raise GitError(f"{path} at {self._shown}: the blob's bytes are not its id's")
+                raise GitError(f"cannot read {self._shown(path)}: its bytes are not its blob id's")
             self._read[path] = data
 
 
-def commit_blobs(top: Path, tree: str, object_format: str, shown: str) -> CommitBlobs:
-    """The files of the tree object `tree` of the repository at `top`, by path relative to it."""
+def commit_blobs(top: Path, tree: str, object_format: str, where: tuple[str, str]) -> CommitBlobs:
+    """The files of the tree object `tree` of the repository at `top`, by path relative to it
+    (`where`: that tree's path in the repository, with a slash, and the ref, for messages)."""
     listed = _git(top, "ls-tree", "-r", "-z", tree)
     if listed is None:
-        raise GitError(f"git ls-tree cannot list {shown}")
+        raise GitError(f"git ls-tree cannot list {where[0]} at {where[1]}")
     blobs: dict[str, str] = {}
-    for entry in listed.split(b"\0"):
-        if not entry:
-            continue
-        head, _, raw_path = entry.partition(b"\t")
-        fields = head.decode("ascii", errors="replace").split(" ")
+    for entry in os.fsdecode(listed).split("\0"):
+        head, _, path = entry.partition("\t")
+        fields = head.split(" ")
         if len(fields) == 3 and fields[1] == "blob":
-            oid = fields[2]
-            blobs[os.fsdecode(raw_path)] = oid
-    return CommitBlobs(top, dict(sorted(blobs.items())), object_format, shown)
+            blobs[path] = fields[2]
+    return CommitBlobs(top, dict(sorted(blobs.items())), object_format, where)
