@@ -358,7 +358,7 @@ def carry_over(files: dict[str, str], apps: frozenset[str], previous: Mapping[st
     if not apps:
         return files
     fresh = {path: text for path, text in files.items() if app_path(path).app not in apps}
-    kept = {path: text for path, text in previous.items() if "/" in path and app_path(path).app in apps}
+    kept = {path: previous[path] for path in previous if "/" in path and app_path(path).app in apps}
     return dict(sorted({**fresh, **kept}.items()))
 
 

@@ -39,9 +39,10 @@ class Layout:
 
 def _wiring_kinds(files: Mapping[str, bytes]) -> set[tuple[str, str]]:
     kinds = set()
-    for path, data in files.items():
+    for path in files:  # only the wiring's files are read
         if not path.startswith(f"{WIRING_DIR}/") or path.count("/") != 1:
             continue
+        data = files[path]
         budget = AliasBudget()
         try:
             pieces = split_documents(data.decode("utf-8", errors="replace"))
