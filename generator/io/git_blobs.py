@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -102,11 +101,18 @@ class VouchedBlobs:
         return known is not None and known == blob_id(data, self.object_format)
 
 
-def work_tree_blobs(directory: Path) -> VouchedBlobs | None:
+def work_tree_blobs(directory: Path, earlier: VouchedBlobs | None = None) -> VouchedBlobs | None:
     """The files under `directory` that Git tracks and vouches for, with their blob ids; None when
-    `directory` is in no Git work tree (or Git is missing): every file is then read."""
+    `directory` is in no Git work tree (or Git is missing): every file is then read.
+
+    `earlier`: what this asked Git before, under the same lock (a render asks before rendering
+    and again before writing): the index and the work tree are compared again, and a file is
+    vouched for when it still is, with the same blob id (the attributes and the configuration
+    read then hold for the files they let through)."""
     if not directory.is_dir() or directory.is_symlink():
         return None
+    if earlier is not None:
+        return _still_vouched(directory, earlier)
     where = _git(directory, "rev-parse", "--is-inside-work-tree", "--show-object-format")
     if where is None:
         return None
@@ -121,7 +127,7 @@ def work_tree_blobs(directory: Path) -> VouchedBlobs | None:
     dirty = _git(directory, "diff-files", "-z", "--name-only", "--relative", "--", ".")
     if listed is None or dirty is None:
         return None
-    blobs = _clean_entries(os.fsdecode(listed))
+    blobs = _clean_entries(os.fsdecode(listed), object_format)
     if blobs is None:
         return None
     for path in os.fsdecode(dirty).split("\0"):
@@ -132,29 +138,43 @@ def work_tree_blobs(directory: Path) -> VouchedBlobs | None:
     return VouchedBlobs(blobs, object_format)
 
 
-# One entry of `git ls-files -s -v -z`: tag, mode, object id, stage, path.
-_INDEX_ENTRY = re.compile(r"([^\0 ]+) ([0-7]+) ([0-9a-f]+) ([0-3])\t([^\0]*)\0")
-
-
-def _clean_entries(listed: str) -> dict[str, str] | None:
-    """Path -> blob id of the entries of `listed` Git can vouch for: tag H (neither
+def _clean_entries(listed: str, object_format: str) -> dict[str, str] | None:
+    """Path -> blob id of the entries of `git ls-files -z -s -v` Git can vouch for: tag H (neither
     assume-unchanged, h, nor skip-worktree, S), a regular file's mode, stage 0 (a path with a
     conflict has entries of stages 1 to 3, and none is taken). None when `listed` is not such a
     listing."""
-    entries = _INDEX_ENTRY.findall(listed)
-    if sum(len(tag) + len(mode) + len(oid) + len(path) + 6 for tag, mode, oid, _, path in entries) != len(
-        listed
-    ):
-        return None  # not the output this reads, all of it: trust none of it
-    blobs = {
-        path: oid
-        for tag, mode, oid, stage, path in entries
-        if tag == "H" and stage == "0" and mode in _REGULAR_MODES
-    }
-    for _, _, _, stage, path in entries:
+    # `<tag> <mode> <id> <stage>\t<path>`: a one-letter tag, six octal digits, the id's hex digits.
+    width = 40 if object_format == "sha1" else 64
+    start = 12 + width  # where the path begins
+    blobs: dict[str, str] = {}
+    conflicted: list[str] = []
+    for entry in listed.split("\0"):
+        if not entry:
+            continue
+        if len(entry) <= start or entry[start - 1] != "\t" or entry[1] != " " or entry[8] != " ":
+            return None  # not the output this reads: trust none of it
+        stage = entry[start - 2]
         if stage != "0":
-            blobs.pop(path, None)
+            conflicted.append(entry[start:])
+        elif entry[0] == "H" and entry[2:8] in _REGULAR_MODES:
+            blobs[entry[start:]] = entry[9 : 9 + width]
+    for path in conflicted:
+        blobs.pop(path, None)
     return blobs
+
+
+def _still_vouched(directory: Path, earlier: VouchedBlobs) -> VouchedBlobs | None:
+    listed = _git(directory, "ls-files", "-z", "-s", "-v", "--", ".")
+    dirty = _git(directory, "diff-files", "-z", "--name-only", "--relative", "--", ".")
+    blobs = _clean_entries(os.fsdecode(listed), earlier.object_format) if listed is not None else None
+    if blobs is None or dirty is None:
+        return None
+    for path in os.fsdecode(dirty).split("\0"):
+        blobs.pop(path, None)
+    known = earlier.blobs
+    return VouchedBlobs(
+        {path: oid for path, oid in blobs.items() if known.get(path) == oid}, earlier.object_format
+    )
 
 
 def _converted(directory: Path, paths: Mapping[str, str]) -> set[str]:

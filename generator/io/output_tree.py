@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from btp_gitops.generator.core.errors import OutputNotWritable, UnsafeOutput
 from btp_gitops.generator.io.input_files import MAX_FILE_BYTES
@@ -110,13 +111,22 @@ def _never(path: str, data: bytes) -> bool:
     return False
 
 
+class Vouched(Protocol):
+    """The files Git vouches for (io.git_blobs.VouchedBlobs): path -> blob id, and the check."""
+
+    @property
+    def blobs(self) -> Mapping[str, str]: ...
+
+    def holds(self, path: str, data: bytes) -> bool: ...
+
+
 class TreeFiles(Mapping[str, bytes]):
     """The regular files of a scanned tree, by relative path: the bytes of those that were read,
     and, for those Git vouched for (`vouched`), the bytes read only when someone asks for them
     (bounded, no link followed). `holds` tells whether a file holds given bytes, without reading
     it when Git vouches for it; the writer compares every new file that way."""
 
-    __slots__ = ("_read", "_root", "_vouch", "_vouched")
+    __slots__ = ("_order", "_read", "_root", "_vouch", "_vouched")
 
     def __init__(
         self,
@@ -129,6 +139,7 @@ class TreeFiles(Mapping[str, bytes]):
         self._read = read
         self._vouched = vouched
         self._vouch = vouch
+        self._order: tuple[str, ...] | None = None  # every path, in order, once asked for
 
     @property
     def vouched(self) -> frozenset[str]:
@@ -168,7 +179,9 @@ class TreeFiles(Mapping[str, bytes]):
         return path in self._read or path in self._vouched
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted({*self._read, *self._vouched}))
+        if self._order is None:  # the paths are fixed by the scan; reading one does not add it
+            self._order = tuple(sorted({*self._read, *self._vouched}))
+        return iter(self._order)
 
     def __len__(self) -> int:
         return len(self._read) + len(self._vouched)
@@ -183,7 +196,7 @@ class ScannedTree:
     # wall clock (ns) when the scan began: what `rescan_tree` trusts to skip reading it again.
     identities: dict[str, Identity] = field(default_factory=dict)
     started_ns: int = 0
-    by_git: bool = False  # scanned with Git's word for tracked files (io.git_blobs): ask it again
+    by_git: Vouched | None = None  # what Git vouched for when scanned (io.git_blobs): ask it again
 
     def holds(self, path: str, data: bytes) -> bool:
         files = self.files
@@ -255,15 +268,13 @@ def scan_tree(
     root: Path,
     earlier: ScannedTree | None = None,
     *,
-    vouched: Mapping[str, object] | None = None,
-    vouch: Vouch = _never,
+    vouched: Vouched | None = None,
 ) -> ScannedTree:
     """Every regular file under `root`, read without following any symbolic link.
 
-    With `vouched` (the files Git vouches for, io.git_blobs, with `vouch` telling whether one holds
-    given bytes), those files are listed, not read: their bytes are read when asked for
-    (`TreeFiles`). A file Git vouches for is still seen as what the listing shows (a link or a
-    special file put in its place is never taken for it).
+    With `vouched` (the files Git vouches for, io.git_blobs), those files are listed, not read:
+    their bytes are read when asked for (`TreeFiles`). A file Git vouches for is still seen as
+    what the listing shows (a link or a special file put in its place is never taken for it).
 
     With `earlier` (a scan of the same tree, by this process, under the same lock), a file whose
     lstat shows the identity that scan recorded, and is not racy, is not read again: its bytes are
@@ -274,10 +285,10 @@ def scan_tree(
     `os.scandir` and plain descriptors rather than `pathlib`: a cluster directory of 20,000
     tenants holds 80,000 files, and a `Path` per file costs several times the reading."""
     started = time.time_ns()
-    by_git = vouched is not None
     if root.is_symlink() or not root.is_dir():
-        return ScannedTree(TreeFiles(os.fspath(root), {}), started_ns=started, by_git=by_git)
-    trusted = vouched if vouched is not None else {}
+        return ScannedTree(TreeFiles(os.fspath(root), {}), started_ns=started, by_git=vouched)
+    trusted = vouched.blobs if vouched is not None else {}
+    vouch = vouched.holds if vouched is not None else _never
     skipped: list[str] = []
     files: dict[str, bytes] = {}
     identities: dict[str, Identity] = {}
@@ -332,7 +343,7 @@ def scan_tree(
         identities,
         # A file kept from `earlier` was read then: it stays racy by that scan's clock.
         started if earlier is None else earlier.started_ns,
-        by_git,
+        vouched,
     )
 
 

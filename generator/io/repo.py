@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 
 from btp_gitops.generator.core.errors import OutputLocked, OutputNotWritable, Problem, UnsafeOutput
 from btp_gitops.generator.core.ownership import MANIFEST_FILE, owned_files
-from btp_gitops.generator.io.git_blobs import work_tree_blobs
+from btp_gitops.generator.io.git_blobs import VouchedBlobs, work_tree_blobs
 from btp_gitops.generator.io.journal import (
     WritePlan,
     read_finished_tree,
@@ -200,17 +200,18 @@ def refuse_removing_foreign(target: Path, files: Mapping[str, bytes], removed: t
 def git_scan(target: Path, earlier: ScannedTree | None = None) -> ScannedTree:
     """`scan_tree` of `target`, taking Git's word for the tracked files it vouches for when the
     tree is in a Git work tree (io.git_blobs: those are listed, not read); a plain scan otherwise."""
-    vouched = work_tree_blobs(target)
+    known = earlier.by_git if earlier is not None else None
+    vouched = work_tree_blobs(target, known if isinstance(known, VouchedBlobs) else None)
     if vouched is None:
         return scan_tree(target, earlier)
-    return scan_tree(target, earlier, vouched=vouched.blobs, vouch=vouched.holds)
+    return scan_tree(target, earlier, vouched=vouched)
 
 
 def rescanned(target: Path, earlier: ScannedTree | None) -> ScannedTree:
     """The tree as it is now, for the write: a scan made with Git's word is made so again (Git
     is asked afresh, under the lock: a file edited since is dirty now, and read); any other
     rereads only the files whose identity changed (see `scan_tree`)."""
-    if earlier is not None and earlier.by_git:
+    if earlier is not None and earlier.by_git is not None:
         return git_scan(target, earlier)
     return scan_tree(target, earlier)
 
