@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
 from btp_gitops.generator.core.errors import GitError, UsageError
+from btp_gitops.generator.io.git_blobs import commit_blobs
 from btp_gitops.generator.io.output_tree import MAX_TREE_FILE_BYTES, too_large
 from btp_gitops.generator.io.repo import TreeChanges
 
@@ -138,7 +139,7 @@ def commit_subtree(root: Path, subtree: str, build_message: Callable[[TreeChange
 @dataclass(frozen=True, slots=True)
 class TreeAtRef:
     commit: str
-    files: dict[str, bytes]  # paths relative to the subtree; empty when the ref has no such subtree
+    files: Mapping[str, bytes]  # paths relative to the subtree; empty when the ref has no such subtree
     found: bool = True  # the ref has the subtree (a directory)
     # Directories beside the subtree (its parent's), None when the ref has no such parent.
     siblings: tuple[str, ...] | None = None
@@ -173,23 +174,12 @@ def read_tree_at(repo_dir: Path | None, ref: str, subtree: str) -> TreeAtRef:
             return TreeAtRef(commit.hexsha, {}, found=False, siblings=siblings)
         if tree.type != "tree":
             return TreeAtRef(commit.hexsha, {}, found=False, siblings=siblings)
-        files = {
-            str(item.path).removeprefix(f"{prefix}/"): _blob_bytes(item, f"{item.path} at {ref}")
-            for item in tree.traverse()
-            if isinstance(item, git.Blob)
-        }
-        return TreeAtRef(commit.hexsha, dict(sorted(files.items())), siblings=siblings)
-
-
-def _blob_bytes(blob: git.Blob, shown: str) -> bytes:
-    """A blob's bytes, refused from its size in the object's header (Git's `cat-file --batch-check`)
-    before any of it is read or inflated: a blob of 1 GiB is a push of 1 MB when it compresses."""
-    if blob.size > MAX_TREE_FILE_BYTES:
-        raise too_large(shown, blob.size)
-    data: bytes = blob.data_stream.read(MAX_TREE_FILE_BYTES + 1)
-    if len(data) > MAX_TREE_FILE_BYTES:
-        raise too_large(shown, len(data))
-    return data
+        # The blob ids only: a blob is read when the diff needs its bytes (io.git_blobs).
+        object_format = repo.git.rev_parse("--show-object-format").strip() or "sha1"
+        files = commit_blobs(
+            Path(repo.working_tree_dir or repo.git_dir), tree.hexsha, object_format, (f"{prefix}/", ref)
+        )
+        return TreeAtRef(commit.hexsha, files, siblings=siblings)
 
 
 def _directories_at(root: git.Tree, path: str) -> tuple[str, ...] | None:

@@ -131,7 +131,11 @@ def plan_changes(changes: TreeChanges, directories: tuple[str, ...], new: Mappin
 
     Manifests are removed after the files they list: a replay after a kill among the removals
     still finds every file it has left to remove owned."""
-    needed = {parent for path in new for parent in _parents(path)}
+    needed = {
+        parent
+        for directory in {path.rpartition("/")[0] for path in new}
+        for parent in _parents(f"{directory}/-")
+    }
     prune = sorted((d for d in directories if d not in needed), key=lambda d: (-d.count("/"), d))
     write = (*changes.added, *changes.changed)
     remove = tuple(sorted(changes.removed, key=_manifests_last))
@@ -526,7 +530,7 @@ def write_in_place(
                 staged.close()
     except (OSError, UnsafeOutput) as error:
         try:
-            _roll_back(tree, journal, done, scanned.files)
+            _roll_back(tree, journal, done, changes.previous)  # every changed and removed file's bytes
         except OSError as undo:
             raise OutputNotWritable(
                 f"cannot write {parent / name}: {getattr(error, 'strerror', None) or error}; putting "

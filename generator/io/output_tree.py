@@ -17,9 +17,10 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from btp_gitops.generator.core.errors import OutputNotWritable, UnsafeOutput
 from btp_gitops.generator.io.input_files import MAX_FILE_BYTES
@@ -101,15 +102,107 @@ def identity_of(info: os.stat_result) -> Identity:
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
+# Whether the file at a path holds exactly these bytes, on Git's word (io.git_blobs): True only
+# when Git vouches for the file and its blob id is the bytes'; False means "read it to know".
+Vouch = Callable[[str, bytes], bool]
+
+
+def _never(path: str, data: bytes) -> bool:
+    return False
+
+
+class Vouched(Protocol):
+    """The files Git vouches for (io.git_blobs.VouchedBlobs): path -> blob id, and the check."""
+
+    @property
+    def blobs(self) -> Mapping[str, str]: ...
+
+    def holds(self, path: str, data: bytes) -> bool: ...
+
+
+class TreeFiles(Mapping[str, bytes]):
+    """The regular files of a scanned tree, by relative path: the bytes of those that were read,
+    and, for those Git vouched for (`vouched`), the bytes read only when someone asks for them
+    (bounded, no link followed). `holds` tells whether a file holds given bytes, without reading
+    it when Git vouches for it; the writer compares every new file that way."""
+
+    __slots__ = ("_order", "_read", "_root", "_vouch", "_vouched")
+
+    def __init__(
+        self,
+        root: str,
+        read: dict[str, bytes],
+        vouched: frozenset[str] = frozenset(),
+        vouch: Vouch = _never,
+    ) -> None:
+        self._root = root
+        self._read = read
+        self._vouched = vouched
+        self._vouch = vouch
+        self._order: tuple[str, ...] | None = None  # every path, in order, once asked for
+
+    @property
+    def vouched(self) -> frozenset[str]:
+        """The files Git vouched for, not read when the tree was scanned."""
+        return self._vouched
+
+    def vouched_for(self, path: str, data: bytes) -> bool:
+        """Whether `path` is a file Git vouched for, with exactly `data` as its bytes."""
+        return path in self._vouched and self._vouch(path, data)
+
+    def holds(self, path: str, data: bytes) -> bool:
+        """Whether the file at `path` holds exactly `data` (read when Git does not vouch)."""
+        if path in self._vouched and self._vouch(path, data):
+            return True
+        return path in self and self[path] == data
+
+    def __getitem__(self, path: str) -> bytes:
+        data = self._read.get(path)
+        if data is not None:
+            return data
+        if path not in self._vouched:
+            raise KeyError(path)
+        shown = os.path.join(self._root, path)
+        try:
+            read = _read_regular_with_identity(shown)
+        except OSError as error:
+            raise OutputNotWritable(f"cannot read {shown}: {error.strerror or error}") from error
+        if read is None:
+            raise UnsafeOutput(
+                f"refusing to read {shown}: not a regular file (btp-gitops never follows a "
+                "symbolic link in an output tree, nor writes one)"
+            )
+        self._read[path] = read[0]
+        return read[0]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._read or path in self._vouched
+
+    def __iter__(self) -> Iterator[str]:
+        if self._order is None:  # the paths are fixed by the scan; reading one does not add it
+            self._order = tuple(sorted({*self._read, *self._vouched}))
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._read) + len(self._vouched)
+
+
 @dataclass(frozen=True, slots=True)
 class ScannedTree:
-    files: dict[str, bytes]  # regular files, relative POSIX path -> bytes
+    files: Mapping[str, bytes]  # regular files, relative POSIX path -> bytes (TreeFiles when scanned)
     others: tuple[str, ...] = ()  # symbolic links and special files: never followed, never ours
     directories: tuple[str, ...] = ()  # the real directories below the root, relative
     # Each file's identity, taken from its open descriptor before its bytes were read, and the
     # wall clock (ns) when the scan began: what `rescan_tree` trusts to skip reading it again.
     identities: dict[str, Identity] = field(default_factory=dict)
     started_ns: int = 0
+    by_git: Vouched | None = None  # what Git vouched for when scanned (io.git_blobs): ask it again
+
+    def holds(self, path: str, data: bytes) -> bool:
+        files = self.files
+        if isinstance(files, TreeFiles):
+            return files.holds(path, data)
+        return files.get(path) == data
 
 
 def _size_text(size: int) -> str:
@@ -171,8 +264,17 @@ def read_regular(path: str) -> bytes | None:
     return None if read is None else read[0]
 
 
-def scan_tree(root: Path, earlier: ScannedTree | None = None) -> ScannedTree:
+def scan_tree(
+    root: Path,
+    earlier: ScannedTree | None = None,
+    *,
+    vouched: Vouched | None = None,
+) -> ScannedTree:
     """Every regular file under `root`, read without following any symbolic link.
+
+    With `vouched` (the files Git vouches for, io.git_blobs), those files are listed, not read:
+    their bytes are read when asked for (`TreeFiles`). A file Git vouches for is still seen as
+    what the listing shows (a link or a special file put in its place is never taken for it).
 
     With `earlier` (a scan of the same tree, by this process, under the same lock), a file whose
     lstat shows the identity that scan recorded, and is not racy, is not read again: its bytes are
@@ -184,7 +286,10 @@ def scan_tree(root: Path, earlier: ScannedTree | None = None) -> ScannedTree:
     tenants holds 80,000 files, and a `Path` per file costs several times the reading."""
     started = time.time_ns()
     if root.is_symlink() or not root.is_dir():
-        return ScannedTree({}, started_ns=started)
+        return ScannedTree(TreeFiles(os.fspath(root), {}), started_ns=started, by_git=vouched)
+    trusted = vouched.blobs if vouched is not None else {}
+    vouch = vouched.holds if vouched is not None else _never
+    skipped: list[str] = []
     files: dict[str, bytes] = {}
     identities: dict[str, Identity] = {}
     others: list[str] = []
@@ -208,6 +313,9 @@ def scan_tree(root: Path, earlier: ScannedTree | None = None) -> ScannedTree:
                 if not entry.is_file(follow_symlinks=False):
                     others.append(relative)
                     continue
+                if relative in trusted:
+                    skipped.append(relative)
+                    continue
                 if earlier is not None:  # inline: this runs for each of 80,000 files
                     info = entry.stat(follow_symlinks=False)
                     identity = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
@@ -217,7 +325,7 @@ def scan_tree(root: Path, earlier: ScannedTree | None = None) -> ScannedTree:
                         and info.st_ctime_ns < settled
                         and stat.S_ISREG(info.st_mode)
                     ):
-                        files[relative] = earlier.files[relative]
+                        files[relative] = earlier.files[relative]  # read by it: not vouched
                         identities[relative] = identity
                         continue
                 read = _read_regular_with_identity(entry.path)
@@ -229,12 +337,13 @@ def scan_tree(root: Path, earlier: ScannedTree | None = None) -> ScannedTree:
             where = error.filename or directory
             raise OutputNotWritable(f"cannot read {where}: {error.strerror or error}") from error
     return ScannedTree(
-        dict(sorted(files.items())),
+        TreeFiles(os.fspath(root), files, frozenset(skipped), vouch),
         tuple(sorted(others)),
         tuple(sorted(directories)),
         identities,
         # A file kept from `earlier` was read then: it stays racy by that scan's clock.
         started if earlier is None else earlier.started_ns,
+        vouched,
     )
 
 
@@ -250,13 +359,20 @@ def refuse_links(root: Path, entries: tuple[str, ...]) -> None:
 def read_tree(root: Path) -> dict[str, bytes]:
     tree = scan_tree(root)
     refuse_links(root, tree.others)
-    return tree.files
+    return dict(tree.files.items())
 
 
 def diff_trees(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> TreeChanges:
+    """What makes `old` into `new`. A file of `old` Git vouches for (`TreeFiles`) is not read when
+    its blob id is the new bytes'; any other is compared byte for byte, and the previous bytes of
+    every changed and removed file are read (a roll-back writes them back)."""
     added = tuple(sorted(set(new) - set(old)))
     removed = tuple(sorted(set(old) - set(new)))
-    changed = tuple(sorted(p for p in set(new) & set(old) if new[p] != old[p]))
+    if isinstance(old, TreeFiles):
+        holds = old.holds
+        changed = tuple(sorted(p for p in set(new) & set(old) if not holds(p, new[p])))
+    else:
+        changed = tuple(sorted(p for p in set(new) & set(old) if new[p] != old[p]))
     return TreeChanges(added, changed, removed, {p: old[p] for p in (*changed, *removed)})
 
 

@@ -34,6 +34,7 @@ from pathlib import Path, PurePosixPath
 
 from btp_gitops.generator.core.errors import OutputLocked, OutputNotWritable, Problem, UnsafeOutput
 from btp_gitops.generator.core.ownership import MANIFEST_FILE, owned_files
+from btp_gitops.generator.io.git_blobs import VouchedBlobs, work_tree_blobs
 from btp_gitops.generator.io.journal import (
     WritePlan,
     read_finished_tree,
@@ -64,6 +65,7 @@ __all__ = [
     "check_no_links",
     "diff_trees",
     "directory_lock",
+    "git_scan",
     "prepared_parent",
     "read_finished_tree",
     "read_tree",
@@ -195,6 +197,25 @@ def refuse_removing_foreign(target: Path, files: Mapping[str, bytes], removed: t
         )
 
 
+def git_scan(target: Path, earlier: ScannedTree | None = None) -> ScannedTree:
+    """`scan_tree` of `target`, taking Git's word for the tracked files it vouches for when the
+    tree is in a Git work tree (io.git_blobs: those are listed, not read); a plain scan otherwise."""
+    known = earlier.by_git if earlier is not None else None
+    vouched = work_tree_blobs(target, known if isinstance(known, VouchedBlobs) else None)
+    if vouched is None:
+        return scan_tree(target, earlier)
+    return scan_tree(target, earlier, vouched=vouched)
+
+
+def rescanned(target: Path, earlier: ScannedTree | None) -> ScannedTree:
+    """The tree as it is now, for the write: a scan made with Git's word is made so again (Git
+    is asked afresh, under the lock: a file edited since is dirty now, and read); any other
+    rereads only the files whose identity changed (see `scan_tree`)."""
+    if earlier is not None and earlier.by_git is not None:
+        return git_scan(target, earlier)
+    return scan_tree(target, earlier)
+
+
 def write_subtree(
     root: Path,
     subtree: str,
@@ -209,7 +230,9 @@ def write_subtree(
 
     `scanned`: a `scan_tree` of `root/subtree` the caller made holding the lock it still holds (a
     render reads the previous tree before rendering): the tree is then listed again, and only the
-    files whose identity changed since (or that were racy) are read again (see `scan_tree`)."""
+    files whose identity changed since (or that were racy) are read again (see `scan_tree`); one
+    made with Git's word (`git_scan`) is made so again, and a file Git vouches for is compared
+    by its blob id, not read (io.git_blobs)."""
     fs = fs or LocalFilesystem()
     target = root / subtree
     unsafe = sorted(path for path in files if not plain_path(path))
@@ -220,7 +243,7 @@ def write_subtree(
         recover_leftovers(parent, target.name, fs)
         if os.path.lexists(target) and not target.is_dir():
             raise OutputNotWritable(f"cannot write {target}: it exists and is not a directory")
-        scanned = scan_tree(target, scanned)
+        scanned = rescanned(target, scanned)
         refuse_links(target, scanned.others)
         changes = diff_trees(scanned.files, encoded)
         refuse_removing_foreign(target, scanned.files, changes.removed)

@@ -17,6 +17,7 @@ from the tree), unless `--allow-layout-change` asks to see the change of layout.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -26,9 +27,10 @@ from btp_gitops.generator.core.ownership import MANIFEST_FILE, is_manifest, shar
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.core.yamlio import dump_report
-from btp_gitops.generator.diff.compare import ClusterDiff, compare_trees
+from btp_gitops.generator.diff.compare import ClusterDiff, changed_apps, compare_changed_apps
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
 from btp_gitops.generator.io.git import read_tree_at
+from btp_gitops.generator.io.git_blobs import CommitBlobs
 from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.repo import (
     DEFAULT_LOCK_TIMEOUT,
@@ -36,6 +38,7 @@ from btp_gitops.generator.io.repo import (
     directory_lock,
     read_finished_tree,
 )
+from btp_gitops.generator.pipeline.previous_tree import DecodedFiles
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
 from btp_gitops.generator.transforms.guards import assert_no_private_key_in_text
 from btp_gitops.generator.wiring.layout import detect_layout
@@ -64,7 +67,9 @@ class ComparedTree:
     """The tree a diff compares with, and what the checks need to know of where it was found."""
 
     label: str  # how the report names it
-    files: dict[str, bytes]  # relative to clusters/<cluster>/, the ownership manifest left out
+    # Relative to clusters/<cluster>/, the ownership manifest left out; at a ref, each blob is
+    # read when needed (io.git_blobs.CommitBlobs).
+    files: Mapping[str, bytes]
     found: bool  # clusters/<cluster> is a directory there
     clusters: tuple[str, ...] | None  # the directories in clusters/; None: there is no clusters/
     owned: bool  # it holds the ownership manifest a render writes
@@ -98,7 +103,9 @@ def tree_to_compare(request: DiffRequest) -> ComparedTree:
         )
         if clusters_dir.is_dir():  # a render writing there now: read what it leaves
             with directory_lock(clusters_dir, DEFAULT_LOCK_TIMEOUT, shared=True):
-                files = read_finished_tree(clusters_dir, PurePosixPath(subtree).name) if found else {}
+                files: Mapping[str, bytes] = (
+                    read_finished_tree(clusters_dir, PurePosixPath(subtree).name) if found else {}
+                )
         else:
             files = {}
     else:
@@ -110,9 +117,14 @@ def tree_to_compare(request: DiffRequest) -> ComparedTree:
             at.siblings,
         )
     manifest = files.get(MANIFEST_FILE)
-    files = {path: data for path, data in files.items() if not is_manifest(path)}
+    kept = [path for path in files if not is_manifest(path)]
+    compared: Mapping[str, bytes] = (
+        files.only(kept)  # blob ids only: bytes read when needed
+        if isinstance(files, CommitBlobs)
+        else {path: files[path] for path in kept}
+    )
     text = manifest.decode("utf-8", errors="replace") if manifest is not None else None
-    return ComparedTree(label, files, found, clusters, manifest is not None, text)
+    return ComparedTree(label, compared, found, clusters, manifest is not None, text)
 
 
 def check_tree(request: DiffRequest, tree: ComparedTree) -> None:
@@ -158,7 +170,7 @@ def diff_cluster(
     tree = tree_to_compare(request)
     check_tree(request, tree)
     label, old = tree.label, tree.files
-    previous = {path: data.decode("utf-8", errors="replace") for path, data in old.items()}
+    previous = DecodedFiles(old)  # decoded when read; compared by blob id at a ref
     result = render_cluster(
         request.sources,
         request.cluster,
@@ -173,7 +185,13 @@ def diff_cluster(
         progress=progress,
     )
     new = {**result.files, **result.records}
-    diff = compare_trees(old, new, prefix=f"{cluster_subtree(request.cluster)}/")
+    # Only the apps in which a file differs are compared: the others' files are the same bytes on
+    # both sides, so they hold the same objects (compare_changed_apps). At a ref, the files
+    # compared are read in one go.
+    narrowed = changed_apps(old, new, previous.holds)
+    if isinstance(old, CommitBlobs):
+        old.fetch(narrowed)
+    diff = compare_changed_apps(old, new, narrowed, prefix=f"{cluster_subtree(request.cluster)}/")
     problems = tuple(problem.render() for problem in result.module_problems)
     return DiffResult(DiffTitle(request.cluster, label, problems), diff, result)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -37,7 +37,6 @@ from btp_gitops.generator.core.errors import (
     InvalidSpec,
     Problem,
     RenderWouldEmpty,
-    UnsafeOutput,
     raise_if_problems,
 )
 from btp_gitops.generator.core.layout import TENANTS_DIR, app_directory, app_files, app_path, staged_app_files
@@ -53,7 +52,6 @@ from btp_gitops.generator.core.ownership import (
     MANIFEST_FILE,
     is_manifest,
     manifest_files,
-    owned_files,
     removal_refusal,
     shards_tenants,
 )
@@ -71,7 +69,6 @@ from btp_gitops.generator.domains.cap import (
 )
 from btp_gitops.generator.domains.kyma import (
     DEFAULT_MIN_WINDOW,
-    RECORD_FILE,
     KymaContext,
     KymaPlan,
     KymaReport,
@@ -85,12 +82,11 @@ from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.repo import (
     DEFAULT_LOCK_TIMEOUT,
     LocalFilesystem,
-    ScannedTree,
     TreeChanges,
     directory_lock,
+    git_scan,
     prepared_parent,
     recover_leftovers,
-    scan_tree,
     write_subtree,
 )
 from btp_gitops.generator.io.sources import load_sources
@@ -101,6 +97,7 @@ from btp_gitops.generator.pipeline.cached_sources import (
     load_cached_sources,
     thawed,
 )
+from btp_gitops.generator.pipeline.previous_tree import DecodedFiles, owned_previous
 from btp_gitops.generator.pipeline.reused_output import Unchanged, check_reused_output
 from btp_gitops.generator.pipeline.source_checks import checked_sources
 from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
@@ -361,7 +358,7 @@ def carry_over(files: dict[str, str], apps: frozenset[str], previous: Mapping[st
     if not apps:
         return files
     fresh = {path: text for path, text in files.items() if app_path(path).app not in apps}
-    kept = {path: text for path, text in previous.items() if "/" in path and app_path(path).app in apps}
+    kept = {path: previous[path] for path in previous if "/" in path and app_path(path).app in apps}
     return dict(sorted({**fresh, **kept}.items()))
 
 
@@ -610,69 +607,12 @@ def validate_render(root: Path, files: dict[str, str], options: ValidateOptions)
     ]
 
 
-class DecodedFiles(Mapping[str, str]):
-    """Files by path, each decoded (UTF-8, undecodable bytes replaced) when it is first read: of
-    the 80,000 files a cluster directory of 20,000 tenants holds, a render reads the paths and
-    a few texts (the Kyma record, the apps it keeps); decoding them all cost a tenth of a second."""
-
-    __slots__ = ("_data", "_texts")
-
-    def __init__(self, data: Mapping[str, bytes]) -> None:
-        self._data = data
-        self._texts: dict[str, str] = {}
-
-    def __getitem__(self, path: str) -> str:
-        text = self._texts.get(path)
-        if text is None:
-            text = self._texts[path] = self._data[path].decode("utf-8", errors="replace")
-        return text
-
-    def __contains__(self, path: object) -> bool:
-        return path in self._data
-
-    def holds(self, path: str, text: str) -> bool:
-        """Whether the file at `path` holds exactly the UTF-8 bytes of `text` (compared as bytes:
-        a decoded text with replaced bytes is not the file)."""
-        data = self._data.get(path)
-        return data is not None and len(data) >= len(text) and data == text.encode("utf-8")
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-def owned_previous(where: Path, tree: ScannedTree) -> Mapping[str, str]:
-    """The files of the cluster directory btp-gitops wrote; refuse if it holds anything else.
-
-    A render replaces the directory as a whole: a file someone added there would be deleted, so
-    the render stops and names it instead (see core.ownership for how files are recognised).
-    The texts are decoded when read (DecodedFiles).
-    """
-    owned = owned_files(tree.files, {RECORD_FILE}, str(where))
-    foreign = [
-        *(
-            Problem(str(where / path), f"not written by btp-gitops (not in {MANIFEST_FILE})")
-            for path in sorted(set(tree.files) - owned)
-        ),
-        *(Problem(str(where / path), "a symbolic link or special file") for path in tree.others),
-    ]
-    if foreign:
-        raise UnsafeOutput(
-            f"{where} holds {len(foreign)} file(s) btp-gitops did not write; a render replaces the whole "
-            "directory and never deletes what is not its own: move them out of it and render again",
-            foreign,
-        )
-    return DecodedFiles(
-        {path: data for path, data in tree.files.items() if path in owned and not is_manifest(path)}
-    )
-
-
 def moved_into_groups(previous: Mapping[str, str], apps: list[AppRender]) -> list[str]:
     """The apps the previous tree holds directly in the cluster directory that this render puts
     into a group's shard directory (a repository rendered before the tenants were sharded)."""
-    flat = {place.app for path in previous if not (place := app_path(path)).grouped}
+    # A path's app depends on its directory only: read once per directory, not per file.
+    directories = {path.rpartition("/")[0] for path in previous}
+    flat = {place.app for directory in directories if not (place := app_path(f"{directory}/-")).grouped}
     return sorted(app.app for app in apps if app.group is not None and app.object_count and app.app in flat)
 
 
@@ -732,7 +672,8 @@ def render_into_repo(
         directory_lock(clusters, request.lock_timeout),
     ):
         recover_leftovers(clusters, request.cluster, fs)
-        tree = scan_tree(where)
+        # In a Git work tree, the files Git vouches for are listed, not read (io.git_blobs).
+        tree = git_scan(where)
         previous = owned_previous(where, tree)
         manifest = tree.files.get(MANIFEST_FILE)
         sharded = shards_tenants(

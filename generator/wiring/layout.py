@@ -39,9 +39,10 @@ class Layout:
 
 def _wiring_kinds(files: Mapping[str, bytes]) -> set[tuple[str, str]]:
     kinds = set()
-    for path, data in files.items():
+    for path in files:  # only the wiring's files are read
         if not path.startswith(f"{WIRING_DIR}/") or path.count("/") != 1:
             continue
+        data = files[path]
         budget = AliasBudget()
         try:
             pieces = split_documents(data.decode("utf-8", errors="replace"))
@@ -64,7 +65,10 @@ def detect_layout(files: Mapping[str, bytes]) -> Layout | None:
         return Layout(FLUX, emit, f"{WIRING_DIR}/ holds {what}")
     if ("argoproj.io", "ApplicationSet") in kinds:
         return Layout(ARGOCD, True, f"{WIRING_DIR}/ holds an Argo CD ApplicationSet")
-    where = [app_path(path) for path in files if "/" in path and not path.startswith(".")]
+    # An app directory depends on a path's directory only: read once per directory (a stage
+    # directory shows as `<NN>-<slug>/-` inside its app, as `<NN>-<slug>/<file>` would).
+    directories = {path.rpartition("/")[0] for path in files if "/" in path and not path.startswith(".")}
+    where = [app_path(f"{directory}/-") for directory in directories]
     if any(_FLUX_STAGE.fullmatch(place.inside) for place in where):
         return Layout(FLUX, False, "its apps have Flux stage directories")
     apps = {place.app for place in where}

@@ -49,10 +49,15 @@ def test_cap_tenants_benchmark_runs() -> None:
     assert done.stdout.count("ratio:") == 3
     assert "incremental: one tenant added to 30 (steady)" in done.stdout
     assert "31 tenants, cache warmed by that render:" in done.stdout
-    # the CLI over the committed repository: both modes, then the warm one's share of --no-cache's
-    assert "--no-cache, this revision:" in done.stdout
-    assert "--cache-dir, warmed by the render before, this revision:" in done.stdout
-    assert "end to end, this revision: warm cache" in done.stdout
+    # the CLI on a fresh clone of the committed repository: the full render, the warm render and
+    # the warm diff against HEAD, then each warm one's share of the full render's CPU
+    assert "on a fresh clone of the committed repository of 30 tenants" in done.stdout
+    assert "render --no-cache (the full render), this revision:" in done.stdout
+    assert "render --cache-dir, warmed by the render before, this revision:" in done.stdout
+    assert "diff --against HEAD --cache-dir, warmed likewise, this revision:" in done.stdout
+    assert "this revision, render: " in done.stdout
+    assert "this revision, diff --against HEAD: " in done.stdout
+    assert done.stdout.count("of the full render's") == 2
     assert done.stdout.count("load average") >= 4
     assert "upgrade-wave: 40 tenants" in done.stdout
     assert "      40 tenants:" in done.stdout  # the linearity table reached the full size

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from btp_gitops.generator.core import ownership
 from btp_gitops.generator.core.errors import UnsafeOutput
-from btp_gitops.generator.core.layout import app_directory
+from btp_gitops.generator.core.layout import app_directory, app_path
 from btp_gitops.generator.core.ownership import (
     MANIFEST_FILE,
     SHARDED_LAYOUT_LINE,
     manifest_files,
+    object_counts,
     owned_files,
     owned_without_manifest,
     parse_manifest,
@@ -208,3 +212,47 @@ def test_only_manifests_listed_from_above_are_read() -> None:
     unread = set(files) - owned_files(files, set())
     assert shard_manifest in unread
     assert {f"{acme}/kustomization.yaml", f"{acme}/captenant-acme.yaml"} <= unread
+
+
+_ENTRY_PIECES = st.sampled_from(
+    ["a", "b", ".", "..", "/", "\x00", "\x1f", "\x7f", "\x9f", "\xa0", "é", " ", "#", "x" * 254, "y" * 256]
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_ENTRY_PIECES, max_size=10))
+def test_a_manifest_line_is_accepted_by_the_one_match_exactly_when_every_rule_holds(
+    pieces: list[str],
+) -> None:
+    """parse_manifest checks each line with one regular expression and spells out the rule only
+    for a line it refuses: the two must agree on every line."""
+    line = "".join(pieces)
+    assert (ownership._PLAIN_ENTRY.fullmatch(line) is not None) == (
+        bool(line) and ownership._entry_problem(line) is None
+    )
+
+
+def test_a_manifest_line_of_the_longest_path_is_accepted_and_one_longer_refused() -> None:
+    longest = "/".join(["n" * 255] * 16)[: ownership.MAX_ENTRY_CHARS].rstrip("/")
+    assert ownership._PLAIN_ENTRY.fullmatch(longest) is not None
+    assert ownership._PLAIN_ENTRY.fullmatch(longest + "/x" * 3) is None
+
+
+def test_objects_are_counted_per_app_as_app_path_reads_each_path() -> None:
+    paths = [
+        "top.yaml",
+        ".wiring/appset.yaml",
+        "app/kustomization.yaml",
+        "app/a.yaml",
+        "app/00-crds/b.yaml",
+        "tenants/g/0a/cap-tenant.x/t.yaml",
+        "tenants/g/0a/cap-tenant.x/kustomization.yaml",
+        "tenants/g/zz/other/t.yaml",
+        "tenants/g/0a/short.yaml",
+    ]
+    expected: dict[str, int] = {}
+    for path in paths:
+        where = app_path(path)
+        if where.app and not where.app.startswith(".") and not path.endswith("/kustomization.yaml"):
+            expected[where.app] = expected.get(where.app, 0) + 1
+    assert object_counts(paths) == expected == {"app": 2, "cap-tenant.x": 1, "tenants": 2}

@@ -153,9 +153,11 @@ def kept_app(
     CR of a module being removed)."""
     manifests = []
     budget = AliasBudget()  # the alias limit holds for the whole app
-    for path, text in sorted(previous.items()):
+    # Only this app's files are read (`previous` may read each file when it is asked for).
+    for path in sorted(path for path in previous if path.startswith(f"{app}/")):
+        text = previous[path]
         # Kustomizations are laid out again: the app's own, and Flux's one per stage directory.
-        if path.startswith(f"{app}/") and path.rsplit("/", 1)[-1] != KUSTOMIZATION:
+        if path.rsplit("/", 1)[-1] != KUSTOMIZATION:
             try:
                 body = load_trusted_document(text, budget)
             except (yaml.YAMLError, RecursionError):

@@ -1,0 +1,292 @@
+"""What Git already knows about a rendered tree: the blob id of each file, so an unchanged file
+costs a hash of bytes the render holds anyway, not a read.
+
+A Git blob id is a hash of a file's bytes (`sha1("blob <size>\\0" + bytes)`, or SHA-256 in a
+repository of that object format). When the render's bytes for a path hash to the id Git holds
+for it, they are the bytes Git holds; the writer then leaves the file as it is, and `diff`
+leaves it out of the comparison, without opening it. Anything else (no Git, an id that differs,
+a file Git cannot vouch for) falls back to reading the file, as without Git. Only a match is
+ever trusted, and only from these proofs:
+
+- In a work tree (`work_tree_blobs`, for `render --out`): the id of a file Git *tracks*, whose
+  index entry Git compares with the file as usual (`git diff-files` lists every tracked file
+  whose stat data, i.e. size, inode, mtime and ctime, no longer matches the index, or whose
+  timestamps are too close to the index's to tell: Git then compares the bytes). The index is
+  Git's own state under `.git/`, written by Git from the bytes it hashed (a clone's checkout,
+  `git add`); it is never committed, pushed or cloned, so no push can forge it. What would make it
+  vouch for bytes the file does not hold is excluded: an entry marked assume-unchanged or
+  skip-worktree (Git then skips the comparison), a file monitor (disabled for the query, as are
+  weaker stat checks), a conflict, any mode but a regular file's, and every conversion between
+  the blob and the file (`core.autocrlf`, and the attributes `text`, `eol`, `crlf`, `ident`,
+  `filter` and `working-tree-encoding` wherever they are set: a `.gitattributes` is committed, so
+  a push could set them). The query runs under the output's lock, right before the write.
+- At a commit (`commit_blobs`, for `diff --against REF`): the ids `git ls-tree` lists, which Git
+  computed itself when the objects entered the repository (a fetch or clone hashes every object
+  it receives). A blob read because it differs is bounded by the size its header gives before a
+  byte of it is read, and its bytes are hashed again: they must be the id's.
+
+The ownership manifests carry no digests: a manifest is committed like any file, so a digest in
+it could be forged, and nothing is skipped on its word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from btp_gitops.generator.core.errors import GitError
+from btp_gitops.generator.io.output_tree import MAX_TREE_FILE_BYTES, too_large
+
+# Settings that would let Git vouch for a file without comparing it with the index's stat data
+# (a file monitor's word, assume-unchanged by default, a weaker stat check) are turned off for
+# the query; no optional lock is taken, so the query never writes the index.
+_TRUSTED_STAT = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.checkStat=default",
+    "-c",
+    "core.trustctime=true",
+    "-c",
+    "core.ignoreStat=false",
+)
+# Attributes that make the work tree's bytes differ from the blob's (checkout conversions).
+_CONVERTING = frozenset({"text", "eol", "crlf", "ident", "filter", "working-tree-encoding"})
+_REGULAR_MODES = frozenset({"100644", "100755"})
+_GIT_TIMEOUT = 120.0
+
+
+_HASHES = {"sha1": hashlib.sha1, "sha256": hashlib.sha256}
+
+
+def blob_id(data: bytes, object_format: str = "sha1") -> str:
+    """The id Git gives a blob of `data` in a repository of `object_format` (sha1 or sha256)."""
+    digest = _HASHES[object_format](b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _git(directory: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
+    """The output of one Git command run in `directory`; None when Git is missing or fails."""
+    env = {**os.environ, "GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        done = subprocess.run(
+            ["git", *_TRUSTED_STAT, "-C", os.fspath(directory), *args],
+            input=stdin,
+            capture_output=True,
+            check=False,
+            timeout=_GIT_TIMEOUT,
+            env=env,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class VouchedBlobs:
+    """Files of a directory whose bytes Git vouches for: relative path -> blob id."""
+
+    blobs: dict[str, str]
+    object_format: str = "sha1"
+
+    def holds(self, path: str, data: bytes) -> bool:
+        """Whether the file at `path` holds exactly `data`, on Git's word (see the module
+        docstring); False when Git does not vouch for it (read it to know)."""
+        known = self.blobs.get(path)
+        return known is not None and known == blob_id(data, self.object_format)
+
+
+def work_tree_blobs(directory: Path, earlier: VouchedBlobs | None = None) -> VouchedBlobs | None:
+    """The files under `directory` that Git tracks and vouches for, with their blob ids; None when
+    `directory` is in no Git work tree (or Git is missing): every file is then read.
+
+    `earlier`: what this asked Git before, under the same lock (a render asks before rendering
+    and again before writing): the index and the work tree are compared again, and a file is
+    vouched for when it still is, with the same blob id (the attributes and the configuration
+    read then hold for the files they let through)."""
+    if not directory.is_dir() or directory.is_symlink():
+        return None
+    if earlier is not None:
+        return _still_vouched(directory, earlier)
+    where = _git(directory, "rev-parse", "--is-inside-work-tree", "--show-object-format")
+    if where is None:
+        return None
+    lines = where.decode("utf-8", errors="replace").split("\n")
+    if len(lines) < 2 or lines[0] != "true" or lines[1] not in ("sha1", "sha256"):
+        return None
+    object_format = lines[1]
+    autocrlf = _git(directory, "config", "--get", "core.autocrlf")
+    if autocrlf is not None and autocrlf.strip().lower() not in (b"false", b"no", b"off", b"0", b"input"):
+        return None  # Git converts line ends on checkout: no file holds its blob's bytes for sure
+    listed = _git(directory, "ls-files", "-z", "-s", "-v", "--", ".")
+    dirty = _git(directory, "diff-files", "-z", "--name-only", "--relative", "--", ".")
+    if listed is None or dirty is None:
+        return None
+    blobs = _clean_entries(os.fsdecode(listed), object_format)
+    if blobs is None:
+        return None
+    for path in os.fsdecode(dirty).split("\0"):
+        blobs.pop(path, None)
+    if blobs:
+        for path in _converted(directory, blobs):
+            blobs.pop(path, None)
+    return VouchedBlobs(blobs, object_format)
+
+
+def _clean_entries(listed: str, object_format: str) -> dict[str, str] | None:
+    """Path -> blob id of the entries of `git ls-files -z -s -v` Git can vouch for: tag H (neither
+    assume-unchanged, h, nor skip-worktree, S), a regular file's mode, stage 0 (a path with a
+    conflict has entries of stages 1 to 3, and none is taken). None when `listed` is not such a
+    listing."""
+    # `<tag> <mode> <id> <stage>\t<path>`: a one-letter tag, six octal digits, the id's hex digits.
+    width = 40 if object_format == "sha1" else 64
+    start = 12 + width  # where the path begins
+    blobs: dict[str, str] = {}
+    conflicted: list[str] = []
+    for entry in listed.split("\0"):
+        if not entry:
+            continue
+        if len(entry) <= start or entry[start - 1] != "\t" or entry[1] != " " or entry[8] != " ":
+            return None  # not the output this reads: trust none of it
+        stage = entry[start - 2]
+        if stage != "0":
+            conflicted.append(entry[start:])
+        elif entry[0] == "H" and entry[2:8] in _REGULAR_MODES:
+            blobs[entry[start:]] = entry[9 : 9 + width]
+    for path in conflicted:
+        blobs.pop(path, None)
+    return blobs
+
+
+def _still_vouched(directory: Path, earlier: VouchedBlobs) -> VouchedBlobs | None:
+    listed = _git(directory, "ls-files", "-z", "-s", "-v", "--", ".")
+    dirty = _git(directory, "diff-files", "-z", "--name-only", "--relative", "--", ".")
+    blobs = _clean_entries(os.fsdecode(listed), earlier.object_format) if listed is not None else None
+    if blobs is None or dirty is None:
+        return None
+    for path in os.fsdecode(dirty).split("\0"):
+        blobs.pop(path, None)
+    known = earlier.blobs
+    return VouchedBlobs(
+        {path: oid for path, oid in blobs.items() if known.get(path) == oid}, earlier.object_format
+    )
+
+
+def _converted(directory: Path, paths: Mapping[str, str]) -> set[str]:
+    """The paths a checkout converts (or may: an attribute set to anything); every path when
+    the attributes cannot be read."""
+    names = os.fsencode("\0".join(paths) + "\0")
+    found = _git(directory, "check-attr", "-a", "-z", "--stdin", stdin=names)
+    if found is None:
+        return set(paths)
+    fields = os.fsdecode(found).split("\0")
+    converted = set()
+    for index in range(0, len(fields) - 2, 3):
+        path, attribute, value = fields[index : index + 3]
+        if attribute in _CONVERTING and value != "unset":
+            converted.add(path)
+    return converted
+
+
+class CommitBlobs(Mapping[str, bytes]):
+    """The files of a directory at a commit, by path: their blob ids listed at once (`git
+    ls-tree`), their bytes read only when asked for, each bounded by its header's size before it
+    is read and checked against its id after (see the module docstring)."""
+
+    def __init__(
+        self,
+        top: Path,
+        blobs: dict[str, str],
+        object_format: str,
+        where: tuple[str, str],
+        read: dict[str, bytes] | None = None,
+    ) -> None:
+        self._top = top
+        self.blobs = blobs
+        self.object_format = object_format
+        self._where = where  # (the directory's path in the repository, with a slash; the ref)
+        self._read: dict[str, bytes] = read if read is not None else {}
+
+    def only(self, paths: Iterable[str]) -> CommitBlobs:
+        """These files only (sharing what was read)."""
+        kept = {path: self.blobs[path] for path in paths if path in self.blobs}
+        return CommitBlobs(self._top, kept, self.object_format, self._where, self._read)
+
+    def holds(self, path: str, data: bytes) -> bool:
+        known = self.blobs.get(path)
+        return known is not None and known == blob_id(data, self.object_format)
+
+    def __getitem__(self, path: str) -> bytes:
+        data = self._read.get(path)
+        if data is None:
+            if path not in self.blobs:
+                raise KeyError(path)
+            self.fetch([path])
+            data = self._read[path]
+        return data
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.blobs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.blobs)
+
+    def __len__(self) -> int:
+        return len(self.blobs)
+
+    def _shown(self, path: str) -> str:
+        prefix, ref = self._where
+        return f"{prefix}{path} at {ref}"
+
+    def fetch(self, paths: Iterable[str]) -> None:
+        """Read the blobs of `paths` not read yet, in two Git calls: sizes first (every one
+        refused over the limit before any is read), then the bytes."""
+        wanted = [path for path in dict.fromkeys(paths) if path not in self._read and path in self.blobs]
+        if not wanted:
+            return
+        oids = "".join(f"{self.blobs[path]}\n" for path in wanted).encode("ascii")
+        headers = _git(self._top, "cat-file", "--batch-check", stdin=oids)
+        sizes = headers.decode("ascii", errors="replace").splitlines() if headers is not None else []
+        if len(sizes) != len(wanted):
+            raise GitError(f"git cat-file cannot read the files of {self._shown('')}")
+        for path, header in zip(wanted, sizes, strict=True):
+            fields = header.split(" ")
+            if len(fields) != 3 or fields[1] != "blob" or not fields[2].isdigit():
+                raise GitError(f"git cat-file cannot read {self._shown(path)}: {header[:80]!r}")
+            if int(fields[2]) > MAX_TREE_FILE_BYTES:
+                raise too_large(self._shown(path), int(fields[2]))
+        stream = _git(self._top, "cat-file", "--batch", stdin=oids)
+        if stream is None:
+            raise GitError(f"git cat-file cannot read the files of {self._shown('')}")
+        offset = 0
+        for path in wanted:
+            end = stream.find(b"\n", offset)
+            found = stream[offset:end].split(b" ")
+            size = int(found[2]) if len(found) == 3 and found[2].isdigit() else -1
+            if size < 0 or size > MAX_TREE_FILE_BYTES:
+                raise too_large(self._shown(path), size if size >= 0 else None)
+            data = stream[end + 1 : end + 1 + size]
+            offset = end + 2 + size
+            if blob_id(data, self.object_format) != self.blobs[path]:
+                raise GitError(f"cannot read {self._shown(path)}: its bytes are not its blob id's")
+            self._read[path] = data
+
+
+def commit_blobs(top: Path, tree: str, object_format: str, where: tuple[str, str]) -> CommitBlobs:
+    """The files of the tree object `tree` of the repository at `top`, by path relative to it
+    (`where`: that tree's path in the repository, with a slash, and the ref, for messages)."""
+    listed = _git(top, "ls-tree", "-r", "-z", tree)
+    if listed is None:
+        raise GitError(f"git ls-tree cannot list {where[0]} at {where[1]}")
+    blobs: dict[str, str] = {}
+    for entry in os.fsdecode(listed).split("\0"):
+        head, _, path = entry.partition("\t")
+        fields = head.split(" ")
+        if len(fields) == 3 and fields[1] == "blob":
+            blobs[path] = fields[2]
+    return CommitBlobs(top, dict(sorted(blobs.items())), object_format, where)

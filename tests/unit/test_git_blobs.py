@@ -1,0 +1,76 @@
+"""io.git_blobs: the blob ids Git vouches for, checked against real Git."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from btp_gitops.generator.io.git_blobs import blob_id, commit_blobs, work_tree_blobs
+
+IDENTITY = ("-c", "user.name=t", "-c", "user.email=t@localhost")
+
+
+def git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *IDENTITY, *args], input=stdin, capture_output=True, check=True, timeout=60
+    ).stdout.decode()
+
+
+def repository(path: Path, object_format: str = "sha1") -> Path:
+    path.mkdir()
+    git(path, "init", "-q", f"--object-format={object_format}")
+    (path / "d").mkdir()
+    (path / "d" / "a.yaml").write_bytes(b"a: 1\n")
+    (path / "d" / "b.yaml").write_bytes(b"")
+    (path / "d" / "c.yaml").write_bytes(b"c: \xff\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "files")
+    return path
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_blob_ids_are_gits_for_either_object_format(tmp_path: Path, object_format: str) -> None:
+    repo = repository(tmp_path / "repo", object_format)
+    for data in (b"a: 1\n", b"", b"c: \xff\n"):
+        assert blob_id(data, object_format) == git(repo, "hash-object", "--stdin", stdin=data).strip()
+    vouched = work_tree_blobs(repo / "d")
+    assert vouched is not None and vouched.object_format == object_format
+    assert sorted(vouched.blobs) == ["a.yaml", "b.yaml", "c.yaml"]
+    assert vouched.holds("a.yaml", b"a: 1\n") and not vouched.holds("a.yaml", b"a: 2\n")
+
+
+def test_no_work_tree_vouches_for_nothing(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    assert work_tree_blobs(tmp_path / "plain") is None
+    assert work_tree_blobs(tmp_path / "missing") is None
+
+
+def test_a_dirty_an_untracked_and_a_conflicted_file_are_not_vouched_for(tmp_path: Path) -> None:
+    repo = repository(tmp_path / "repo")
+    git(repo, "checkout", "-qb", "other")
+    (repo / "d" / "c.yaml").write_bytes(b"c: other\n")
+    git(repo, "commit", "-qam", "other")
+    git(repo, "checkout", "-q", "-")
+    (repo / "d" / "c.yaml").write_bytes(b"c: main\n")
+    git(repo, "commit", "-qam", "main")
+    merge = ["git", "-C", str(repo), *IDENTITY, "merge", "-q", "other"]
+    merged = subprocess.run(merge, capture_output=True, check=False, timeout=60)
+    assert merged.returncode != 0  # c.yaml in conflict: stages 1 to 3 in the index
+    (repo / "d" / "a.yaml").write_bytes(b"a: 2\n")  # dirty
+    (repo / "d" / "new.yaml").write_bytes(b"new\n")  # untracked
+    vouched = work_tree_blobs(repo / "d")
+    assert vouched is not None
+    assert sorted(vouched.blobs) == ["b.yaml"]
+
+
+def test_a_commits_blobs_are_read_only_when_asked_and_checked(tmp_path: Path) -> None:
+    repo = repository(tmp_path / "repo")
+    tree = git(repo, "rev-parse", "HEAD:d").strip()
+    files = commit_blobs(repo, tree, "sha1", ("d/", "HEAD"))
+    assert sorted(files) == ["a.yaml", "b.yaml", "c.yaml"]
+    assert files.holds("c.yaml", b"c: \xff\n")
+    files.fetch(["a.yaml", "c.yaml"])
+    assert (files["a.yaml"], files["b.yaml"], files["c.yaml"]) == (b"a: 1\n", b"", b"c: \xff\n")
+    assert dict(files.only(["b.yaml"]).items()) == {"b.yaml": b""}
