@@ -16,7 +16,8 @@ from btp_gitops.generator.cli.output import print_module_problems, print_notes, 
 from btp_gitops.generator.core.errors import UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.progress import NO_PROGRESS
-from btp_gitops.generator.io.live_lookup import LiveLookup, require_client
+from btp_gitops.generator.io.cluster import require_kubernetes_client
+from btp_gitops.generator.io.live_lookup import CLIENT_MISSING, LiveLookup
 from btp_gitops.generator.io.progress import StepLog
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline.cutover import CutoverRequest, cutover_plan, cutover_report
@@ -38,7 +39,7 @@ def run_cluster_diff(args: argparse.Namespace) -> int:
     for attribute, flag in _TREE_ONLY:
         if getattr(args, attribute):
             raise UsageError(f"{flag} applies to a diff against a tree (--against), not --against-cluster")
-    require_client()
+    require_kubernetes_client(CLIENT_MISSING)
     request = CutoverRequest(
         sources=tuple(Path(s) for s in args.sources),
         cluster=args.cluster,

@@ -19,19 +19,20 @@ if TYPE_CHECKING:
     from kubernetes import client
 
 CLIENT_MISSING = "--from-cluster needs the kubernetes client: pip install 'btp-gitops[controller]'"
-# The top-level modules --from-cluster imports, all from the `controller` extra.
+# The top-level modules a command reading the cluster imports, all from the `controller` extra.
 _CLIENT_MODULES = frozenset({"kubernetes", "urllib3"})
 
 
-def _require_client() -> None:
-    """Raise a usage error (exit 2) naming the extra when the Kubernetes client is not installed."""
+def require_kubernetes_client(missing: str) -> None:
+    """Raise a usage error (exit 2) saying `missing` (which names the extra) when the Kubernetes
+    client is not installed; every command that reads a cluster asks this first."""
     try:
-        import kubernetes.client  # noqa: F401, PLC0415 - the controller extra, only for --from-cluster
+        import kubernetes.client  # noqa: F401, PLC0415 - the controller extra, only to read a cluster
         import urllib3.exceptions  # noqa: F401, PLC0415
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] not in _CLIENT_MODULES:
             raise
-        raise UsageError(CLIENT_MISSING) from error
+        raise UsageError(missing) from error
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +48,7 @@ class ClusterReader:
         )
 
     def _core_api(self) -> client.CoreV1Api:
-        _require_client()
+        require_kubernetes_client(CLIENT_MISSING)
         from kubernetes import client, config  # noqa: PLC0415
         from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415
 

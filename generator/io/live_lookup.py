@@ -17,15 +17,15 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from btp_gitops.generator.core.errors import ClusterUnreachable, Problem, UsageError
+from btp_gitops.generator.core.errors import ClusterUnreachable, Problem
 from btp_gitops.generator.core.objects import ObjectKey
+from btp_gitops.generator.io.cluster import require_kubernetes_client
 from btp_gitops.generator.migration.model import LiveObject
 
 if TYPE_CHECKING:
     from kubernetes import client
 
 CLIENT_MISSING = "--against-cluster needs the kubernetes client: pip install 'btp-gitops[controller]'"
-_CLIENT_MODULES = frozenset({"kubernetes", "urllib3"})
 _CHUNK = 64 * 1024
 _PAGE = 250  # objects per list request; `continue` fetches the rest
 
@@ -42,17 +42,6 @@ class LookupLimits:
 class ServedKind:
     plural: str
     namespaced: bool
-
-
-def require_client() -> None:
-    """A usage error (exit 2) naming the extra when the Kubernetes client is not installed."""
-    try:
-        import kubernetes.client  # noqa: F401, PLC0415 - the controller extra, only for --against-cluster
-        import urllib3.exceptions  # noqa: F401, PLC0415
-    except ModuleNotFoundError as error:
-        if (error.name or "").partition(".")[0] not in _CLIENT_MODULES:
-            raise
-        raise UsageError(CLIENT_MISSING) from error
 
 
 @dataclass
@@ -85,7 +74,7 @@ class LiveLookup:
 
     def _client(self) -> client.ApiClient:
         if self._api is None:
-            require_client()
+            require_kubernetes_client(CLIENT_MISSING)
             from kubernetes import config  # noqa: PLC0415
             from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415
 

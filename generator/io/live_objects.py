@@ -35,6 +35,7 @@ from typing import Any
 from btp_gitops.generator.core.errors import ClusterUnreachable, InputError, Problem, UsageError
 from btp_gitops.generator.core.objects import describe
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
+from btp_gitops.generator.io.cluster import require_kubernetes_client
 from btp_gitops.generator.io.containment import display_path
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.migration.kinds import (
@@ -47,7 +48,6 @@ from btp_gitops.generator.migration.kinds import (
 from btp_gitops.generator.migration.model import LiveObject, Skipped
 
 CLIENT_MISSING = "import needs the kubernetes client to read a cluster: pip install 'btp-gitops[controller]'"
-_CLIENT_MODULES = frozenset({"kubernetes", "urllib3"})
 DUMP_SUFFIXES = (".yaml", ".yml", ".json")
 REQUEST_TIMEOUT = 60  # seconds per page: a server that stops answering is an error, not a hang
 
@@ -203,16 +203,6 @@ def read_dump_directory(
 # --- clusters ----------------------------------------------------------------------------------------
 
 
-def _require_client() -> None:
-    try:
-        import kubernetes.client  # noqa: F401, PLC0415 - the controller extra, only to read a cluster
-        import urllib3.exceptions  # noqa: F401, PLC0415
-    except ModuleNotFoundError as error:
-        if (error.name or "").partition(".")[0] not in _CLIENT_MODULES:
-            raise
-        raise UsageError(CLIENT_MISSING) from error
-
-
 @dataclass(frozen=True, slots=True)
 class ClusterSource:
     """A cluster to read, through a kubeconfig (default: $KUBECONFIG or ~/.kube/config)."""
@@ -230,7 +220,7 @@ class _ClusterSession:
     """One API client for the whole read; raw JSON answers, so that their size is known."""
 
     def __init__(self, source: ClusterSource) -> None:
-        _require_client()
+        require_kubernetes_client(CLIENT_MISSING)
         from kubernetes import config  # noqa: PLC0415
         from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415
 
