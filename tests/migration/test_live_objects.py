@@ -109,24 +109,32 @@ def test_only_btp_managers_secret_is_read_and_only_by_name(
         except ApiException as error:
             if error.status != 409:
                 raise
-    # BTP Manager's ConfigMap is read by name too, and no other ConfigMap beside it.
-    for name in ("sap-btp-operator-config", "unrelated-settings"):
-        try:
-            core.create_namespaced_config_map(
-                "kyma-system", {"metadata": {"name": name}, "data": {"CLUSTER_ID": "c-1"}}
-            )
-        except ApiException as error:
-            if error.status != 409:
-                raise
-    base = ClusterSource(str(kube_api.kubeconfig), CONTEXT, (kube_namespace,))
-    assert [live for live in read_cluster(base, kinds=()).objects] == []
-    both = ClusterSource(str(kube_api.kubeconfig), CONTEXT, (kube_namespace, "kyma-system"))
-    named = read_cluster(both, kinds=()).objects
-    assert [(live.namespace, live.name, live.kind) for live in named] == [
-        ("kyma-system", "sap-btp-manager", "Secret"),
-        ("kyma-system", "sap-btp-operator-config", "ConfigMap"),
-    ]
-    assert read_cluster(both, kinds=(), named_objects=False).objects == []
+    # BTP Manager's ConfigMap is read by name too, and no other ConfigMap beside it. kyma-system is
+    # shared with other tests on this API server (a Helm install of the operator chart creates
+    # that ConfigMap and refuses one it did not make): the ConfigMaps this test made are deleted.
+    made: list[str] = []
+    try:
+        for name in ("sap-btp-operator-config", "unrelated-settings"):
+            try:
+                core.create_namespaced_config_map(
+                    "kyma-system", {"metadata": {"name": name}, "data": {"CLUSTER_ID": "c-1"}}
+                )
+                made.append(name)
+            except ApiException as error:
+                if error.status != 409:  # another test's is there: read it, leave it
+                    raise
+        base = ClusterSource(str(kube_api.kubeconfig), CONTEXT, (kube_namespace,))
+        assert [live for live in read_cluster(base, kinds=()).objects] == []
+        both = ClusterSource(str(kube_api.kubeconfig), CONTEXT, (kube_namespace, "kyma-system"))
+        named = read_cluster(both, kinds=()).objects
+        assert [(live.namespace, live.name, live.kind) for live in named] == [
+            ("kyma-system", "sap-btp-manager", "Secret"),
+            ("kyma-system", "sap-btp-operator-config", "ConfigMap"),
+        ]
+        assert read_cluster(both, kinds=(), named_objects=False).objects == []
+    finally:
+        for name in made:
+            core.delete_namespaced_config_map(name, "kyma-system")
 
 
 @pytest.mark.kube

@@ -23,10 +23,12 @@ import pytest
 from tests.conftest import ROOT
 
 DISTRIBUTION = "btp-gitops"
-# The generator's modules that read a cluster (post-render --from-cluster, diff --against-cluster):
-# their imports belong to the `controller` extra (imported lazily; a usage error names the extra
-# when it is missing).
-FROM_CLUSTER = (ROOT / "generator" / "io" / "cluster.py", ROOT / "generator" / "io" / "live_lookup.py")
+# The generator's modules that read a cluster (post-render --from-cluster, import, diff
+# --against-cluster): their imports belong to the `controller` extra (imported lazily; a usage
+# error names the extra when it is missing).
+FROM_CLUSTER = tuple(
+    ROOT / "generator" / "io" / name for name in ("cluster.py", "live_objects.py", "live_lookup.py")
+)
 # Packages the code loads by name rather than by an import statement, and the file that names them.
 LOADED_BY_NAME = {"kubernetes_validate": ROOT / "generator" / "io" / "kube_schemas.py"}
 REQUIREMENT = re.compile(
