@@ -103,25 +103,29 @@ def test_only_btp_managers_secret_is_read_and_only_by_name(
     except ApiException as error:
         if error.status != 409:
             raise
-    for namespace, name in (("kyma-system", "sap-btp-manager"), (kube_namespace, "bookshop-uaa-binding")):
-        try:
-            core.create_namespaced_secret(namespace, _secret(namespace, name))
-        except ApiException as error:
-            if error.status != 409:
-                raise
-    # BTP Manager's ConfigMap is read by name too, and no other ConfigMap beside it. kyma-system is
-    # shared with other tests on this API server (a Helm install of the operator chart creates
-    # that ConfigMap and refuses one it did not make): the ConfigMaps this test made are deleted.
-    made: list[str] = []
+    # kyma-system is shared with other tests on this API server (post-render --from-cluster expects
+    # no sap-btp-manager there; a Helm install of the operator chart creates sap-btp-operator-config
+    # and refuses one it did not make): what this test made there is deleted after it, what another
+    # test left there is read and left alone. BTP Manager's ConfigMap is read by name too, and no
+    # other ConfigMap beside it.
+    made: list[tuple[str, str]] = []
+    wanted = [
+        ("Secret", "kyma-system", _secret("kyma-system", "sap-btp-manager")),
+        ("Secret", kube_namespace, _secret(kube_namespace, "bookshop-uaa-binding")),
+        *(
+            ("ConfigMap", "kyma-system", {"metadata": {"name": name}, "data": {"CLUSTER_ID": "c-1"}})
+            for name in ("sap-btp-operator-config", "unrelated-settings")
+        ),
+    ]
     try:
-        for name in ("sap-btp-operator-config", "unrelated-settings"):
+        for kind, namespace, body in wanted:
+            create = core.create_namespaced_secret if kind == "Secret" else core.create_namespaced_config_map
             try:
-                core.create_namespaced_config_map(
-                    "kyma-system", {"metadata": {"name": name}, "data": {"CLUSTER_ID": "c-1"}}
-                )
-                made.append(name)
+                create(namespace, body)
+                if namespace == "kyma-system":
+                    made.append((kind, body["metadata"]["name"]))
             except ApiException as error:
-                if error.status != 409:  # another test's is there: read it, leave it
+                if error.status != 409:
                     raise
         base = ClusterSource(str(kube_api.kubeconfig), CONTEXT, (kube_namespace,))
         assert [live for live in read_cluster(base, kinds=()).objects] == []
@@ -133,8 +137,9 @@ def test_only_btp_managers_secret_is_read_and_only_by_name(
         ]
         assert read_cluster(both, kinds=(), named_objects=False).objects == []
     finally:
-        for name in made:
-            core.delete_namespaced_config_map(name, "kyma-system")
+        for kind, name in made:
+            delete = core.delete_namespaced_secret if kind == "Secret" else core.delete_namespaced_config_map
+            delete(name, "kyma-system")
 
 
 @pytest.mark.kube
