@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import RunCli
+from tests.conftest import RunCli, read_tree, tree_as_yaml
 from tests.migration.lifecycle_manager_objects import runtime_objects
 from tests.migration.test_btp_operator_import import (
     CREDENTIALS,
@@ -69,3 +69,18 @@ def test_a_whole_clusters_dumps_import_into_sources_of_all_three_operators(
     assert rendered.returncode == 0, rendered.stderr
     apps = {p.name for p in (tmp_path / "repo/clusters/prod").iterdir() if p.is_dir()}
     assert {"btp-operator", "kyma-greeter", "cap.bookshop.bookshop"} <= apps
+
+
+def test_the_imported_tree_is_the_same_bytes_every_time_and_reviewed_as_a_snapshot(
+    run_cli: RunCli, tmp_path: Path, yaml_snapshot: object
+) -> None:
+    dumps = tmp_path / "dumps"
+    write_dumps(dumps, operator_dump())
+    _write_operator_dumps(dumps)
+    trees = []
+    for out in ("first", "second"):
+        result = run_cli("import", "--from-dir", "dumps", "--out", out, "-q", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        trees.append(read_tree(tmp_path / out))
+    assert trees[0] == trees[1]
+    assert tree_as_yaml(dict(trees[0])) == yaml_snapshot
