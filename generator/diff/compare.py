@@ -198,10 +198,18 @@ def compare_changed_apps(
     holds its app), and an app none of whose files differ has the same entries on both sides, so
     leaving it out changes nothing in the result."""
     old_kept = {path: old[path] for path in narrowed}
-    apps = {_app_of(path) for path in old_kept}
-    apps.update(_app_of(path) for path in new if path not in old)
-    new_kept = {path: text for path, text in new.items() if _app_of(path) in apps}
+    new_kept = {path: new[path] for path in compared_new_paths(old, new, narrowed)}
     return compare_trees(old_kept, new_kept, prefix)
+
+
+def compared_new_paths(
+    old: Mapping[str, object], new: Mapping[str, object], narrowed: list[str]
+) -> list[str]:
+    """The paths of `new` that `compare_changed_apps` reads: those of the apps `narrowed` names
+    and of the apps `new` adds files to."""
+    apps = {_app_of(path) for path in narrowed}
+    apps.update(_app_of(path) for path in new if path not in old)
+    return [path for path in new if _app_of(path) in apps]
 
 
 def _change_kind(before: TreeEntry | None, after: TreeEntry | None) -> ChangeKind | None:

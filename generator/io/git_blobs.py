@@ -31,12 +31,19 @@ it could be forged, and nothing is skipped on its word.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import os
+import re
+import stat
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from btp_gitops.generator.core.errors import GitError
 from btp_gitops.generator.io.output_tree import MAX_TREE_FILE_BYTES, too_large
@@ -70,9 +77,12 @@ def blob_id(data: bytes, object_format: str = "sha1") -> str:
     return digest.hexdigest()
 
 
+def _git_env() -> dict[str, str]:
+    return {**os.environ, "GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
+
+
 def _git(directory: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
     """The output of one Git command run in `directory`; None when Git is missing or fails."""
-    env = {**os.environ, "GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
     try:
         done = subprocess.run(
             ["git", *_TRUSTED_STAT, "-C", os.fspath(directory), *args],
@@ -80,11 +90,70 @@ def _git(directory: Path, *args: str, stdin: bytes | None = None) -> bytes | Non
             capture_output=True,
             check=False,
             timeout=_GIT_TIMEOUT,
-            env=env,
+            env=_git_env(),
         )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
+
+
+class _Running:
+    """Git commands started at once, their outputs collected when asked for: the queries of a
+    scan run while the tree is walked. A pipe `(a, b)` feeds a's output to b (`ls-files |
+    check-attr`); each output goes to an unnamed temporary file, so no pipe can fill and stall."""
+
+    def __init__(self, directory: Path, commands: list[tuple[tuple[str, ...], ...]]) -> None:
+        self._runs: list[tuple[list[subprocess.Popen[bytes]], IO[bytes]]] = []
+        try:
+            for pipe in commands:
+                output = tempfile.TemporaryFile()  # noqa: SIM115 (closed in outputs())
+                processes: list[subprocess.Popen[bytes]] = []
+                self._runs.append((processes, output))
+                for index, args in enumerate(pipe):
+                    feed = processes[-1].stdout if processes else subprocess.DEVNULL
+                    last = index == len(pipe) - 1
+                    processes.append(
+                        subprocess.Popen(
+                            ["git", *_TRUSTED_STAT, "-C", os.fspath(directory), *args],
+                            stdin=feed,
+                            stdout=output if last else subprocess.PIPE,
+                            stderr=subprocess.DEVNULL,
+                            env=_git_env(),
+                        )
+                    )
+                    if processes[:-1] and processes[-2].stdout is not None:
+                        processes[-2].stdout.close()  # the next command holds the pipe now
+        except OSError:
+            self._stop()
+            self._runs = []
+
+    def _stop(self) -> None:
+        for processes, _ in self._runs:
+            for process in processes:
+                with contextlib.suppress(OSError):
+                    process.kill()
+
+    def outputs(self, count: int) -> list[bytes | None]:
+        """Each pipe's output; None for one a command of which failed (every one when Git could
+        not be started, or ran over the timeout)."""
+        if not self._runs:
+            return [None] * count
+        # A timer kills what still runs at the deadline: waiting with a timeout instead would poll,
+        # sleeping up to 50 ms past each command's end.
+        timer = threading.Timer(_GIT_TIMEOUT, self._stop)
+        timer.daemon = True
+        timer.start()
+        found: list[bytes | None] = []
+        try:
+            for processes, output in self._runs:
+                codes = [process.wait() for process in processes]
+                output.seek(0)
+                found.append(output.read() if all(code == 0 for code in codes) else None)
+        finally:
+            timer.cancel()
+            for _, output in self._runs:
+                output.close()
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +162,10 @@ class VouchedBlobs:
 
     blobs: dict[str, str]
     object_format: str = "sha1"
+    # Git's index file and its identity (inode, size, mtime, ctime) while it was listed, when it
+    # did not change meanwhile: Git replaces the index by a rename, so the same identity later is
+    # the same index, and a second query needs only the work tree compared again.
+    index: tuple[str, tuple[int, int, int, int]] | None = None
 
     def holds(self, path: str, data: bytes) -> bool:
         """Whether the file at `path` holds exactly `data`, on Git's word (see the module
@@ -109,22 +182,73 @@ def work_tree_blobs(directory: Path, earlier: VouchedBlobs | None = None) -> Vou
     and again before writing): the index and the work tree are compared again, and a file is
     vouched for when it still is, with the same blob id (the attributes and the configuration
     read then hold for the files they let through)."""
+    return start_work_tree_blobs(directory, earlier)()
+
+
+_LISTED = ("ls-files", "-z", "-s", "-v", "--", ".")
+_DIRTY = ("diff-files", "-z", "--name-only", "--relative", "--", ".")
+
+
+def start_work_tree_blobs(
+    directory: Path, earlier: VouchedBlobs | None = None
+) -> Callable[[], VouchedBlobs | None]:
+    """`work_tree_blobs`, its Git queries started now and run side by side (a scan walks the
+    tree meanwhile); the call returned waits for them and gives the answer."""
     if not directory.is_dir() or directory.is_symlink():
-        return None
+        return lambda: None
     if earlier is not None:
-        return _still_vouched(directory, earlier)
-    where = _git(directory, "rev-parse", "--is-inside-work-tree", "--show-object-format")
-    if where is None:
+        if earlier.index is not None and _index_identity(earlier.index[0]) == earlier.index[1]:
+            dirty_only = _Running(directory, [(_DIRTY,)])
+            return lambda: _still_clean(earlier, *dirty_only.outputs(1))
+        queries = _Running(directory, [(_LISTED,), (_DIRTY,)])
+        return lambda: _still_vouched(earlier, *queries.outputs(2))
+    where = _git(
+        directory, "rev-parse", "--is-inside-work-tree", "--show-object-format", "--git-path", "index"
+    )
+    lines = where.decode("utf-8", errors="replace").split("\n") if where is not None else []
+    if len(lines) < 3 or lines[0] != "true" or lines[1] not in ("sha1", "sha256") or not lines[2]:
+        return lambda: None
+    index_file = os.path.join(directory, lines[2])  # relative to `directory`, or absolute
+    before = _index_identity(index_file)
+    running = _Running(
+        directory,
+        [
+            (("config", "--get", "core.autocrlf"),),
+            (_LISTED,),
+            (_DIRTY,),
+            (("ls-files", "-z", "--", "."), ("check-attr", "-a", "-z", "--stdin")),
+        ],
+    )
+
+    def answer() -> VouchedBlobs | None:
+        vouched = _vouched(lines[1], *running.outputs(4))
+        if vouched is None or before is None or _index_identity(index_file) != before:
+            return vouched
+        return dataclasses.replace(vouched, index=(index_file, before))
+
+    return answer
+
+
+def _index_identity(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
         return None
-    lines = where.decode("utf-8", errors="replace").split("\n")
-    if len(lines) < 2 or lines[0] != "true" or lines[1] not in ("sha1", "sha256"):
+    if not stat.S_ISREG(info.st_mode):
         return None
-    object_format = lines[1]
-    autocrlf = _git(directory, "config", "--get", "core.autocrlf")
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _vouched(
+    object_format: str,
+    autocrlf: bytes | None,
+    listed: bytes | None,
+    dirty: bytes | None,
+    attributes: bytes | None,
+) -> VouchedBlobs | None:
+    # `git config --get` fails when the setting is not there: no conversion then.
     if autocrlf is not None and autocrlf.strip().lower() not in (b"false", b"no", b"off", b"0", b"input"):
         return None  # Git converts line ends on checkout: no file holds its blob's bytes for sure
-    listed = _git(directory, "ls-files", "-z", "-s", "-v", "--", ".")
-    dirty = _git(directory, "diff-files", "-z", "--name-only", "--relative", "--", ".")
     if listed is None or dirty is None:
         return None
     blobs = _clean_entries(os.fsdecode(listed), object_format)
@@ -133,9 +257,37 @@ def work_tree_blobs(directory: Path, earlier: VouchedBlobs | None = None) -> Vou
     for path in os.fsdecode(dirty).split("\0"):
         blobs.pop(path, None)
     if blobs:
-        for path in _converted(directory, blobs):
+        for path in _converted(attributes, blobs):
             blobs.pop(path, None)
     return VouchedBlobs(blobs, object_format)
+
+
+def _still_clean(earlier: VouchedBlobs, dirty: bytes | None) -> VouchedBlobs | None:
+    """What `earlier` vouched for and the work tree still matches: the index is the same one."""
+    if dirty is None:
+        return None
+    blobs = dict(earlier.blobs)
+    for path in os.fsdecode(dirty).split("\0"):
+        blobs.pop(path, None)
+    return VouchedBlobs(blobs, earlier.object_format, earlier.index)
+
+
+# One entry of `git ls-files -z -s -v`: `<tag> <mode> <id> <stage>\t<path>\0`.
+_ENTRIES = {
+    width: re.compile(f"(?:[A-Za-z] [0-7]{{6}} [0-9a-f]{{{width}}} [0-3]\t[^\0]+\0)*") for width in (40, 64)
+}
+# Those Git can vouch for: tag H (neither assume-unchanged, h, nor skip-worktree, S), a regular
+# file's mode, stage 0; and those of a path with a conflict (stages 1 to 3). Each match starts
+# where an entry starts (at the start or after a NUL, which no path holds): a path may hold the
+# text of an entry, and must never be read as one.
+_CLEAN = {
+    width: re.compile(f"(?<![^\\0])H 100(?:644|755) ([0-9a-f]{{{width}}}) 0\t([^\0]+)\0")
+    for width in (40, 64)
+}
+_CONFLICTED = {
+    width: re.compile(f"(?<![^\\0])[A-Za-z] [0-7]{{6}} [0-9a-f]{{{width}}} [1-3]\t([^\0]+)\0")
+    for width in (40, 64)
+}
 
 
 def _clean_entries(listed: str, object_format: str) -> dict[str, str] | None:
@@ -143,29 +295,20 @@ def _clean_entries(listed: str, object_format: str) -> dict[str, str] | None:
     assume-unchanged, h, nor skip-worktree, S), a regular file's mode, stage 0 (a path with a
     conflict has entries of stages 1 to 3, and none is taken). None when `listed` is not such a
     listing."""
-    # `<tag> <mode> <id> <stage>\t<path>`: a one-letter tag, six octal digits, the id's hex digits.
     width = 40 if object_format == "sha1" else 64
-    start = 12 + width  # where the path begins
-    blobs: dict[str, str] = {}
-    conflicted: list[str] = []
-    for entry in listed.split("\0"):
-        if not entry:
-            continue
-        if len(entry) <= start or entry[start - 1] != "\t" or entry[1] != " " or entry[8] != " ":
-            return None  # not the output this reads: trust none of it
-        stage = entry[start - 2]
-        if stage != "0":
-            conflicted.append(entry[start:])
-        elif entry[0] == "H" and entry[2:8] in _REGULAR_MODES:
-            blobs[entry[start:]] = entry[9 : 9 + width]
-    for path in conflicted:
-        blobs.pop(path, None)
+    # Every entry of the listing's form, checked in one match (80,000 entries: no loop in Python);
+    # entries are then picked by patterns that match nothing across an entry's end.
+    if _ENTRIES[width].fullmatch(listed) is None:
+        return None  # not the output this reads: trust none of it
+    blobs = {path: oid for oid, path in _CLEAN[width].findall(listed)}
+    # A stage other than 0 is spelt " 1\t" to " 3\t": with none of those anywhere, there is none.
+    if any(f" {stage}\t" in listed for stage in "123"):
+        for path in _CONFLICTED[width].findall(listed):
+            blobs.pop(path, None)
     return blobs
 
 
-def _still_vouched(directory: Path, earlier: VouchedBlobs) -> VouchedBlobs | None:
-    listed = _git(directory, "ls-files", "-z", "-s", "-v", "--", ".")
-    dirty = _git(directory, "diff-files", "-z", "--name-only", "--relative", "--", ".")
+def _still_vouched(earlier: VouchedBlobs, listed: bytes | None, dirty: bytes | None) -> VouchedBlobs | None:
     blobs = _clean_entries(os.fsdecode(listed), earlier.object_format) if listed is not None else None
     if blobs is None or dirty is None:
         return None
@@ -177,14 +320,12 @@ def _still_vouched(directory: Path, earlier: VouchedBlobs) -> VouchedBlobs | Non
     )
 
 
-def _converted(directory: Path, paths: Mapping[str, str]) -> set[str]:
-    """The paths a checkout converts (or may: an attribute set to anything); every path when
-    the attributes cannot be read."""
-    names = os.fsencode("\0".join(paths) + "\0")
-    found = _git(directory, "check-attr", "-a", "-z", "--stdin", stdin=names)
-    if found is None:
+def _converted(attributes: bytes | None, paths: Mapping[str, str]) -> set[str]:
+    """The paths a checkout converts (or may: an attribute set to anything), from `git
+    check-attr -a -z` of the tracked files; every path when the attributes could not be read."""
+    if attributes is None:
         return set(paths)
-    fields = os.fsdecode(found).split("\0")
+    fields = os.fsdecode(attributes).split("\0")
     converted = set()
     for index in range(0, len(fields) - 2, 3):
         path, attribute, value = fields[index : index + 3]
@@ -220,6 +361,14 @@ class CommitBlobs(Mapping[str, bytes]):
     def holds(self, path: str, data: bytes) -> bool:
         known = self.blobs.get(path)
         return known is not None and known == blob_id(data, self.object_format)
+
+    def blob_of(self, path: str) -> str | None:
+        """The SHA-1 blob id of the file at `path` (None: not here, or a SHA-256 repository)."""
+        return self.known_blob_ids().get(path)
+
+    def known_blob_ids(self) -> Mapping[str, str]:
+        """`blob_of` for every file, by path."""
+        return self.blobs if self.object_format == "sha1" else {}
 
     def __getitem__(self, path: str) -> bytes:
         data = self._read.get(path)

@@ -13,11 +13,12 @@ from __future__ import annotations
 import errno
 import glob
 import os
+import re
 import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -117,6 +118,9 @@ class Vouched(Protocol):
     @property
     def blobs(self) -> Mapping[str, str]: ...
 
+    @property
+    def object_format(self) -> str: ...
+
     def holds(self, path: str, data: bytes) -> bool: ...
 
 
@@ -126,20 +130,22 @@ class TreeFiles(Mapping[str, bytes]):
     (bounded, no link followed). `holds` tells whether a file holds given bytes, without reading
     it when Git vouches for it; the writer compares every new file that way."""
 
-    __slots__ = ("_order", "_read", "_root", "_vouch", "_vouched")
+    __slots__ = ("_by_git", "_known_ids", "_order", "_read", "_root", "_vouch", "_vouched")
 
     def __init__(
         self,
         root: str,
         read: dict[str, bytes],
         vouched: frozenset[str] = frozenset(),
-        vouch: Vouch = _never,
+        by_git: Vouched | None = None,
     ) -> None:
         self._root = root
         self._read = read
         self._vouched = vouched
-        self._vouch = vouch
+        self._by_git = by_git
+        self._vouch: Vouch = by_git.holds if by_git is not None else _never
         self._order: tuple[str, ...] | None = None  # every path, in order, once asked for
+        self._known_ids: dict[str, str] | None = None
 
     @property
     def vouched(self) -> frozenset[str]:
@@ -149,6 +155,22 @@ class TreeFiles(Mapping[str, bytes]):
     def vouched_for(self, path: str, data: bytes) -> bool:
         """Whether `path` is a file Git vouched for, with exactly `data` as its bytes."""
         return path in self._vouched and self._vouch(path, data)
+
+    def blob_of(self, path: str) -> str | None:
+        """The SHA-1 blob id Git vouches the file at `path` holds; None when Git does not vouch
+        for it (or the repository names blobs by SHA-256)."""
+        return self.known_blob_ids().get(path)
+
+    def known_blob_ids(self) -> Mapping[str, str]:
+        """`blob_of` for every file it knows, by path (made once)."""
+        if self._known_ids is None:
+            by_git = self._by_git
+            if by_git is None or by_git.object_format != "sha1":
+                self._known_ids = {}
+            else:
+                blobs = by_git.blobs
+                self._known_ids = {path: blobs[path] for path in self._vouched}
+        return self._known_ids
 
     def holds(self, path: str, data: bytes) -> bool:
         """Whether the file at `path` holds exactly `data` (read when Git does not vouch)."""
@@ -178,6 +200,10 @@ class TreeFiles(Mapping[str, bytes]):
     def __contains__(self, path: object) -> bool:
         return path in self._read or path in self._vouched
 
+    def path_set(self) -> set[str]:
+        """Every path, unordered (iterating orders them: 80,000 paths sorted for nothing)."""
+        return set(self._vouched).union(self._read)
+
     def __iter__(self) -> Iterator[str]:
         if self._order is None:  # the paths are fixed by the scan; reading one does not add it
             self._order = tuple(sorted({*self._read, *self._vouched}))
@@ -185,6 +211,32 @@ class TreeFiles(Mapping[str, bytes]):
 
     def __len__(self) -> int:
         return len(self._read) + len(self._vouched)
+
+
+class EncodedTexts(Mapping[str, bytes]):
+    """Texts by path, each encoded (UTF-8) when first asked for: a writer compares most files of
+    a large tree by a blob id it already knows, and writes few."""
+
+    __slots__ = ("_encoded", "_texts")
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self._texts = texts
+        self._encoded: dict[str, bytes] = {}
+
+    def __getitem__(self, path: str) -> bytes:
+        data = self._encoded.get(path)
+        if data is None:
+            data = self._encoded[path] = self._texts[path].encode("utf-8")
+        return data
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._texts
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +321,7 @@ def scan_tree(
     earlier: ScannedTree | None = None,
     *,
     vouched: Vouched | None = None,
+    vouched_later: Callable[[], Vouched | None] | None = None,
 ) -> ScannedTree:
     """Every regular file under `root`, read without following any symbolic link.
 
@@ -282,13 +335,16 @@ def scan_tree(
     files, added, removed and changed files all seen), for one `lstat` per unchanged file instead
     of an open, a read and a close.
 
+    `vouched_later`: Git's word still being asked for (io.git_blobs.start_work_tree_blobs): the tree is
+    walked meanwhile, and the files are read once it is known which of them Git vouches for.
+
     `os.scandir` and plain descriptors rather than `pathlib`: a cluster directory of 20,000
     tenants holds 80,000 files, and a `Path` per file costs several times the reading."""
     started = time.time_ns()
     if root.is_symlink() or not root.is_dir():
         return ScannedTree(TreeFiles(os.fspath(root), {}), started_ns=started, by_git=vouched)
     trusted = vouched.blobs if vouched is not None else {}
-    vouch = vouched.holds if vouched is not None else _never
+    listed: list[tuple[str, str]] | None = [] if vouched_later is not None else None
     skipped: list[str] = []
     files: dict[str, bytes] = {}
     identities: dict[str, Identity] = {}
@@ -313,6 +369,9 @@ def scan_tree(
                 if not entry.is_file(follow_symlinks=False):
                     others.append(relative)
                     continue
+                if listed is not None:
+                    listed.append((relative, entry.path))
+                    continue
                 if relative in trusted:
                     skipped.append(relative)
                     continue
@@ -336,13 +395,102 @@ def scan_tree(
         except OSError as error:
             where = error.filename or directory
             raise OutputNotWritable(f"cannot read {where}: {error.strerror or error}") from error
+    if vouched_later is not None and listed is not None:
+        vouched = vouched_later()
+        skipped = _read_unvouched(listed, vouched, files, identities, others)
     return ScannedTree(
-        TreeFiles(os.fspath(root), files, frozenset(skipped), vouch),
+        TreeFiles(os.fspath(root), files, frozenset(skipped), vouched),
         tuple(sorted(others)),
         tuple(sorted(directories)),
         identities,
         # A file kept from `earlier` was read then: it stays racy by that scan's clock.
         started if earlier is None else earlier.started_ns,
+        vouched,
+    )
+
+
+def _read_unvouched(
+    listed: list[tuple[str, str]],
+    vouched: Vouched | None,
+    files: dict[str, bytes],
+    identities: dict[str, Identity],
+    others: list[str],
+) -> list[str]:
+    """Read the walked files (relative path, path) Git does not vouch for into `files` and
+    `identities` (what is no regular file by now into `others`); the vouched ones, returned."""
+    trusted = vouched.blobs if vouched is not None else {}
+    for relative, path in listed:
+        if relative in trusted:
+            continue
+        try:
+            read = _read_regular_with_identity(path)
+        except OSError as error:
+            raise OutputNotWritable(f"cannot read {path}: {error.strerror or error}") from error
+        if read is None:
+            others.append(relative)
+        else:
+            files[relative], identities[relative] = read
+    return [relative for relative, _ in listed if relative in trusted]
+
+
+def refreshed_scan(root: Path, earlier: ScannedTree, vouched: Vouched) -> ScannedTree:
+    """`earlier` (a scan of `root` made with Git's word, by this process, under the lock it still
+    holds) brought up to date without walking the tree again: `vouched` is what Git vouches for
+    now (asked again: a tracked file edited since is dirty now, and read), and each file
+    `earlier` read is lstat'ed, and read again when its identity changed or is racy. A file that
+    turned into a link or a special file is seen as one (`others`). What was put into the tree
+    beside its files since `earlier` is not seen: the writer never reads, removes or writes
+    through it (every directory it changes is opened without following a link, and it removes
+    only files `earlier` found), and the next render's scan refuses it."""
+    started = time.time_ns()
+    old = earlier.files
+    if not isinstance(old, TreeFiles):
+        return scan_tree(root, earlier, vouched=vouched)
+    base = os.fspath(root)
+    settled = earlier.started_ns - RACY_MARGIN_NS
+    # Git vouches for a path still only with the blob id it gave before (io.git_blobs).
+    still = vouched.blobs
+    now_vouched = frozenset(path for path in old.vouched if path in still)
+    to_read = [path for path in old.vouched if path not in now_vouched]
+    files: dict[str, bytes] = {}
+    identities: dict[str, Identity] = {}
+    others = list(earlier.others)
+    for path, identity in earlier.identities.items():
+        try:
+            info = os.lstat(os.path.join(base, path))
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise OutputNotWritable(
+                f"cannot read {os.path.join(base, path)}: {error.strerror or error}"
+            ) from error
+        if (
+            (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns) == identity
+            and info.st_mtime_ns < settled
+            and info.st_ctime_ns < settled
+            and stat.S_ISREG(info.st_mode)
+        ):
+            files[path], identities[path] = old[path], identity
+        else:
+            to_read.append(path)
+    for path in to_read:
+        shown = os.path.join(base, path)
+        try:
+            read = _read_regular_with_identity(shown)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise OutputNotWritable(f"cannot read {shown}: {error.strerror or error}") from error
+        if read is None:
+            others.append(path)
+        else:
+            files[path], identities[path] = read
+    return ScannedTree(
+        TreeFiles(base, files, now_vouched, vouched),
+        tuple(sorted(set(others))),
+        earlier.directories,
+        identities,
+        started if to_read else earlier.started_ns,
         vouched,
     )
 
@@ -362,18 +510,52 @@ def read_tree(root: Path) -> dict[str, bytes]:
     return dict(tree.files.items())
 
 
-def diff_trees(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> TreeChanges:
+def diff_trees(
+    old: Mapping[str, bytes], new: Mapping[str, bytes], claims: Mapping[str, str] | None = None
+) -> TreeChanges:
     """What makes `old` into `new`. A file of `old` Git vouches for (`TreeFiles`) is not read when
     its blob id is the new bytes'; any other is compared byte for byte, and the previous bytes of
-    every changed and removed file are read (a roll-back writes them back)."""
-    added = tuple(sorted(set(new) - set(old)))
-    removed = tuple(sorted(set(old) - set(new)))
+    every changed and removed file are read (a roll-back writes them back).
+
+    `claims`: the SHA-1 blob ids of some of the new files, as the caller knows them without
+    hashing (the render pack's): such a file is the same as one Git vouches for when the ids are
+    equal. A claim is checked where it matters, on the bytes about to be written (`write_subtree`)."""
+    new_paths = set(new)
+    old_paths = old.path_set() if isinstance(old, TreeFiles) else set(old)
+    added = tuple(sorted(new_paths - old_paths))
+    removed = tuple(sorted(old_paths - new_paths))
+    common = new_paths & old_paths
     if isinstance(old, TreeFiles):
-        holds = old.holds
-        changed = tuple(sorted(p for p in set(new) & set(old) if not holds(p, new[p])))
+        holds, known = old.holds, old.known_blob_ids()
+        claimed = claims or {}
+        changed = tuple(
+            sorted(
+                path
+                for path in common
+                if not (
+                    held == claim
+                    if (claim := claimed.get(path)) is not None and (held := known.get(path)) is not None
+                    else holds(path, new[path])
+                )
+            )
+        )
     else:
-        changed = tuple(sorted(p for p in set(new) & set(old) if new[p] != old[p]))
+        changed = tuple(sorted(p for p in common if new[p] != old[p]))
     return TreeChanges(added, changed, removed, {p: old[p] for p in (*changed, *removed)})
+
+
+# Paths each followed by a NUL, every one plain (see `plain_path`): checked in one match.
+_PLAIN_PATHS = re.compile(r"(?:(?!\.\.?[/\0])[^/\0]+(?:/(?!\.\.?[/\0])[^/\0]+)*\0)*")
+
+
+def unplain_paths(paths: Iterable[str]) -> list[str]:
+    """The paths that are not plain relative ones (`plain_path`), in order: every one checked in
+    one match when all are plain (a tree of 80,000 files), else path by path."""
+    listed = list(paths)
+    joined = "\0".join([*listed, ""])
+    if joined.count("\0") == len(listed) and _PLAIN_PATHS.fullmatch(joined):
+        return []
+    return sorted(path for path in listed if not plain_path(path))
 
 
 def plain_path(relative: str) -> bool:

@@ -10,8 +10,15 @@ passed every check:
   the path and the bytes);
 - the document as validated;
 - the digest of the application inputs its app was rendered with, and that app as written: its
-  files (name in the app directory -> text), the keys of its objects (for the duplicate check),
-  its notes, its Flux stages, and its objects as JSON text, decoded only when asked for.
+  files (name in the app directory -> text, and the Git blob id of the text's UTF-8 bytes), the
+  keys of its objects (for the duplicate check), its notes, its Flux stages, and its objects as
+  JSON text, decoded only when asked for.
+
+The blob ids let a warm render tell the files a Git work tree or commit already holds without
+hashing 80,000 texts (io.git_blobs compares them with the ids Git lists). An id is a claim of the
+pack, signed with it: where a text leaves the process (a file written, an app shown by `diff`),
+its bytes are hashed and must be the claimed id (`PackedApp.verified_text`), else the pack is
+damaged (exit 3); a file a forged id calls unchanged is one nothing writes or shows.
 
 A render takes a file whose identity is the recorded one without reading it, unless the file is
 *racy* (as Git says): its mtime not older than the pack's stamp (when the render that wrote it
@@ -71,8 +78,9 @@ from btp_gitops.generator.io.cache_files import (
     read_whole_at,
 )
 from btp_gitops.generator.io.cache_key import new_mac, same_mac
+from btp_gitops.generator.io.git_blobs import blob_id
 
-FORMAT = 3  # 3: an HMAC (io.cache_key) instead of a CRC-32
+FORMAT = 4  # 3: an HMAC (io.cache_key) instead of a CRC-32; 4: each file's Git blob id
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
 MAX_OBJECTS_BYTES = 8 << 20  # one app's objects, decompressed (as a render cache entry's limit)
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
@@ -157,6 +165,17 @@ def _layouts_hold(apps: list[PackedApp]) -> bool:
     return all(_layout_holds(app.files) for app in apps)
 
 
+_BLOB_IDS = re.compile(r"(?:[0-9a-f]{40}\0)*")
+
+
+def _blob_ids_hold(apps: list[PackedApp]) -> bool:
+    """Every blob id of every app the form of a SHA-1 one: forty lowercase hexadecimal digits,
+    checked in one match over all of them (each followed by a NUL, which none holds)."""
+    ids = [oid for app in apps for oid in app.blob_ids.values()]
+    joined = "\0".join([*ids, ""])
+    return joined.count("\0") == len(ids) and _BLOB_IDS.fullmatch(joined) is not None
+
+
 def identity_of(status: os.stat_result) -> Identity:
     return (status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns)
 
@@ -203,6 +222,15 @@ class PackedApp:
     stages: list[str] | None  # the app's Flux stage directories (Flux target), else None
     blob: bytes | memoryview
     objects: tuple[int, int]
+    blob_ids: dict[str, str]  # file name -> Git (SHA-1) blob id of its text's UTF-8 bytes
+
+    def verified_text(self, name: str) -> str:
+        """The text of file `name`, its bytes hashed: they must be the blob id the pack claims
+        (a text leaving the process is checked, see the module docstring)."""
+        text = self.files[name]
+        if blob_id(text.encode("utf-8", "surrogatepass")) != self.blob_ids.get(name):
+            raise self._damaged(f"the file {name}", "is not the blob its index names")
+        return text
 
     def objects_bytes(self) -> bytes:
         start, end = self.objects
@@ -224,14 +252,14 @@ class PackedApp:
             and not shape_problems(o[0])
             for o in payload
         ):
-            raise self._damaged("cannot be read")
+            raise self._damaged("objects", "cannot be read")
         if [object_key(body).text() for body, _ in payload] != self.keys:
-            raise self._damaged("are not the ones its index names")
+            raise self._damaged("objects", "are not the ones its index names")
         return [(body, origin) for body, origin in payload]
 
-    def _damaged(self, what: str) -> PackDamaged:
+    def _damaged(self, what: str, why: str) -> PackDamaged:
         return PackDamaged(
-            f"the render pack holds objects of app {self.app} that {what}: it was not written by "
+            f"the render pack holds {what} of app {self.app} that {why}: it was not written by "
             "btp-gitops; remove the cache directory's packs/ or render with --no-cache"
         )
 
@@ -351,7 +379,8 @@ def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
         if record is None:
             return None
         records.append(record)
-    if not _layouts_hold([record.app for record in records if record.app is not None]):
+    apps = [record.app for record in records if record.app is not None]
+    if not _layouts_hold(apps) or not _blob_ids_hold(apps):
         return None
     return _File(header, records, removed)
 
@@ -402,18 +431,20 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
     if type(keys) is not list or type(files) is not list or not all(type(key) is str for key in keys):
         return None
     texts: dict[str, str] = {}
+    blob_ids: dict[str, str] = {}
     size = len(blob)
     try:
         for entry in files:
             if type(entry) is not list:
                 return None
-            file_name, start, end = entry
+            file_name, start, end, oid = entry
             if type(file_name) is not str or type(start) is not int or type(end) is not int:
                 return None
-            if not 0 <= start <= end <= size:
+            if not 0 <= start <= end <= size or type(oid) is not str:
                 return None
             texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
-    except ValueError:  # not three parts, or not UTF-8 (UnicodeDecodeError)
+            blob_ids[file_name] = oid  # its form is checked with every other app's (_decode)
+    except ValueError:  # not four parts, or not UTF-8 (UnicodeDecodeError)
         return None
     if stages is not None and (
         type(stages) is not list
@@ -425,7 +456,7 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
     start, end = objects
     if type(start) is not int or type(end) is not int or not 0 <= start <= end <= size:
         return None
-    return PackedApp(name, group, notes, keys, texts, stages, blob, (start, end))
+    return PackedApp(name, group, notes, keys, texts, stages, blob, (start, end), blob_ids)
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -481,9 +512,10 @@ def _encode(
         app = None
         if record.app is not None:
             files = []
+            blob_ids = record.app.blob_ids
             for file_name, text in record.app.files.items():
                 data = text.encode("utf-8", "surrogatepass")
-                files.append([file_name, len(blob), len(blob) + len(data)])
+                files.append([file_name, len(blob), len(blob) + len(data), blob_ids[file_name]])
                 blob += data
             objects = record.app.objects_bytes()
             span = [len(blob), len(blob) + len(objects)]

@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 
 from btp_gitops.generator.core.errors import OutputLocked, OutputNotWritable, Problem, UnsafeOutput
 from btp_gitops.generator.core.ownership import MANIFEST_FILE, owned_files
-from btp_gitops.generator.io.git_blobs import VouchedBlobs, work_tree_blobs
+from btp_gitops.generator.io.git_blobs import VouchedBlobs, blob_id, start_work_tree_blobs, work_tree_blobs
 from btp_gitops.generator.io.journal import (
     WritePlan,
     read_finished_tree,
@@ -42,16 +42,18 @@ from btp_gitops.generator.io.journal import (
     write_in_place,
 )
 from btp_gitops.generator.io.output_tree import (
+    EncodedTexts,
     LocalFilesystem,
     ScannedTree,
     TreeChanges,
     current_umask,
     diff_trees,
-    plain_path,
     read_tree,
+    refreshed_scan,
     refuse_links,
     scan_tree,
     stage_directory,
+    unplain_paths,
 )
 
 # Names other modules and tests take from here, where they were before the journal and the scan
@@ -200,7 +202,9 @@ def refuse_removing_foreign(target: Path, files: Mapping[str, bytes], removed: t
 def git_scan(target: Path, earlier: ScannedTree | None = None) -> ScannedTree:
     """`scan_tree` of `target`, taking Git's word for the tracked files it vouches for when the
     tree is in a Git work tree (io.git_blobs: those are listed, not read); a plain scan otherwise."""
-    known = earlier.by_git if earlier is not None else None
+    if earlier is None:  # Git is asked while the tree is walked
+        return scan_tree(target, vouched_later=start_work_tree_blobs(target))
+    known = earlier.by_git
     vouched = work_tree_blobs(target, known if isinstance(known, VouchedBlobs) else None)
     if vouched is None:
         return scan_tree(target, earlier)
@@ -208,12 +212,32 @@ def git_scan(target: Path, earlier: ScannedTree | None = None) -> ScannedTree:
 
 
 def rescanned(target: Path, earlier: ScannedTree | None) -> ScannedTree:
-    """The tree as it is now, for the write: a scan made with Git's word is made so again (Git
-    is asked afresh, under the lock: a file edited since is dirty now, and read); any other
-    rereads only the files whose identity changed (see `scan_tree`)."""
-    if earlier is not None and earlier.by_git is not None:
-        return git_scan(target, earlier)
+    """The tree as it is now, for the write. A scan made with Git's word is brought up to date
+    without a walk (`refreshed_scan`: Git is asked afresh, under the lock, so a file edited since
+    is dirty now and read; each file read before is lstat'ed); any other is made again, reading
+    only the files whose identity changed (see `scan_tree`)."""
+    if earlier is not None and isinstance(earlier.by_git, VouchedBlobs):
+        vouched = work_tree_blobs(target, earlier.by_git)
+        if vouched is not None:
+            return refreshed_scan(target, earlier, vouched)
     return scan_tree(target, earlier)
+
+
+def _checked_claims(
+    target: Path, written: tuple[str, ...], new: Mapping[str, bytes], claims: Mapping[str, str]
+) -> None:
+    """Each file about to be written whose blob id the caller claimed (a render pack's) has it:
+    a claim decides which files are left as they are, so what is written must be what it named."""
+    wrong = [
+        path for path in written if (claim := claims.get(path)) is not None and blob_id(new[path]) != claim
+    ]
+    if wrong:
+        raise UnsafeOutput(
+            f"refusing to write {target / wrong[0]}: its bytes are not the blob the render cache named "
+            "for it (the cache was not written by btp-gitops); remove the cache directory's packs/ or "
+            "render with --no-cache",
+            [Problem(str(target / path), "not the blob id the render cache gives") for path in wrong],
+        )
 
 
 def write_subtree(
@@ -224,6 +248,7 @@ def write_subtree(
     *,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     scanned: ScannedTree | None = None,
+    claims: Mapping[str, str] | None = None,
 ) -> TreeChanges:
     """Make `root/subtree` contain exactly `files` (relative path -> text), changing only the
     files whose bytes differ (see the module docstring for how a kill or an error is survived).
@@ -232,21 +257,27 @@ def write_subtree(
     render reads the previous tree before rendering): the tree is then listed again, and only the
     files whose identity changed since (or that were racy) are read again (see `scan_tree`); one
     made with Git's word (`git_scan`) is made so again, and a file Git vouches for is compared
-    by its blob id, not read (io.git_blobs)."""
+    by its blob id, not read (io.git_blobs).
+
+    `claims`: SHA-1 blob ids of some of `files` the caller knows without hashing (the render
+    pack's): a file Git vouches for with the same id is left as it is, and every claimed file that
+    is written is hashed first and must be its claim (see `diff_trees`)."""
     fs = fs or LocalFilesystem()
     target = root / subtree
-    unsafe = sorted(path for path in files if not plain_path(path))
+    unsafe = unplain_paths(files)
     if unsafe:
         raise UnsafeOutput(f"refusing to write {unsafe[0]!r}: not a plain relative path under {target}")
-    encoded = {path: text.encode("utf-8") for path, text in files.items()}
+    encoded = EncodedTexts(files)  # encoded when compared or written: most files are neither
     with prepared_parent(root, subtree, fs) as parent, directory_lock(parent, lock_timeout):
         recover_leftovers(parent, target.name, fs)
         if os.path.lexists(target) and not target.is_dir():
             raise OutputNotWritable(f"cannot write {target}: it exists and is not a directory")
         scanned = rescanned(target, scanned)
         refuse_links(target, scanned.others)
-        changes = diff_trees(scanned.files, encoded)
+        changes = diff_trees(scanned.files, encoded, claims)
         refuse_removing_foreign(target, scanned.files, changes.removed)
+        if claims:
+            _checked_claims(target, (*changes.added, *changes.changed), encoded, claims)
         if target.is_dir():
             if not changes.empty:
                 write_in_place(

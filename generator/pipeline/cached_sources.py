@@ -46,6 +46,7 @@ from btp_gitops.generator.core.source_contents import SourceSorting
 from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
 from btp_gitops.generator.domains.cap import CAP_TENANT
+from btp_gitops.generator.io.git_blobs import blob_id
 from btp_gitops.generator.io.input_files import UnreadableInput, decoded_text, read_input_bytes
 from btp_gitops.generator.io.render_cache import Entry, RenderCache, app_payload, entry_json, rendered_app
 from btp_gitops.generator.io.render_pack import (
@@ -125,7 +126,10 @@ def packed_app(
     objects = compressed(text)
     keys = [object_key(m.body).text() for m in app.manifests]
     notes = [note.as_dict() for note in app.notes]
-    return PackedApp(app.app, app.group, notes, keys, dict(files), stages, objects, (0, len(objects)))
+    blob_ids = {name: blob_id(text.encode("utf-8", "surrogatepass")) for name, text in files.items()}
+    return PackedApp(
+        app.app, app.group, notes, keys, dict(files), stages, objects, (0, len(objects)), blob_ids
+    )
 
 
 @dataclass(slots=True)

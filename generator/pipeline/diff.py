@@ -27,7 +27,12 @@ from btp_gitops.generator.core.ownership import MANIFEST_FILE, is_manifest, shar
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress
 from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.core.yamlio import dump_report
-from btp_gitops.generator.diff.compare import ClusterDiff, changed_apps, compare_changed_apps
+from btp_gitops.generator.diff.compare import (
+    ClusterDiff,
+    changed_apps,
+    compare_changed_apps,
+    compared_new_paths,
+)
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
 from btp_gitops.generator.io.git import read_tree_at
 from btp_gitops.generator.io.git_blobs import CommitBlobs
@@ -40,6 +45,7 @@ from btp_gitops.generator.io.repo import (
 )
 from btp_gitops.generator.pipeline.previous_tree import DecodedFiles
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
+from btp_gitops.generator.pipeline.reused_output import check_claims
 from btp_gitops.generator.transforms.guards import assert_no_private_key_in_text
 from btp_gitops.generator.wiring.layout import detect_layout
 from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, TargetOptions
@@ -188,9 +194,20 @@ def diff_cluster(
     # Only the apps in which a file differs are compared: the others' files are the same bytes on
     # both sides, so they hold the same objects (compare_changed_apps). At a ref, the files
     # compared are read in one go.
-    narrowed = changed_apps(old, new, previous.holds)
+    claims, known = result.blob_ids, previous.known_blob_ids()
+
+    def unchanged(path: str, text: str) -> bool:
+        # By the render pack's blob id where the compared tree names one (a Git commit's), as the
+        # guard of reused files decided what it searched (pipeline.reused_output).
+        claim = claims.get(path)
+        held = known.get(path) if claim is not None else None
+        return held == claim if held is not None else previous.holds(path, text)
+
+    narrowed = changed_apps(old, new, unchanged)
     if isinstance(old, CommitBlobs):
         old.fetch(narrowed)
+    # The texts shown must be the blobs the pack named (a claim decided what is compared).
+    check_claims(new, claims, compared_new_paths(old, new, narrowed))
     diff = compare_changed_apps(old, new, narrowed, prefix=f"{cluster_subtree(request.cluster)}/")
     problems = tuple(problem.render() for problem in result.module_problems)
     return DiffResult(DiffTitle(request.cluster, label, problems), diff, result)

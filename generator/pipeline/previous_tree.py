@@ -17,6 +17,7 @@ from typing import Protocol
 from btp_gitops.generator.core.errors import Problem, UnsafeOutput
 from btp_gitops.generator.core.ownership import MANIFEST_FILE, is_manifest, owned_files
 from btp_gitops.generator.domains.kyma import RECORD_FILE
+from btp_gitops.generator.io.output_tree import TreeFiles
 from btp_gitops.generator.io.repo import ScannedTree
 
 
@@ -25,6 +26,12 @@ class KnownBytes(Protocol):
     io.git_blobs.CommitBlobs)."""
 
     def holds(self, path: str, data: bytes) -> bool: ...
+
+
+class KnownBlobs(Protocol):
+    """Files whose Git blob ids may be known without reading them (the same two)."""
+
+    def known_blob_ids(self) -> Mapping[str, str]: ...
 
 
 class DecodedFiles(Mapping[str, str]):
@@ -63,6 +70,20 @@ class DecodedFiles(Mapping[str, str]):
         found = data.get(path)
         return found is not None and len(found) >= len(text) and found == text.encode("utf-8")
 
+    def blob_of(self, path: str) -> str | None:
+        """The SHA-1 blob id Git vouches the file at `path` holds, without reading it; None when
+        Git does not (or the files are no Git tree's)."""
+        return self.known_blob_ids().get(path) if path in self else None
+
+    def known_blob_ids(self) -> Mapping[str, str]:
+        """`blob_of` of every file Git vouches for, by path (files of the tree that are not
+        among these, the manifests, are not named by a render: no path asks for them)."""
+        data = self._data
+        if hasattr(data, "known_blob_ids"):
+            blobs: KnownBlobs = data
+            return blobs.known_blob_ids()
+        return {}
+
     def __iter__(self) -> Iterator[str]:
         if self._paths is None:
             return iter(self._data)
@@ -85,7 +106,7 @@ def owned_previous(where: Path, tree: ScannedTree) -> DecodedFiles:
     foreign = [
         *(
             Problem(str(where / path), f"not written by btp-gitops (not in {MANIFEST_FILE})")
-            for path in sorted(set(tree.files) - owned)
+            for path in sorted(_paths(tree.files) - owned)
         ),
         *(Problem(str(where / path), "a symbolic link or special file") for path in tree.others),
     ]
@@ -95,4 +116,10 @@ def owned_previous(where: Path, tree: ScannedTree) -> DecodedFiles:
             "directory and never deletes what is not its own: move them out of it and render again",
             foreign,
         )
-    return DecodedFiles(tree.files, frozenset(path for path in owned if not is_manifest(path)))
+    manifests = {path for path in owned if path.endswith(MANIFEST_FILE) and is_manifest(path)}
+    return DecodedFiles(tree.files, frozenset(owned - manifests))
+
+
+def _paths(files: Mapping[str, bytes]) -> set[str]:
+    """The paths of a scanned tree, unordered (io.output_tree.TreeFiles keeps them as a set)."""
+    return files.path_set() if isinstance(files, TreeFiles) else set(files)

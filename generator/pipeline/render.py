@@ -98,7 +98,12 @@ from btp_gitops.generator.pipeline.cached_sources import (
     thawed,
 )
 from btp_gitops.generator.pipeline.previous_tree import DecodedFiles, owned_previous
-from btp_gitops.generator.pipeline.reused_output import Unchanged, check_reused_output
+from btp_gitops.generator.pipeline.reused_output import (
+    HeldBlobs,
+    Unchanged,
+    check_reused_output,
+    pack_claims,
+)
 from btp_gitops.generator.pipeline.source_checks import checked_sources
 from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
 from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
@@ -154,6 +159,7 @@ class RenderResult:
     records: dict[str, str] = field(default_factory=dict)  # beside the apps (no objects), read back next time
     module_problems: list[Problem] = field(default_factory=list)  # Kyma modules not resolved (apps kept)
     skipped: list[Skipped] = field(default_factory=list)  # what under the source paths is no source
+    blob_ids: dict[str, str] = field(default_factory=dict)  # the render pack's, reused_output.pack_claims
 
     def report(self) -> dict[str, Any]:
         data = report_dict(self.cluster, self.apps, self.notes)
@@ -466,7 +472,7 @@ def _render_cluster(
     # files of apps reused from the pack pass the same guard on their text (reused_output: a
     # pack is untrusted input).
     assert_no_credentials([m for app in fresh_apps for m in app.manifests], checked)
-    check_reused_output(apps, _unchanged(previous))
+    check_reused_output(apps, _unchanged(previous), _held_blobs(previous))
     reject_unsafe_paths(apps, {**checked, **kyma_plan.record_files})
     if cache is not None and cached is not None and tenants is not None:
         packed = cached.write_pack(cache, tenants, inputs, *_pack_layout(apps, per_app, target.target))
@@ -480,7 +486,12 @@ def _render_cluster(
         module_problems=kyma_plan.problems,
         notes=[*layout_notes, *kyma_plan.notes],
         skipped=sorting.sorted_skipped(),
+        blob_ids=pack_claims(apps, files) if cache is not None else {},
     )
+
+
+def _held_blobs(previous: Mapping[str, str] | None) -> HeldBlobs | None:
+    return previous.known_blob_ids() if isinstance(previous, DecodedFiles) else None
 
 
 def _unchanged(previous: Mapping[str, str] | None) -> Unchanged | None:
@@ -707,7 +718,13 @@ def render_into_repo(
         # The tree read above, under the lock still held: the writer reads again only what
         # changed since (a person's edit while this rendered, a link planted), see scan_tree.
         changes = write_subtree(
-            request.out, subtree, written, fs, lock_timeout=request.lock_timeout, scanned=tree
+            request.out,
+            subtree,
+            written,
+            fs,
+            lock_timeout=request.lock_timeout,
+            scanned=tree,
+            claims=result.blob_ids,
         )
         result.changes = without_manifest(changes)
         if request.commit:

@@ -23,7 +23,7 @@ the files it hands the layout pass the same guard as a fresh app's, checked on t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from btp_gitops.generator.core.errors import CredentialInOutput, InvalidSpec, Problem, raise_if_problems
 from btp_gitops.generator.core.keys import private_key_in
@@ -31,6 +31,8 @@ from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
+from btp_gitops.generator.io.git_blobs import blob_id
+from btp_gitops.generator.io.render_pack import PackDamaged
 from btp_gitops.generator.pipeline.cached_sources import ReusedApp
 from btp_gitops.generator.transforms.guards import REFUSAL, assert_no_credentials
 from btp_gitops.generator.transforms.secret_text import could_spell_secret
@@ -53,28 +55,77 @@ def _article(what: str) -> str:
 
 # Whether the cluster directory already holds a file with exactly these bytes (path, text).
 Unchanged = Callable[[str, str], bool]
+# The SHA-1 blob ids Git vouches the files at these paths hold, known without reading them.
+HeldBlobs = Mapping[str, str]
 
 
-def _written_files(reused: list[ReusedApp], unchanged: Unchanged | None) -> list[tuple[str, str]]:
+def pack_claims(apps: Iterable[AppRender], files: Mapping[str, str]) -> dict[str, str]:
+    """The blob ids the render pack gives for the files of the apps taken from it, by path in
+    the cluster directory (those `files` holds as the pack's texts): the writer and `diff` take
+    a file Git vouches for with the same id as unchanged, without hashing its text."""
+    claims: dict[str, str] = {}
+    for app in apps:
+        if isinstance(app, ReusedApp):
+            directory = app_directory(app.app, app.group)
+            texts = app.packed.files
+            for name, oid in app.packed.blob_ids.items():
+                path = f"{directory}/{name}"
+                if files.get(path) is texts[name]:
+                    claims[path] = oid
+    return claims
+
+
+def check_claims(texts: Mapping[str, str], claims: Mapping[str, str], paths: Iterable[str]) -> None:
+    """The texts of `paths` that the pack gave a blob id for are that blob (hashed now): they are
+    about to be shown, and the id decided what else was left out."""
+    for path in paths:
+        claim = claims.get(path)
+        if claim is not None and blob_id(texts[path].encode("utf-8", "surrogatepass")) != claim:
+            raise PackDamaged(
+                f"the render pack holds a file, {path}, whose bytes are not the blob its index names: "
+                "it was not written by btp-gitops; remove the cache directory's packs/ or render with "
+                "--no-cache"
+            )
+
+
+def _written_files(
+    reused: list[ReusedApp], unchanged: Unchanged | None, held_blobs: HeldBlobs
+) -> list[tuple[str, str]]:
     """Each reused file by its path in the cluster directory, but those the directory already
-    holds byte for byte: the writer leaves those as they are, so no byte of them is written."""
+    holds: the writer leaves those as they are, so no byte of them is written. Where Git vouches
+    for the file, that is decided by the pack's blob id (as the writer decides it), and a file
+    that differs is hashed: its bytes must be the id the pack gives (`PackedApp.verified_text`)."""
     files = []
     for app in reused:
         directory = app_directory(app.app, app.group)
-        for path, text in app.packed.files.items():
-            where = f"{directory}/{path}"
-            if unchanged is None or not unchanged(where, text):
-                files.append((where, text))
+        packed = app.packed
+        claims = packed.blob_ids
+        for name, text in packed.files.items():
+            where = f"{directory}/{name}"
+            if unchanged is not None:
+                held = held_blobs.get(where)
+                if held is not None:
+                    if held == claims.get(name):
+                        continue
+                    files.append((where, packed.verified_text(name)))
+                    continue
+                if unchanged(where, text):
+                    continue
+            files.append((where, text))
     return files
 
 
-def check_reused_output(apps: Iterable[AppRender], unchanged: Unchanged | None = None) -> None:
+def check_reused_output(
+    apps: Iterable[AppRender], unchanged: Unchanged | None = None, held_blobs: HeldBlobs | None = None
+) -> None:
     """Refuse a Secret with data, or a private key, in the files of an app taken from the pack
     that the render writes or prints. `unchanged` tells the files that are neither: those the
     cluster directory already holds byte for byte (`render --out`, under the output lock: the
     writer leaves them as they are) or whose text is the compared tree's (`diff`: no change, not
-    in the report); `render --stdout` passes None: every file is searched."""
-    written = _written_files([app for app in apps if isinstance(app, ReusedApp)], unchanged)
+    in the report); `render --stdout` passes None: every file is searched. `held_blobs` are the
+    blob ids Git vouches paths hold: a file with the pack's id for it is one of those."""
+    reused = [app for app in apps if isinstance(app, ReusedApp)]
+    written = _written_files(reused, unchanged, held_blobs or {})
     # Every text at once, joined by a NUL: no key's text and no word crosses one, so the joined
     # text holds a key, or could spell `Secret`, exactly when one of the texts does; file by file
     # only then (a warm render's 80,000 files: one search in C instead of 80,000 calls).

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from btp_gitops.generator.core.exit_codes import ExitCode
+from btp_gitops.generator.io.git_blobs import blob_id
 from tests.conftest import CLI, read_tree
 from tests.support.forged_cache import (
     PLANTED_SECRET,
@@ -223,11 +224,12 @@ def out_render(source: Path, repo: Path, directory: Path) -> subprocess.Complete
     )
 
 
-def _replace_first_file(app: list[Any], blob: bytearray, text: str) -> str:
-    """Point the app's first file other than its kustomization at `text`; its name."""
+def _replace_first_file(app: list[Any], blob: bytearray, text: str, claim: str | None = None) -> str:
+    """Point the app's first file other than its kustomization at `text`, with the blob id of
+    `text` (or `claim`, a lie); its name."""
     entry = next(e for e in app[4] if e[0] != "kustomization.yaml")
     data = text.encode()
-    entry[1:] = [len(blob), len(blob) + len(data)]
+    entry[1:] = [len(blob), len(blob) + len(data), claim or blob_id(data)]
     blob += data
     return str(entry[0])
 
@@ -258,6 +260,76 @@ def test_a_pack_signed_with_a_stolen_key_cannot_write_a_credential_into_the_repo
     assert run.returncode == ExitCode.OUTPUT, run.stderr
     after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
     assert after == before
+    assert_no_canary([run.stdout, run.stderr])
+
+
+def _committed(repo: Path) -> None:
+    identity = ("-c", "user.name=t", "-c", "user.email=t@localhost")
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "rendered")):
+        subprocess.run(
+            ["git", "-C", str(repo), *identity, *args], check=True, capture_output=True, timeout=60
+        )
+
+
+def _first_file_claim(app: list[Any]) -> str:
+    return str(next(e for e in app[4] if e[0] != "kustomization.yaml")[3])
+
+
+def _lie_about_first_file(app: list[Any], blob: bytearray, claim: str | None) -> None:
+    """The first file's text becomes a Secret with data, its blob id `claim` (None: the id the
+    file had, which the repository holds)."""
+    _replace_first_file(app, blob, PLANTED_SECRET, claim or _first_file_claim(app))
+
+
+@pytest.mark.parametrize("claim", ["the-held-id", "another-id"])
+def test_a_signed_pack_lying_about_a_blob_id_writes_nothing_it_names(
+    source: Path, tmp_path: Path, claim: str
+) -> None:
+    """In a Git work tree the writer keeps a file whose Git blob id is the one the pack gives for
+    the rendered text, without hashing the text. A pack signed with a stolen key that gives a
+    Secret the id the repository holds has it left out: the file keeps its bytes, nothing of the
+    Secret is written or printed. One that gives it another id has it written, so hashed first:
+    not that id, the pack is refused (exit 3), the repository as it was."""
+    directory, repo = tmp_path / "cache", tmp_path / "repo"
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    assert out_render(source, repo, directory).returncode == ExitCode.OK  # every app in the pack
+    _committed(repo)
+    before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    (pack,) = packs(directory)
+    lie = None if claim == "the-held-id" else "0" * 40
+    forge_app(pack, lambda app, blob: _lie_about_first_file(app, blob, lie), sign=True)
+    run = out_render(source, repo, directory)
+    assert_clean(run)
+    assert run.returncode == (ExitCode.OK if lie is None else ExitCode.INPUT), run.stderr
+    if lie is not None:
+        assert "render pack" in run.stderr and "not the blob its index names" in run.stderr
+    after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before
+    assert_no_canary([run.stdout, run.stderr])
+
+
+def test_diff_refuses_a_pack_lying_about_a_blob_id_in_an_app_it_shows(source: Path, tmp_path: Path) -> None:
+    """`diff --against HEAD` leaves out the apps whose files all have the blob ids the commit
+    holds, by the pack's word; an app it shows (here one the forged pack also adds a file to) has
+    every text it compares hashed: the Secret behind the held id is refused (exit 3), not shown."""
+    directory, repo = tmp_path / "cache", tmp_path / "repo"
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    _committed(repo)
+    (pack,) = packs(directory)
+
+    def forge(app: list[Any], blob: bytearray) -> None:
+        _lie_about_first_file(app, blob, None)
+        add_file(app, blob, "config-extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+
+    forge_app(pack, forge, sign=True)
+    command = [str(CLI), "diff", str(source), "--against", "HEAD", "--repo", str(repo), "--cluster", "demo"]
+    run = subprocess.run(
+        [*command, "--cache-dir", str(directory)], capture_output=True, text=True, check=False
+    )
+    assert_clean(run)
+    assert run.returncode == ExitCode.INPUT, run.stderr
+    assert "not the blob its index names" in run.stderr
     assert_no_canary([run.stdout, run.stderr])
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.io import render_cache, render_pack
+from btp_gitops.generator.io.git_blobs import blob_id
 from tests.conftest import EXAMPLES
 from tests.support.fuzzing import CANARY_SECRET
 
@@ -123,7 +124,8 @@ def forge_app(
     pack: Path, change: Callable[[list[Any], bytearray], None], *, record: int = 0, sign: bool = True
 ) -> None:
     """Rewrite the app of one record: `change(app, blob)` edits the index entry of the app
-    ([name, group, notes, keys, files, stages, objects span]) and may append to the blob."""
+    ([name, group, notes, keys, files, stages, objects span]; a file is [name, start, end, Git
+    blob id]) and may append to the blob."""
     fields, index, blob = split_pack(pack)
     data = bytearray(blob)
     change(index["records"][record][6], data)
@@ -134,7 +136,7 @@ def add_file(app: list[Any], blob: bytearray, name: str, text: str) -> None:
     """A file in the app's directory, listed in its kustomization.yaml as the layout would (when
     the app still has one: a fuzzer may have damaged its name or bytes first)."""
     data = text.encode()
-    app[4].append([name, len(blob), len(blob) + len(data)])
+    app[4].append([name, len(blob), len(blob) + len(data), blob_id(data)])  # as the key's thief would
     blob += data
     kustomization = next((entry for entry in app[4] if entry[0] == "kustomization.yaml"), None)
     if kustomization is None:
@@ -143,7 +145,7 @@ def add_file(app: list[Any], blob: bytearray, name: str, text: str) -> None:
     listed = sorted([line[2:] for line in old.splitlines() if line.startswith("- ")] + [name])
     new = old.split("resources:\n")[0] + "resources:\n" + "".join(f"- {n}\n" for n in listed)
     encoded = new.encode()
-    kustomization[1:] = [len(blob), len(blob) + len(encoded)]
+    kustomization[1:] = [len(blob), len(blob) + len(encoded), blob_id(encoded)]
     blob += encoded
 
 

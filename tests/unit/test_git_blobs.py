@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from btp_gitops.generator.io.git_blobs import blob_id, commit_blobs, work_tree_blobs
+from btp_gitops.generator.io.git_blobs import _clean_entries, blob_id, commit_blobs, work_tree_blobs
 
 IDENTITY = ("-c", "user.name=t", "-c", "user.email=t@localhost")
 
@@ -74,3 +74,30 @@ def test_a_commits_blobs_are_read_only_when_asked_and_checked(tmp_path: Path) ->
     files.fetch(["a.yaml", "c.yaml"])
     assert (files["a.yaml"], files["b.yaml"], files["c.yaml"]) == (b"a: 1\n", b"", b"c: \xff\n")
     assert dict(files.only(["b.yaml"]).items()) == {"b.yaml": b""}
+
+
+def test_a_path_spelling_an_index_entry_is_never_read_as_one(tmp_path: Path) -> None:
+    """A committed path may hold a tab, spaces and hex digits: one spelling a whole entry of the
+    listing (tag H, a blob id, stage 0, then a path) must not make Git seem to vouch for the path
+    it names, here an untracked file whose bytes are not that blob's."""
+    repo = repository(tmp_path / "repo")
+    claimed = b"planted: 1\n"
+    spelt = f"H 100644 {blob_id(claimed)} 0\tplanted.yaml"
+    (repo / "d" / "x").mkdir()
+    (repo / "d" / "x" / spelt).write_bytes(b"x\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a path spelling an entry")
+    git(repo, "update-index", "--skip-worktree", f"d/x/{spelt}")  # its own entry is not vouched for
+    (repo / "d" / "planted.yaml").write_bytes(b"other bytes\n")  # untracked
+    vouched = work_tree_blobs(repo / "d")
+    assert vouched is not None
+    assert sorted(vouched.blobs) == ["a.yaml", "b.yaml", "c.yaml"]
+    assert not vouched.holds("planted.yaml", claimed)
+
+
+def test_a_listing_of_another_form_is_trusted_for_nothing() -> None:
+    oid = "a" * 40
+    good = f"H 100644 {oid} 0\ta.yaml\0"
+    assert _clean_entries(good, "sha1") == {"a.yaml": oid}
+    for broken in (good + "junk", good.replace(" 0\t", " 9\t"), good[:-1], f"H 100644 {oid[:-1]} 0\ta\0"):
+        assert _clean_entries(broken, "sha1") is None
