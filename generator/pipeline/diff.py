@@ -29,7 +29,6 @@ from btp_gitops.generator.core.validation import SchemaRegistry
 from btp_gitops.generator.core.yamlio import dump_report
 from btp_gitops.generator.diff.compare import ClusterDiff, changed_apps, compare_changed_apps
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
-from btp_gitops.generator.io.git import read_tree_at
 from btp_gitops.generator.io.git_blobs import CommitBlobs
 from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.repo import (
@@ -109,6 +108,10 @@ def tree_to_compare(request: DiffRequest) -> ComparedTree:
         else:
             files = {}
     else:
+        # GitPython (and its git lookup) costs start-up time: loaded for a Git ref only, not for
+        # a diff against a directory.
+        from btp_gitops.generator.io.git import read_tree_at  # noqa: PLC0415
+
         at = read_tree_at(request.repo, request.against, subtree)
         label, files, found, clusters = (
             f"{request.against} ({at.commit[:_SHORT_COMMIT]})",
