@@ -295,6 +295,35 @@ def test_a_render_loads_the_manifest_validator_with_validate_only(imported_by: R
     assert sorted(modules.intersection(MANIFEST_VALIDATION)) == sorted(MANIFEST_VALIDATION)
 
 
+# What only a cluster with a Kyma needs: its plan (resolution, maintenance windows, the removal
+# guard) and the modules' content (chart rendering helpers).
+KYMA_PLANNING = (
+    "btp_gitops.generator.domains.kyma.planning",
+    "btp_gitops.generator.domains.kyma.resolution",
+    "btp_gitops.generator.domains.kyma.removal_guard",
+    "btp_gitops.generator.domains.kyma.content",
+)
+
+
+def test_a_render_without_a_kyma_loads_no_kyma_planning(imported_by: Run, tmp_path: Path) -> None:
+    """Every render asks the Kyma domain for the cluster's Kyma; a cluster without one (the CAP
+    example) loads none of the planning or module content. The control renders the Kyma example."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    done, modules = imported_by(
+        "render", str(examples / "cap-app"), "--out", str(tmp_path / "cap"), "--no-cache"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "btp_gitops.generator.domains.kyma.render" in modules  # the check sees the domain
+    assert sorted(modules.intersection(KYMA_PLANNING)) == []
+
+    done, modules = imported_by(
+        "render", str(examples / "kyma-modules"), "--out", str(tmp_path / "kyma"), "--no-cache"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Kyma kyma-system/default" in done.stdout
+    assert sorted(modules.intersection(KYMA_PLANNING)) == sorted(KYMA_PLANNING)
+
+
 def test_diff_against_a_directory_does_not_load_git(imported_by: Run, tmp_path: Path) -> None:
     """GitPython is for `--against REF`; a diff against a rendered directory does not pay for it.
     The control compares with HEAD of the same repository and so loads it."""

@@ -9,7 +9,8 @@ record       the versions a previous render resolved, kept beside the apps
 status       module and Kyma states, in the shape of the Kyma CR's status
 content      a resolved module -> its objects and default CR, labelled and ordered
 removal_guard  no removal beside an entry that cannot be resolved (a misspelt name), unless asked for
-render       plan (record, skip-reconciliation, resolve, decide) and render the modules
+render       find the Kyma and its catalog, and render the modules a plan lists
+planning     the plan of a Kyma (record, skip-reconciliation, resolve, decide), loaded when there is one
 
 This face lists what other packages (pipeline, cli) may use. It is lazy (core.faces): the options
 of `render` and `diff` need only the maintenance defaults to build their parser (`--help`, a
