@@ -12,16 +12,20 @@ A command pays only for its own imports: `main` imports the module of the comman
 other (`COMMANDS` names them the way entry points do), and looks at the entry points only when
 the command line names none of ours (`--help`, a controller command, a mistake). Helm runs
 `btp-gitops post-render` on every install and upgrade, where the start-up is most of the work;
-`tests/packaging/test_startup.py` keeps `--version` and `post-render` free of the heavy packages.
+`tests/packaging/test_startup.py` keeps `--version` and `post-render` free of the heavy packages,
+and `render --help` and `diff --help` free of the pipeline.
 
 A lone `--version` imports no command at all. The faces the commands pass through
-(`generator.core`, `generator.io`) are lazy (core.faces). A heavy package is imported where the
-one mode that needs it starts, with a comment saying so: `jsonschema` when a schema registry is
-built, `cryptography` when core.keys meets the shape of a DER key or a certificate bundle and
-in self-signed certificate mode, the CAP and Kyma post-render pipeline with `--domain cap|kyma`,
-GitPython with `render --commit`, the Kubernetes client with `--from-cluster`. The embedded Helm
-engine is never imported here: io.helm_process starts io.helm_worker, a child process that loads
-it.
+(`generator.core`, `generator.io`, `generator.domains.kyma`) are lazy (core.faces). `render` and
+`diff` load the render pipeline in their handler, not with their parser. A heavy package is
+imported where the one mode that needs it starts, with a comment saying so: `jsonschema` when a
+schema registry builds its first validator, the Kubernetes schemas and the manifest validator
+with `--validate` (and `validate`), `cryptography` when core.keys meets the shape of a DER key
+or a certificate bundle and in self-signed certificate mode, the CAP and Kyma post-render
+pipeline with `--domain cap|kyma`, GitPython with `render --commit` and `diff --against REF`,
+the Kubernetes client with `--from-cluster`. The embedded Helm engine is never imported here:
+io.helm_process starts io.helm_worker, a child process that loads it; io.helm loads that process
+code when it renders its first chart.
 """
 
 from __future__ import annotations

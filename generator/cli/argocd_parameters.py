@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from btp_gitops.generator.core.errors import UsageError
-from btp_gitops.generator.io.render_cache import default_cache_dir
 
 PARAMETERS_ENV = "ARGOCD_APP_PARAMETERS"
 SOURCE_PATH_ENV = "ARGOCD_APP_SOURCE_PATH"
@@ -130,6 +129,10 @@ def contain_plugin_options(args: argparse.Namespace, environ: Mapping[str, str])
         for value in given if isinstance(given, list) else [given] if given else []:
             _contained(f"Argo CD plugin, {option}", str(value), cwd, root)
     if hasattr(args, "no_cache") and not args.no_cache:
+        # The cache's module (hashlib, importlib.metadata) is loaded in the plugin's mode only:
+        # `render` names this module for its help text.
+        from btp_gitops.generator.io.render_cache import default_cache_dir  # noqa: PLC0415
+
         cache = default_cache_dir(environ).resolve()
         if cache.is_relative_to(root.resolve()):
             args.no_cache = True  # the sidecar's home inside the checkout: no cache rather than the repo's

@@ -31,7 +31,6 @@ from btp_gitops.generator.core.progress import NO_PROGRESS
 from btp_gitops.generator.diff.report import DEFAULT_MAX_LENGTH, MIN_MAX_LENGTH
 from btp_gitops.generator.io.progress import StepLog
 from btp_gitops.generator.io.schemas import load_schema_registry
-from btp_gitops.generator.pipeline.diff import DiffRequest, diff_cluster, diff_report
 
 
 def run_diff(args: argparse.Namespace) -> int:
@@ -43,6 +42,10 @@ def run_diff(args: argparse.Namespace) -> int:
         return run_cluster_diff(args)
     if not args.against:
         raise UsageError("diff compares with --against REF|DIR, or with a running cluster: --against-cluster")
+    # The render pipeline is loaded by the diff that runs it, not by building the parser (`--help`,
+    # a usage error refused before any work).
+    from btp_gitops.generator.pipeline.diff import DiffRequest, diff_cluster, diff_report  # noqa: PLC0415
+
     request = DiffRequest(
         sources=tuple(Path(s) for s in args.sources),
         against=args.against,

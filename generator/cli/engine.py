@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.errors import UsageError
-from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli
+
+if TYPE_CHECKING:
+    from btp_gitops.generator.charts.renderer import ChartRenderer
 
 
 def chart_engine(args: argparse.Namespace) -> ChartRenderer:
+    # The Helm engine's module (its process, the chart schema check) is loaded by the command
+    # that renders, not by building the parser (`--help`, a usage error).
+    from btp_gitops.generator.io.helm import EmbeddedHelm, HelmCli  # noqa: PLC0415
+
     if args.helm_binary:
         return HelmCli(args.helm_binary)
     return EmbeddedHelm()

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from btp_gitops.generator.cli.restricted_modules import restricted_modules
@@ -19,13 +20,7 @@ from btp_gitops.generator.core.errors import (
 from btp_gitops.generator.core.names import NameRule, name_message
 from btp_gitops.generator.domains.kyma import DEFAULT_MIN_WINDOW, PolicyText
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
-from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version
-from btp_gitops.generator.io.render_cache import RenderCache, default_cache_dir
 from btp_gitops.generator.io.sources import display_path
-from btp_gitops.generator.pipeline.render import (
-    KymaOptions,
-)
-from btp_gitops.generator.pipeline.validate import ValidateOptions
 from btp_gitops.generator.wiring.objects import (
     ARGOCD,
     FLUX,
@@ -40,6 +35,11 @@ from btp_gitops.generator.wiring.objects import (
     FluxSync,
     TargetOptions,
 )
+
+if TYPE_CHECKING:
+    from btp_gitops.generator.io.render_cache import RenderCache
+    from btp_gitops.generator.pipeline.render import KymaOptions
+    from btp_gitops.generator.pipeline.validate import ValidateOptions
 
 
 def seconds(text: str) -> float:
@@ -65,6 +65,10 @@ def render_time(text: str | None) -> datetime | None:
 
 
 def kyma_options(args: argparse.Namespace) -> KymaOptions:
+    # The render pipeline (every domain, the writer; ~0.1 s of imports) is loaded by the command
+    # that runs it, not by building the parser (`--help`, a usage error).
+    from btp_gitops.generator.pipeline.render import KymaOptions  # noqa: PLC0415
+
     policy = None
     if args.maintenance_policy:
         path = Path(args.maintenance_policy)
@@ -355,6 +359,11 @@ def add_argocd_options(parser: argparse.ArgumentParser) -> None:
 
 
 def validate_options(args: argparse.Namespace) -> ValidateOptions:
+    # The Kubernetes schemas and the manifest validator (and with them jsonschema) are for
+    # --validate and `validate` alone.
+    from btp_gitops.generator.io.kube_schemas import resolve_kubernetes_version  # noqa: PLC0415
+    from btp_gitops.generator.pipeline.validate import ValidateOptions  # noqa: PLC0415
+
     return ValidateOptions(
         # Resolved here so that an unsupported version is a usage error before any work is done.
         kubernetes_version=resolve_kubernetes_version(args.kubernetes_version),
@@ -400,6 +409,9 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
 def render_cache(args: argparse.Namespace) -> RenderCache | None:
     if args.no_cache:
         return None
+    # Loaded once a render asks for its cache, not by building the parser.
+    from btp_gitops.generator.io.render_cache import RenderCache, default_cache_dir  # noqa: PLC0415
+
     return RenderCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir())
 
 

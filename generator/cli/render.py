@@ -33,17 +33,9 @@ from btp_gitops.generator.cli.output import (
 from btp_gitops.generator.core.errors import Problem, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress
-from btp_gitops.generator.domains.kyma import report_table
 from btp_gitops.generator.io.progress import StepLog, progress_for
 from btp_gitops.generator.io.repo import DEFAULT_LOCK_TIMEOUT
 from btp_gitops.generator.io.schemas import load_schema_registry
-from btp_gitops.generator.pipeline.render import (
-    RenderRequest,
-    cluster_stream,
-    render_cluster,
-    render_into_repo,
-    validate_render,
-)
 from btp_gitops.generator.wiring.objects import ARGOCD
 
 
@@ -57,6 +49,10 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
             "--stdout is for Argo CD's plugin: it cannot be combined with --target flux or --emit-wiring"
         )
     flux_sync_options(args)  # refuses a --flux-* option: the stream carries no wiring
+    # The render pipeline (every domain, the writer) is loaded by the render that runs it, not
+    # by building the parser (`--help`, a usage error refused before any work).
+    from btp_gitops.generator.pipeline.render import cluster_stream, render_cluster, validate_render  # noqa: PLC0415
+
     result = render_cluster(
         tuple(Path(s) for s in args.sources),
         args.cluster,
@@ -91,6 +87,8 @@ def run_render(args: argparse.Namespace) -> int:
         if args.argocd_parameters:
             apply_argocd_parameters(args)
         return run_render_to_stdout(args)
+    from btp_gitops.generator.pipeline.render import RenderRequest, render_into_repo  # noqa: PLC0415 - as above
+
     request = RenderRequest(
         sources=tuple(Path(s) for s in args.sources),
         out=Path(args.out),
@@ -136,8 +134,11 @@ def run_render(args: argparse.Namespace) -> int:
             print(f"{app.app}:")
             print_notes(app.notes, sys.stdout)
     print_notes(result.notes, sys.stdout)
-    for kyma in result.kymas:
-        print("\n".join(report_table(kyma)))
+    if result.kymas:
+        from btp_gitops.generator.domains.kyma import report_table  # noqa: PLC0415 - a render of Kymas only
+
+        for kyma in result.kymas:
+            print("\n".join(report_table(kyma)))
     if request.commit:
         print(f"committed {result.commit}" if result.commit else "nothing to commit")
     return module_problems_exit(result.module_problems)

@@ -18,9 +18,10 @@ from btp_gitops.generator.core.sources import SourceDocument
 from btp_gitops.generator.core.suggestions import did_you_mean, nearest
 
 if TYPE_CHECKING:
-    # jsonschema and referencing (~0.1 s of imports) are loaded when a registry is built, in
-    # SchemaRegistry below: commands that validate nothing (post-render of the BTP operator's
-    # stream, module-resources, --version) only use this module's message helpers.
+    # jsonschema and referencing (~0.1 s of imports) are loaded when SchemaRegistry below builds
+    # its first validator: commands that validate nothing (post-render of the BTP operator's
+    # stream, module-resources, --version) only use this module's message helpers, and a render
+    # asks a registry what kinds it knows before it validates a document, if it validates one.
     import jsonschema
     import referencing
 
@@ -38,23 +39,14 @@ class SchemaRegistry:
     """The schemas of every kind btp-gitops reads, keyed by (apiVersion, kind)."""
 
     def __init__(self, documents: Iterable[Mapping[str, Any]]) -> None:
-        import referencing  # noqa: PLC0415 - see TYPE_CHECKING above
-        import referencing.jsonschema  # noqa: PLC0415
-
-        resources = []
+        self._documents = [(document["$id"], document) for document in documents]
         self._kinds: dict[GroupVersionKind, KindSchema] = {}
-        for document in documents:
-            resources.append(
-                (
-                    document["$id"],
-                    referencing.Resource.from_contents(document, referencing.jsonschema.DRAFT202012),
-                )
-            )
+        for _, document in self._documents:
             gvk = document.get("x-kubernetes-group-version-kind")
             if gvk:
                 api_version = f"{gvk['group']}/{gvk['version']}" if gvk["group"] else gvk["version"]
                 self._kinds[(api_version, gvk["kind"])] = KindSchema(api_version, gvk["kind"], document)
-        self._registry: referencing.Registry[Any] = referencing.Registry().with_resources(resources)
+        self._registry: referencing.Registry[Any] | None = None  # built with the first validator
         self._validators: dict[GroupVersionKind, jsonschema.protocols.Validator] = {}
 
     def kinds(self) -> list[KindSchema]:
@@ -76,8 +68,22 @@ class SchemaRegistry:
             import jsonschema  # noqa: PLC0415 - see TYPE_CHECKING above
 
             schema = self._kinds[key].schema
-            self._validators[key] = jsonschema.Draft202012Validator(schema, registry=self._registry)
+            self._validators[key] = jsonschema.Draft202012Validator(schema, registry=self._references())
         return self._validators[key]
+
+    def _references(self) -> referencing.Registry[Any]:
+        """Every schema by its `$id`, for the `$ref`s between them: built once, when the first
+        document is validated."""
+        if self._registry is None:
+            import referencing  # noqa: PLC0415 - see TYPE_CHECKING above
+            import referencing.jsonschema  # noqa: PLC0415
+
+            draft = referencing.jsonschema.DRAFT202012
+            resources = [
+                (name, referencing.Resource.from_contents(doc, draft)) for name, doc in self._documents
+            ]
+            self._registry = referencing.Registry().with_resources(resources)
+        return self._registry
 
 
 def api_group(api_version: str) -> str:

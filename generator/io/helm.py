@@ -18,8 +18,6 @@ from btp_gitops.generator.charts.renderer import ChartRequest, RenderedChart
 from btp_gitops.generator.core.errors import ChartNotFound, Problem, SourceSyntaxError
 from btp_gitops.generator.core.yamlio import dump_object, load_values_document, yaml_problem_location
 from btp_gitops.generator.io.chart_limits import ChartLimits
-from btp_gitops.generator.io.chart_schemas import check_schema_references
-from btp_gitops.generator.io.helm_process import run_helm_cli, shared_worker
 from btp_gitops.generator.io.input_files import UnreadableInput, read_input_text
 from btp_gitops.generator.io.sources import display_path
 
@@ -87,6 +85,11 @@ class EmbeddedHelm:
         self.limits = ChartLimits.from_environment() if limits is None else limits
 
     def render_chart(self, request: ChartRequest) -> RenderedChart:
+        # The chart reader (tarfile, gzip) and the worker's process code are loaded when a chart
+        # is rendered: every render builds an engine, most renders (CAP tenants) use none.
+        from btp_gitops.generator.io.chart_schemas import check_schema_references  # noqa: PLC0415
+        from btp_gitops.generator.io.helm_process import shared_worker  # noqa: PLC0415
+
         _check_chart_dir(request)
         describe = f"chart {display_path(request.chart)}{_requested_by(request)}"
         check_schema_references(request.chart, display_path(request.chart), _requested_by(request))
@@ -121,6 +124,9 @@ class HelmCli:
         self.limits = ChartLimits.from_environment() if limits is None else limits
 
     def render_chart(self, request: ChartRequest) -> RenderedChart:
+        from btp_gitops.generator.io.chart_schemas import check_schema_references  # noqa: PLC0415 - as above
+        from btp_gitops.generator.io.helm_process import run_helm_cli  # noqa: PLC0415
+
         _check_chart_dir(request)
         metadata = _chart_metadata(request)
         describe = f"chart {display_path(request.chart)}{_requested_by(request)}"

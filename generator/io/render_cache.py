@@ -60,7 +60,6 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +110,10 @@ def code_digest() -> str:
     and schema libraries. A development build that changes a line changes the digest."""
     digest = hashlib.sha256(f"btp-gitops {btp_gitops.__version__} format {FORMAT}\n".encode())
     digest.update(f"python {sys.version_info[:2]}\n".encode())
+    # importlib.metadata (email parsing with it, ~0.02 s) is loaded by a render that uses the
+    # cache, not by one with --no-cache.
+    from importlib import metadata  # noqa: PLC0415
+
     for package in ("PyYAML", "jsonschema"):
         try:
             digest.update(f"{package} {metadata.version(package)}\n".encode())

@@ -106,7 +106,6 @@ from btp_gitops.generator.pipeline.reused_output import (
 )
 from btp_gitops.generator.pipeline.source_checks import checked_sources
 from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
-from btp_gitops.generator.pipeline.validate import ValidateOptions, validate_rendered_files
 from btp_gitops.generator.pipeline.wiring import app_stages, cluster_wiring
 from btp_gitops.generator.transforms.guards import assert_no_credentials
 from btp_gitops.generator.transforms.metadata import drop_empty_metadata_maps
@@ -115,6 +114,7 @@ from btp_gitops.generator.wiring.objects import ARGOCD, DEFAULT_TARGET, FLUX, Ta
 
 if TYPE_CHECKING:
     from btp_gitops.generator.io.git import SourceRevision
+    from btp_gitops.generator.pipeline.validate import ValidateOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -610,6 +610,9 @@ def commit_message(
 def validate_render(root: Path, files: dict[str, str], options: ValidateOptions) -> list[Note]:
     """Raise ManifestInvalid if the cluster would refuse a rendered object; kinds without a schema
     become warnings when allowed."""
+    # The Kubernetes schemas and the manifest validator (jsonschema with them) are for --validate.
+    from btp_gitops.generator.pipeline.validate import validate_rendered_files  # noqa: PLC0415
+
     report = validate_rendered_files(root, files, options)
     report.raise_if_invalid()
     return [

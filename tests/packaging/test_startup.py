@@ -6,8 +6,10 @@ runs the installed console script in a fresh interpreter that writes down `sys.m
 exits (`-X importtime` would miss the command modules `importlib.import_module` loads), and checks the heavy packages (the Kubernetes client, the schema
 validator, GitPython, cryptography, the embedded Helm engine, the entry-point scan) and the
 heavy parts of btp-gitops itself (the render pipeline, the CAP and Kyma domains, the controller)
-against what the command may load. The control cases show that the same check sees a heavy
-package when a mode really needs it. bench/startup.py measures the time and memory this saves.
+against what the command may load. `render` and `diff` pay for their pipeline, but not for
+`--help` or a refused command line, and not for a mode they do not run (`--validate`, a Git ref,
+a chart). The control cases show that the same check sees a heavy package when a mode really
+needs it. bench/startup.py measures the time and memory this saves.
 """
 
 from __future__ import annotations
@@ -210,3 +212,149 @@ def test_render_without_commit_does_not_load_git(imported_by: Run, tmp_path: Pat
     done, modules = imported_by("render", str(source), "--out", str(repo), "--commit")
     assert done.returncode == 0, done.stderr
     assert "git" in modules
+
+
+# What the render pipeline loads and `render --help` or a refused command line does not need.
+PIPELINE = (
+    "jsonschema",
+    "referencing",
+    "git",
+    "semver",
+    "btp_gitops.generator.pipeline",
+    "btp_gitops.generator.domains.cap",
+    "btp_gitops.generator.domains.kyma.render",
+    "btp_gitops.generator.domains.kyma.resolution",
+    "btp_gitops.generator.io.helm",
+    "btp_gitops.generator.io.render_cache",
+    "btp_gitops.generator.io.kube_schemas",
+    "btp_gitops.generator.manifests",
+)
+
+
+def pipeline_among(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules for part in PIPELINE if m == part or m.startswith(f"{part}."))
+
+
+@pytest.mark.parametrize("command", ["render", "diff"])
+def test_help_of_render_and_diff_loads_no_pipeline(imported_by: Run, command: str) -> None:
+    """`render --help` and `diff --help` build the parser only: the pipeline, the schema validator
+    and GitPython are loaded by the handler that runs a render. The module itself names none of
+    them either (the CLI imports it by name)."""
+    done, modules = imported_by(command, "--help")
+    assert done.returncode == 0, done.stderr
+    assert f"usage: btp-gitops {command}" in done.stdout
+    assert f"btp_gitops.generator.cli.{command}" in modules  # the check sees the command's module
+    assert pipeline_among(modules) == []
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys, btp_gitops.generator.cli.{command}; print(*sorted(sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert pipeline_among(set(loaded.stdout.split())) == []
+
+
+def test_a_refused_render_loads_no_pipeline(imported_by: Run) -> None:
+    """A command line argparse refuses (no --out) is answered before any of the pipeline loads."""
+    source = Path(__file__).resolve().parents[2] / "examples" / "cap-app"
+    done, modules = imported_by("render", str(source))
+    assert done.returncode == 2
+    assert "one of the arguments --out --stdout is required" in done.stderr
+    assert pipeline_among(modules) == []
+
+
+# What `render --validate` and `validate` use, and a render of charts (the CAP example has none).
+MANIFEST_VALIDATION = (
+    "btp_gitops.generator.io.kube_schemas",
+    "btp_gitops.generator.manifests.validation",
+    "btp_gitops.generator.pipeline.validate",
+)
+CHART_RENDERING = ("btp_gitops.generator.io.chart_schemas", "btp_gitops.generator.io.helm_process")
+
+
+def test_a_render_loads_the_manifest_validator_with_validate_only(imported_by: Run, tmp_path: Path) -> None:
+    """A render validates its sources (jsonschema is loaded) but not its output unless asked:
+    the Kubernetes schemas and the manifest validator come with --validate (the control). A CAP
+    render renders no chart: the chart reader and the Helm worker's process code stay unloaded,
+    and with --no-cache importlib.metadata (the cache key's library versions) too."""
+    source = Path(__file__).resolve().parents[2] / "examples" / "cap-app"
+    done, modules = imported_by("render", str(source), "--out", str(tmp_path / "plain"), "--no-cache")
+    assert done.returncode == 0, done.stderr
+    assert "jsonschema" in modules  # the sources are validated
+    assert sorted(modules.intersection(MANIFEST_VALIDATION)) == []
+    assert sorted(modules.intersection(CHART_RENDERING)) == []
+    assert "importlib.metadata" not in modules
+
+    done, modules = imported_by("render", str(source), "--out", str(tmp_path / "checked"), "--validate")
+    assert done.returncode == 0, done.stderr
+    assert sorted(modules.intersection(MANIFEST_VALIDATION)) == sorted(MANIFEST_VALIDATION)
+
+
+# What only a cluster with a Kyma needs: its plan (resolution, maintenance windows, the removal
+# guard) and the modules' content (chart rendering helpers).
+KYMA_PLANNING = (
+    "btp_gitops.generator.domains.kyma.planning",
+    "btp_gitops.generator.domains.kyma.resolution",
+    "btp_gitops.generator.domains.kyma.removal_guard",
+    "btp_gitops.generator.domains.kyma.content",
+)
+
+
+def test_a_render_without_a_kyma_loads_no_kyma_planning(imported_by: Run, tmp_path: Path) -> None:
+    """Every render asks the Kyma domain for the cluster's Kyma; a cluster without one (the CAP
+    example) loads none of the planning or module content. The control renders the Kyma example."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    done, modules = imported_by(
+        "render", str(examples / "cap-app"), "--out", str(tmp_path / "cap"), "--no-cache"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "btp_gitops.generator.domains.kyma.render" in modules  # the check sees the domain
+    assert sorted(modules.intersection(KYMA_PLANNING)) == []
+
+    done, modules = imported_by(
+        "render", str(examples / "kyma-modules"), "--out", str(tmp_path / "kyma"), "--no-cache"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Kyma kyma-system/default" in done.stdout
+    assert sorted(modules.intersection(KYMA_PLANNING)) == sorted(KYMA_PLANNING)
+
+
+def test_diff_against_a_directory_does_not_load_git(imported_by: Run, tmp_path: Path) -> None:
+    """GitPython is for `--against REF`; a diff against a rendered directory does not pay for it.
+    The control compares with HEAD of the same repository and so loads it."""
+    source = Path(__file__).resolve().parents[2] / "examples" / "cap-app"
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    done, _ = imported_by("render", str(source), "--out", str(repo), "--commit")
+    assert done.returncode == 0, done.stderr
+    done, modules = imported_by("diff", str(source), "--against", str(repo))
+    assert done.returncode == 0, done.stderr
+    assert "btp_gitops.generator.pipeline.diff" in modules  # the check sees the diff
+    assert not {m for m in modules if m == "git" or m.startswith("git.")}
+
+    done, modules = imported_by("diff", str(source), "--against", "HEAD", "--repo", str(repo))
+    assert done.returncode == 0, done.stderr
+    assert "git" in modules
+
+
+def test_a_schema_registry_loads_referencing_with_its_first_validator() -> None:
+    """Building the registry and asking which kinds it knows (what a render does first) loads
+    neither jsonschema nor referencing; the first validator does."""
+    script = """
+import sys
+from btp_gitops.generator.io.schemas import load_schema_registry
+registry = load_schema_registry()
+assert registry.knows("sme.sap.com/v1alpha1", "CAPTenant")
+before = sorted(m for m in sys.modules if m.partition(".")[0] in ("jsonschema", "referencing"))
+errors = list(registry.validator("sme.sap.com/v1alpha1", "CAPTenant").iter_errors({"spec": 1}))
+print(before, "referencing" in sys.modules, bool(errors))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.split() == ["[]", "True", "True"]

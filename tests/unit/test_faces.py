@@ -17,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
-FACES = ("btp_gitops.generator.core", "btp_gitops.generator.io", "btp_gitops.generator.domains.btp_operator")
+FACES = (
+    "btp_gitops.generator.core",
+    "btp_gitops.generator.io",
+    "btp_gitops.generator.domains.btp_operator",
+    "btp_gitops.generator.domains.kyma",
+)
 
 
 def _source(package: str) -> ast.Module:
