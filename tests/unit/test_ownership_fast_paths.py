@@ -9,15 +9,19 @@ against counting every app.
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from btp_gitops.generator.core import ownership
+from btp_gitops.generator.core.errors import UnsafeOutput
 from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.ownership import (
     MANIFEST_FILE,
     SHARDED_LAYOUT_LINE,
     manifest_files,
+    owned_files,
+    parse_manifest,
 )
 
 # -- the manifests ------------------------------------------------------------------------------
@@ -117,3 +121,153 @@ def test_the_manifests_of_many_tenants_are_built_as_path_by_path() -> None:
     assert manifest_files(sorted(paths)) == expected
     assert manifest_files(paths + paths[::-1]) == expected
     assert manifest_files(set(paths)) == expected
+
+
+# -- reading a manifest ---------------------------------------------------------------------------
+
+
+def _read_line_by_line(text: str, prefix: str = "") -> set[str] | tuple[str, str]:
+    """What the line-by-line check gives: the entries with `prefix`, or the refused line's place
+    and problem."""
+    try:
+        return {prefix + entry for entry in ownership._parse_lines(text, "m")}
+    except UnsafeOutput as refused:
+        return refused.problems[0].file, refused.problems[0].message
+
+
+_LINE_PIECES = st.sampled_from(
+    ["a", "b", "é", " ", "#", ".", "..", "/", "x" * 254, "y" * 256, "\x00", "\t", "\x7f", "\x9f", "\xa0"]
+)
+# Every line break str.splitlines knows, and the line feed most of the time.
+_LINE_BREAKS = st.sampled_from(
+    ["\n"] * 8 + ["\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+)
+
+
+@st.composite
+def _manifest_texts(draw: st.DrawFn) -> str:
+    """Manifest texts: mostly lines of the common form (comments, blank lines, relative paths),
+    with every kind of rule-breaking piece and line break mixed in now and then."""
+    common = draw(st.booleans())  # of the common form, unless a piece happens to break it
+    common_lines = [
+        st.just(""),
+        st.just("# Written by `btp-gitops render`: (tenants/<group>/<shard>/<app>)."),
+        st.lists(st.sampled_from(["app", "x.yaml", ".wiring", "a b", "#", "..x", "n" * 255]), min_size=1).map(
+            "/".join
+        ),
+    ]
+    any_line = st.lists(_LINE_PIECES, max_size=8).map("".join)
+    lines = draw(st.lists(st.one_of(*common_lines, *([] if common else [any_line])), max_size=8))
+    text = ""
+    for line in lines:
+        text += line + ("\n" if common else draw(_LINE_BREAKS))
+    return text if draw(st.booleans()) else text.rstrip("\n")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_manifest_texts(), st.sampled_from(["", "tenants/g/0a/"]))
+def test_a_manifest_is_read_as_line_by_line(text: str, prefix: str) -> None:
+    """The whole-text checks accept only texts the line-by-line check accepts, with the same
+    entries; parse_manifest gives what the line-by-line check gives, refusals too."""
+    expected = _read_line_by_line(text, prefix)
+    fast = ownership._common_form_entries(text, prefix)
+    event("read by the whole-text checks" if fast is not None else "read line by line")
+    if fast is not None:
+        assert fast == expected
+    try:
+        parsed: set[str] | tuple[str, str] = {prefix + entry for entry in parse_manifest(text, "m")}
+    except UnsafeOutput as refused:
+        parsed = refused.problems[0].file, refused.problems[0].message
+    assert parsed == expected
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.sampled_from(["a", "b", "c", "", "# c"]), max_size=8),
+    limit=st.integers(min_value=0, max_value=4),
+)
+def test_the_entry_limit_is_the_line_by_line_check_s(
+    lines: list[str], limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At most MAX_MANIFEST_ENTRIES entries: a line listing one more (or again, once the limit is
+    reached) is refused, whichever check reads the text."""
+    monkeypatch.setattr(ownership, "MAX_MANIFEST_ENTRIES", limit)
+    text = "".join(f"{line}\n" for line in lines)
+    expected = _read_line_by_line(text)
+    fast = ownership._common_form_entries(text)
+    assert fast is None or fast == expected
+    try:
+        assert parse_manifest(text, "m") == expected
+    except UnsafeOutput as refused:
+        assert (refused.problems[0].file, refused.problems[0].message) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "entries"),
+    [
+        ("a\rb\r\nc\n", {"a", "b", "c"}),  # carriage returns end lines as line feeds do
+        ("a\x0bb\x0cc\x1cd\x1de\x1ef\x85g\u2028h\u2029i", set("abcdefghi")),
+        ("# a comment\u2028listed/after.yaml\n", {"listed/after.yaml"}),  # the comment ends at U+2028
+        ("\n\n# c\n\na\n", {"a"}),
+        ("a\na\n", {"a"}),
+        ("caf\xe9/\xa0.yaml\n", {"caf\xe9/\xa0.yaml"}),  # not ASCII: read line by line, accepted
+        ("a//b\n# http://example.org\n", None),  # an empty component
+    ],
+)
+def test_the_lines_are_those_str_splitlines_finds(text: str, entries: set[str] | None) -> None:
+    """Pinned: a manifest's lines are split as str.splitlines splits them (every Unicode line
+    break, each of them no character an entry may hold), whichever check reads it."""
+    if entries is None:
+        with pytest.raises(UnsafeOutput):
+            parse_manifest(text)
+    else:
+        assert parse_manifest(text) == entries
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        ("ok\n\rb/../c\n", 3, "not a plain relative path"),  # "\n\r" ends two lines
+        ("ok\u2028/abs\n", 2, "an absolute path"),
+        ("ok\ta\n", 1, "holds a control character"),
+        ("ok\n\x80\n", 2, "holds a control character"),
+        ("ok/\n", 1, "not a plain relative path"),
+        ("./ok\n", 1, "not a plain relative path"),
+        ("ok/.\n", 1, "not a plain relative path"),
+        ("n" * 256 + "\n", 1, "a name longer than 255 characters"),
+        ("/".join(["n" * 255] * 17) + "\n", 1, "longer than 4096 characters"),
+    ],
+)
+def test_a_refused_line_is_named_by_its_number(text: str, line: int, problem: str) -> None:
+    with pytest.raises(UnsafeOutput, match="manifest c1/m") as refused:
+        parse_manifest(text, "c1/m")
+    assert refused.value.problems[0].file == f"c1/m:{line}"
+    assert refused.value.problems[0].message.startswith(problem)
+
+
+def test_what_the_manifests_are_written_as_is_read_by_the_whole_text_checks() -> None:
+    """The manifests a render writes are of the common form: their reading never falls back to
+    one match per line (which costs three times as much at 80,000 lines)."""
+    paths = [".kyma-modules.json", ".wiring/kustomization.yaml", "btp-operator/deployment.yaml"]
+    for n in range(300):
+        directory = app_directory(f"cap-tenant.shop.t{n}", "shop.shop")
+        paths += [f"{directory}/captenant-t{n}.yaml", f"{directory}/kustomization.yaml"]
+    for sharded in (True, False):
+        for path, text in manifest_files(paths, sharded=sharded).items():
+            prefix = path.removesuffix(MANIFEST_FILE)
+            assert ownership._common_form_entries(text, prefix) == _read_line_by_line(text, prefix)
+
+
+def test_owned_files_reads_a_manifest_either_way() -> None:
+    """A shard manifest with a comment only the line-by-line check reads (not ASCII) owns the same
+    files as the one written; a line break other than \\n in it splits lines as everywhere."""
+    directory = app_directory("cap-tenant.shop.acme", "shop.shop")
+    shard = directory.rpartition("/")[0]
+    paths = [f"{directory}/kustomization.yaml", f"{directory}/captenant-acme.yaml", "kustomization.yaml"]
+    manifests = manifest_files(paths)
+    files = {**{path: b"" for path in paths}, **{path: text.encode() for path, text in manifests.items()}}
+    assert owned_files(files, set()) == set(files)
+    shard_manifest = f"{shard}/{MANIFEST_FILE}"
+    files[shard_manifest] = b"# r\xc3\xa9sum\xc3\xa9\r\n" + files[shard_manifest].replace(b"\n", b"\r\n")
+    assert ownership._common_form_entries(files[shard_manifest].decode(), f"{shard}/") is None
+    assert owned_files(files, set()) == set(files)
