@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from btp_gitops.generator.core import source_contents
@@ -327,7 +328,12 @@ def object_counts(paths: Iterable[str]) -> dict[str, int]:
     """App -> how many object files it has: files in an app directory, kustomizations left out.
     Apps are read from the paths of either layout (core.layout.app_path), so moving a tenant into
     its shard directory keeps its objects."""
-    counts: dict[str, int] = {}
+    return dict(Counter(_object_apps(paths)))
+
+
+def _object_apps(paths: Iterable[str]) -> Iterator[str]:
+    """The app of each object file among `paths`, in their order; kustomizations and files of no
+    app (at the top, or in a dot directory such as `.wiring`) left out."""
     # A path's app depends on its directory only (core.layout.app_path: a tenant's app is the
     # fourth part of a path of five or more): read once per directory, not once per file.
     app_of: dict[str, str] = {}
@@ -337,11 +343,10 @@ def object_counts(paths: Iterable[str]) -> dict[str, int]:
             continue
         app = app_of.get(directory)
         if app is None:
-            app = app_of[directory] = app_path(f"{directory}/-").app if directory else ""
-        if not app or app.startswith("."):
-            continue
-        counts[app] = counts.get(app, 0) + 1
-    return counts
+            app = app_path(f"{directory}/-").app if directory else ""
+            app = app_of[directory] = "" if app.startswith(".") else app
+        if app:
+            yield app
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,7 +375,7 @@ def _shown(names: tuple[str, ...] | list[str]) -> str:
     return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
 
 
-def removal_refusal(previous: Iterable[str], new: Iterable[str]) -> Removal | None:
+def removal_refusal(previous: Collection[str], new: Collection[str]) -> Removal | None:
     """The removal a render must not do without `--allow-empty`, or None.
 
     Refused when the cluster directory holds at least one object and the new render would remove
@@ -379,7 +384,27 @@ def removal_refusal(previous: Iterable[str], new: Iterable[str]) -> Removal | No
     app while each keeps one is refused like removing the apps. Counting per app (not files)
     keeps layout changes such as `--target flux` out of it: an app keeps its objects wherever its
     files move; an object replaced by another in the same app is not a removal.
+
+    Most renders remove no object file, or a few: counting every app of a cluster directory of
+    80,000 files is then spared by a bound. An app holds fewer objects than before by at most
+    the number of its object files that are gone (`previous` less `new`: a file of one app is
+    in no other), so the objects removed are at most the object files gone, and a directory
+    holding at least twice as many objects cannot be refused. Otherwise, or when `previous`
+    names a path twice, every app is counted (`counted_removal`).
     """
+    previous_paths = set(previous)
+    if len(previous_paths) == len(previous):
+        gone = previous_paths.difference(new)
+        if 2 * len(gone) <= len(previous_paths):  # else the bound is of no use: count
+            needed = 2 * sum(1 for _ in _object_apps(gone))
+            # At least `needed` objects there: read until as many are found, not every path.
+            if needed == 0 or next(itertools.islice(_object_apps(previous_paths), needed - 1, None), None):
+                return None
+    return counted_removal(previous, new)
+
+
+def counted_removal(previous: Iterable[str], new: Iterable[str]) -> Removal | None:
+    """`removal_refusal` counted in every app, as its rule says: what the bound there stands in for."""
     before = object_counts(previous)
     after = object_counts(new)
     total = sum(before.values())

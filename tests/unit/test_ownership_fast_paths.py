@@ -10,7 +10,7 @@ against counting every app.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from btp_gitops.generator.core import ownership
@@ -19,9 +19,12 @@ from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.ownership import (
     MANIFEST_FILE,
     SHARDED_LAYOUT_LINE,
+    counted_removal,
     manifest_files,
+    object_counts,
     owned_files,
     parse_manifest,
+    removal_refusal,
 )
 
 # -- the manifests ------------------------------------------------------------------------------
@@ -271,3 +274,61 @@ def test_owned_files_reads_a_manifest_either_way() -> None:
     files[shard_manifest] = b"# r\xc3\xa9sum\xc3\xa9\r\n" + files[shard_manifest].replace(b"\n", b"\r\n")
     assert ownership._common_form_entries(files[shard_manifest].decode(), f"{shard}/") is None
     assert owned_files(files, set()) == set(files)
+
+
+# -- the removal guard ----------------------------------------------------------------------------
+
+
+@st.composite
+def _renders(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """A previous cluster directory and the next render's paths, drawn from one tree's paths:
+    apps of their own and tenants of either layout (so tenants move), kustomizations, stage
+    directories, records beside the apps, files in dot directories and odd places; sometimes
+    the next render keeps most of the files, sometimes a few."""
+    universe = sorted(set(draw(_cluster_paths())) | set(draw(_cluster_paths())))
+    previous = draw(st.lists(st.sampled_from(universe), unique=True)) if universe else []
+    if previous and draw(st.booleans()):  # most kept: where the bound decides
+        gone = set(draw(st.lists(st.sampled_from(previous), max_size=3)))
+        new = [path for path in previous if path not in gone]
+        new += draw(st.lists(st.sampled_from(universe), max_size=3))
+    else:
+        new = draw(st.lists(st.sampled_from(universe))) if universe else []
+    if previous and draw(st.integers(0, 9)) == 0:  # a path given twice
+        previous.append(draw(st.sampled_from(previous)))
+    return previous, new
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_renders())
+@example(render=(["a/x.yaml", "a/x.yaml", "a/y.yaml"], ["a/y.yaml"]))  # counted twice: 2 of 3 go
+def test_the_removal_guard_decides_as_counting_every_app(render: tuple[list[str], list[str]]) -> None:
+    previous, new = render
+    expected = counted_removal(previous, new)
+    gone = sum(object_counts(set(previous) - set(new)).values())
+    held = sum(object_counts(set(previous)).values())
+    event("refused" if expected is not None else "let through")
+    event("within the bound" if 2 * gone <= held else "beyond the bound")
+    assert removal_refusal(previous, new) == expected
+
+
+def test_a_render_that_removes_a_few_object_files_counts_no_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """20,000 tenants, one of them gone, another added, one object replaced: the bound settles it
+    without counting the apps (counted_removal is not called), and so does a render removing
+    nothing; removing most objects is still counted and refused."""
+    previous = ["kustomization.yaml", ".wiring/kustomization.yaml"]
+    for n in range(20_000):
+        directory = app_directory(f"cap-tenant.shop.t{n}", "shop.shop")
+        previous += [f"{directory}/kustomization.yaml", f"{directory}/captenant-t{n}.yaml"]
+    new = [path for path in previous if "cap-tenant.shop.t7/" not in path]
+    new += [f"{app_directory('cap-tenant.shop.new', 'shop.shop')}/captenant-new.yaml"]
+    new = [path.replace("captenant-t8.", "captenant-t8-renamed.") for path in new]
+
+    def counted(previous: object, new: object) -> None:
+        raise AssertionError("counted every app")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ownership, "counted_removal", counted)
+        assert removal_refusal(previous, new) is None
+        assert removal_refusal(previous, previous) is None
+        assert removal_refusal(dict.fromkeys(previous, ""), dict.fromkeys(new, "")) is None
+    assert removal_refusal(previous, previous[: len(previous) // 3]) is not None
