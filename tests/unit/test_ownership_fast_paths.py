@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from btp_gitops.generator.core import ownership
 from btp_gitops.generator.core.errors import UnsafeOutput
-from btp_gitops.generator.core.layout import app_directory
+from btp_gitops.generator.core.layout import app_directory, app_path, shard_of
 from btp_gitops.generator.core.ownership import (
     MANIFEST_FILE,
     SHARDED_LAYOUT_LINE,
@@ -37,10 +37,12 @@ def _manifests_path_by_path(paths: list[str], sharded: bool) -> dict[str, str]:
     for path in paths:
         if path.rpartition("/")[2] == MANIFEST_FILE:
             continue
-        directory = ownership._listing_directory(path)
+        where = app_path(path)
+        directory = where.directory.rpartition("/")[0] if where.grouped else ""  # a tenant's shard
         listings.setdefault(directory, set()).add(path)
-        while directory:
-            parent = ownership._parent_listing(directory)
+        while directory:  # a shard's manifest is listed by its group's, a group's by the top one
+            parts = directory.split("/")
+            parent = "/".join(parts[:-1]) if len(parts) > 2 else ""
             listings.setdefault(parent, set()).add(f"{directory}/{MANIFEST_FILE}")
             directory = parent
     texts = {}
@@ -64,6 +66,7 @@ _APPS = [
     "a",
     "a-b",
 ]
+_ACME_SHARD = f"tenants/shop.shop/{shard_of('cap-tenant.shop.acme')}"
 _PIECES = ["kustomization.yaml", "deployment-x.yaml", "01-crds/crd-x.yaml", "01-crds/kustomization.yaml", "x"]
 
 
@@ -89,6 +92,12 @@ def _cluster_paths(draw: st.DrawFn) -> list[str]:
                     "tenants/shop.shop/0A/t/x.yaml",
                     "tenants/x.yaml",
                     f"a/{MANIFEST_FILE}",
+                    f"{_ACME_SHARD}/aa-loose.yaml",  # in the shard of a tenant: before its files,
+                    f"{_ACME_SHARD}/zz-loose.yaml",  # after them
+                    f"{_ACME_SHARD}/{MANIFEST_FILE}",
+                    f"{_ACME_SHARD}/cap-tenant.shop.acme/{MANIFEST_FILE}",
+                    f"{_ACME_SHARD}/cap-tenant.shop.acme/01-crds/{MANIFEST_FILE}",
+                    f"{_ACME_SHARD}/cap-tenant.shop.acme/a\n{_ACME_SHARD}/b",  # a line feed in a name
                 ]
             )
         )
