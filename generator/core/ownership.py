@@ -177,11 +177,16 @@ def _entry_problem(entry: str) -> str | None:
 def parse_manifest(text: str, where: str = MANIFEST_FILE) -> set[str]:
     """The paths a manifest lists; UnsafeOutput naming `where` and the line when it lists one that
     is no plain relative path inside its directory, or more than `MAX_MANIFEST_ENTRIES`."""
-    entries = _common_form_entries(text)
-    return entries if entries is not None else _parse_lines(text, where)
+    common = _common_form_lines(text)
+    if common is None:
+        return _parse_lines(text, where)
+    lines, unlisted = common
+    entries = set(lines)
+    entries -= unlisted
+    return entries
 
 
-# The checks of `_common_form_entries`, on the text framed by line feeds ("\n" + text + "\n"): a
+# The checks of `_common_form_lines`, on the text framed by line feeds ("\n" + text + "\n"): a
 # line that is absolute, ".", "..", or starts with "./" or "../"; a component after a slash that
 # is empty, "." or "..". The bytes: printable ASCII and the line feed.
 _BAD_LINE_START = re.compile(r"\n(?:/|\.\.?[/\n])")
@@ -190,10 +195,10 @@ _COMMENT_LINE = re.compile(r"\n#[^\n]*")
 _COMMON_BYTES = bytes([0x0A, *range(0x20, 0x7F)])
 
 
-def _common_form_entries(text: str, prefix: str = "") -> set[str] | None:
-    """The entries of a manifest whose lines are all of the common form, shown by a few checks
-    over the whole text, each with `prefix` before it; None when the checks cannot show it, and
-    `_parse_lines` decides line by line.
+def _common_form_lines(text: str, prefix: str = "") -> tuple[list[str], set[str]] | None:
+    """The lines of a manifest whose lines are all of the common form, shown by a few checks over
+    the whole text, each with `prefix` before it, and those of them that list nothing (blank lines
+    and comments); None when the checks cannot show it, and `_parse_lines` decides line by line.
 
     The common form: printable ASCII and line feeds only (no control character, and no other line
     break `str.splitlines` knows), lines of at most `_NAME_CHARS` characters (so no name or entry is
@@ -212,10 +217,7 @@ def _common_form_entries(text: str, prefix: str = "") -> set[str] | None:
     lines = (prefix + text.replace("\n", "\n" + prefix) if prefix else text).split("\n")
     if len(lines) > MAX_MANIFEST_ENTRIES or max(map(len, lines)) > len(prefix) + _NAME_CHARS:
         return None
-    entries = set(lines)
-    entries.discard(prefix)  # blank lines
-    entries.difference_update(prefix + comment[1:] for comment in _COMMENT_LINE.findall(framed))
-    return entries
+    return lines, {prefix, *(prefix + comment[1:] for comment in _COMMENT_LINE.findall(framed))}
 
 
 def _parse_lines(text: str, where: str) -> set[str]:
@@ -292,9 +294,13 @@ def owned_files(files: Mapping[str, bytes], records: Collection[str], where: str
         shown = f"{where.rstrip('/')}/{manifest}" if where else manifest
         text = files[manifest].decode("utf-8", errors="replace")
         prefix = f"{directory}/" if directory else ""
-        listed = _common_form_entries(text, prefix)
-        if listed is None:
-            listed = {prefix + entry for entry in _parse_lines(text, shown)}
+        common = _common_form_lines(text, prefix)
+        listed: Iterable[str]
+        if common is None:
+            listed = [prefix + entry for entry in _parse_lines(text, shown)]
+        else:  # in the manifest's order: the files are looked up in about the order they were found
+            lines, unlisted = common
+            listed = itertools.filterfalse(unlisted.__contains__, lines)
         found = filter(files.__contains__, listed)  # listed paths are matched against real ones only
         if MANIFEST_FILE not in text:  # lists no manifest (a shard's): every file found is owned
             owned.update(found)

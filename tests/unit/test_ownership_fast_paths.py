@@ -98,6 +98,8 @@ def _cluster_paths(draw: st.DrawFn) -> list[str]:
                     f"{_ACME_SHARD}/cap-tenant.shop.acme/{MANIFEST_FILE}",
                     f"{_ACME_SHARD}/cap-tenant.shop.acme/01-crds/{MANIFEST_FILE}",
                     f"{_ACME_SHARD}/cap-tenant.shop.acme/a\n{_ACME_SHARD}/b",  # a line feed in a name
+                    "# a comment",  # named as a comment line (the line reads as one)
+                    f"{_ACME_SHARD}/# a comment",
                 ]
             )
         )
@@ -147,6 +149,13 @@ def _read_line_by_line(text: str, prefix: str = "") -> set[str] | tuple[str, str
         return refused.problems[0].file, refused.problems[0].message
 
 
+def _read_by_whole_text_checks(text: str, prefix: str = "") -> set[str] | None:
+    """The entries the whole-text checks read, with `prefix`; None when they leave the text to
+    the line-by-line check."""
+    common = ownership._common_form_lines(text, prefix)
+    return None if common is None else set(common[0]) - common[1]
+
+
 _LINE_PIECES = st.sampled_from(
     ["a", "b", "é", " ", "#", ".", "..", "/", "x" * 254, "y" * 256, "\x00", "\t", "\x7f", "\x9f", "\xa0"]
 )
@@ -182,7 +191,7 @@ def test_a_manifest_is_read_as_line_by_line(text: str, prefix: str) -> None:
     """The whole-text checks accept only texts the line-by-line check accepts, with the same
     entries; parse_manifest gives what the line-by-line check gives, refusals too."""
     expected = _read_line_by_line(text, prefix)
-    fast = ownership._common_form_entries(text, prefix)
+    fast = _read_by_whole_text_checks(text, prefix)
     event("read by the whole-text checks" if fast is not None else "read line by line")
     if fast is not None:
         assert fast == expected
@@ -206,7 +215,7 @@ def test_the_entry_limit_is_the_line_by_line_check_s(
     monkeypatch.setattr(ownership, "MAX_MANIFEST_ENTRIES", limit)
     text = "".join(f"{line}\n" for line in lines)
     expected = _read_line_by_line(text)
-    fast = ownership._common_form_entries(text)
+    fast = _read_by_whole_text_checks(text)
     assert fast is None or fast == expected
     try:
         assert parse_manifest(text, "m") == expected
@@ -267,7 +276,7 @@ def test_what_the_manifests_are_written_as_is_read_by_the_whole_text_checks() ->
     for sharded in (True, False):
         for path, text in manifest_files(paths, sharded=sharded).items():
             prefix = path.removesuffix(MANIFEST_FILE)
-            assert ownership._common_form_entries(text, prefix) == _read_line_by_line(text, prefix)
+            assert _read_by_whole_text_checks(text, prefix) == _read_line_by_line(text, prefix)
 
 
 def test_owned_files_reads_a_manifest_either_way() -> None:
@@ -281,8 +290,83 @@ def test_owned_files_reads_a_manifest_either_way() -> None:
     assert owned_files(files, set()) == set(files)
     shard_manifest = f"{shard}/{MANIFEST_FILE}"
     files[shard_manifest] = b"# r\xc3\xa9sum\xc3\xa9\r\n" + files[shard_manifest].replace(b"\n", b"\r\n")
-    assert ownership._common_form_entries(files[shard_manifest].decode(), f"{shard}/") is None
+    assert _read_by_whole_text_checks(files[shard_manifest].decode(), f"{shard}/") is None
     assert owned_files(files, set()) == set(files)
+
+
+def _owned_path_by_path(files: dict[str, bytes]) -> set[str] | tuple[str, str]:
+    """What the manifests own, each listed path looked up by itself (or the refused line's place
+    and problem): the rule owned_files follows."""
+    owned: set[str] = set()
+    pending = [MANIFEST_FILE]
+    while pending:
+        manifest = pending.pop()
+        owned.add(manifest)
+        directory = manifest.rpartition("/")[0]
+        prefix = f"{directory}/" if directory else ""
+        try:
+            entries = ownership._parse_lines(files[manifest].decode("utf-8", errors="replace"), manifest)
+        except UnsafeOutput as refused:
+            return refused.problems[0].file, refused.problems[0].message
+        for entry in entries:
+            path = prefix + entry
+            if path not in files or path in owned:
+                continue
+            if path.rpartition("/")[2] != MANIFEST_FILE:
+                owned.add(path)
+            elif "/" in entry:
+                pending.append(path)
+    return owned
+
+
+_TAMPERING = st.sampled_from(
+    [
+        "",
+        "\n",
+        "# a comment\n",
+        "kustomization.yaml\n",  # listed again, or a file of the directory not written
+        "cap-tenant.shop.acme/kustomization.yaml\n",
+        "elsewhere.yaml\n",  # no such file
+        "0a/.btp-gitops-files\n",
+        "tenants/shop.shop/.btp-gitops-files\n",
+        ".btp-gitops-files\n",  # itself
+    ]
+)
+
+
+@st.composite
+def _written_trees(draw: st.DrawFn) -> dict[str, bytes]:
+    """A cluster directory as a render left it (some files of it not listed: someone else's),
+    its manifests sometimes missing, edited (a line more, line ends changed), or one of them
+    refused (a path leading out)."""
+    paths = draw(_cluster_paths())
+    written = draw(st.lists(st.sampled_from(paths), unique=True)) if paths else []
+    manifests = manifest_files(written, sharded=draw(st.booleans()))
+    files = {path: b"" for path in paths}
+    for path, text in manifests.items():
+        if path != MANIFEST_FILE and draw(st.integers(0, 9)) == 0:
+            continue  # not there
+        edited = text + "".join(draw(st.lists(_TAMPERING, max_size=2)))
+        if draw(st.integers(0, 9)) == 0:
+            edited = edited.replace("\n", "\r\n")
+        files[path] = edited.encode()
+    if draw(st.integers(0, 9)) == 0:
+        refused = draw(st.sampled_from(sorted(manifests)))
+        if refused in files:
+            files[refused] += b"../out.yaml\n"
+    return files
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_written_trees())
+def test_the_manifests_own_what_looking_up_each_listed_path_finds(files: dict[str, bytes]) -> None:
+    expected = _owned_path_by_path(files)
+    event("refused" if isinstance(expected, tuple) else "read")
+    try:
+        owned: set[str] | tuple[str, str] = owned_files(files, set())
+    except UnsafeOutput as refused:
+        owned = refused.problems[0].file, refused.problems[0].message
+    assert owned == expected
 
 
 # -- the removal guard ----------------------------------------------------------------------------
