@@ -369,6 +369,61 @@ def test_the_manifests_own_what_looking_up_each_listed_path_finds(files: dict[st
     assert owned == expected
 
 
+def _owned_or_refused(files: dict[str, bytes]) -> set[str] | tuple[str, str]:
+    try:
+        return owned_files(files, set())
+    except UnsafeOutput as refused:
+        return refused.problems[0].file, refused.problems[0].message
+
+
+def _shard_tree() -> tuple[dict[str, bytes], str]:
+    """A written cluster directory of 40 tenants, and one of its shard directories."""
+    paths = ["kustomization.yaml"]
+    for n in range(40):
+        directory = app_directory(f"cap-tenant.shop.t{n}", "shop.shop")
+        paths += [f"{directory}/captenant-t{n}.yaml", f"{directory}/kustomization.yaml"]
+    files = {path: b"" for path in paths}
+    files.update({path: text.encode() for path, text in manifest_files(paths).items()})
+    return files, app_directory("cap-tenant.shop.t0", "shop.shop").rpartition("/")[0]
+
+
+def test_a_shard_manifest_as_written_is_compared_with_its_files_at_once() -> None:
+    files, _ = _shard_tree()
+    ordered = sorted(files)
+    for path in files:
+        if path.count("/") == 3 and path.endswith(MANIFEST_FILE):
+            prefix = path.removesuffix(MANIFEST_FILE)
+            run = ownership._listed_run(files[path].decode(), prefix, ordered)
+            assert run == sorted(p for p in files if p.startswith(prefix) and p != path)
+    assert owned_files(files, set()) == set(files)
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        ("# note", "# note"),  # a comment line: lists nothing
+        ("", ""),  # a blank line
+        ("cap/a\n{shard}/cap/b", "cap/a\ncap/b"),  # one name with a line feed, two lines
+        ("cap/\x01", "cap/\x01"),  # a control character: refused
+        ("cap/" + "n" * 256, "cap/" + "n" * 256),  # too long a name: refused
+        ("cap/../x", "cap/../x"),  # refused
+        ("cap//x", "cap//x"),  # refused
+        ("/x", "/x"),  # refused
+    ],
+)
+def test_a_shard_manifest_matching_its_files_is_still_read_by_the_rules(name: str, line: str) -> None:
+    """A file whose path joined with the others reads as the manifest's text, line for line, but
+    which the manifest does not list (or may not): owned or refused as path by path."""
+    files, shard = _shard_tree()
+    manifest = f"{shard}/{MANIFEST_FILE}"
+    text = files[manifest].decode()
+    head, body = text[: len(ownership._PART_HEAD)], text[len(ownership._PART_HEAD) :]
+    files[f"{shard}/{name.format(shard=shard)}"] = b""
+    lines = sorted([*body.splitlines(), line])
+    files[manifest] = (head + "".join(f"{entry}\n" for entry in lines)).encode()
+    assert _owned_or_refused(files) == _owned_path_by_path(files)
+
+
 # -- the removal guard ----------------------------------------------------------------------------
 
 
