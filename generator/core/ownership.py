@@ -357,23 +357,37 @@ def object_counts(paths: Iterable[str]) -> dict[str, int]:
     """App -> how many object files it has: files in an app directory, kustomizations left out.
     Apps are read from the paths of either layout (core.layout.app_path), so moving a tenant into
     its shard directory keeps its objects."""
-    return dict(Counter(_object_apps(paths)))
+    # A path's app depends on its directory only (core.layout.app_path: a tenant's app is the
+    # fourth part of a path of five or more): the files are counted per directory, and each
+    # directory read once (a cluster directory of 20,000 tenants holds 80,000 files).
+    in_directory = Counter(path.rpartition("/")[0] for path in paths if not path.endswith(_IN_KUSTOMIZATION))
+    counts: dict[str, int] = {}
+    for directory, files in in_directory.items():
+        app = _directory_app(directory)
+        if app:
+            counts[app] = counts.get(app, 0) + files
+    return counts
+
+
+_IN_KUSTOMIZATION = f"/{_KUSTOMIZATION}"  # (one at the top is in no app)
+
+
+def _directory_app(directory: str) -> str:
+    """The app whose objects the files of `directory` hold; "" for the top and dot directories."""
+    app = app_path(f"{directory}/-").app if directory else ""
+    return "" if app.startswith(".") else app
 
 
 def _object_apps(paths: Iterable[str]) -> Iterator[str]:
-    """The app of each object file among `paths`, in their order; kustomizations and files of no
-    app (at the top, or in a dot directory such as `.wiring`) left out."""
-    # A path's app depends on its directory only (core.layout.app_path: a tenant's app is the
-    # fourth part of a path of five or more): read once per directory, not once per file.
+    """The app of each object file among `paths`, in their order, as `object_counts` counts them."""
     app_of: dict[str, str] = {}
     for path in paths:
-        directory, _, name = path.rpartition("/")
-        if name == _KUSTOMIZATION:
+        if path.endswith(_IN_KUSTOMIZATION):
             continue
+        directory = path.rpartition("/")[0]
         app = app_of.get(directory)
         if app is None:
-            app = app_path(f"{directory}/-").app if directory else ""
-            app = app_of[directory] = "" if app.startswith(".") else app
+            app = app_of[directory] = _directory_app(directory)
         if app:
             yield app
 
