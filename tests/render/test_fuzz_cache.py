@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -227,6 +228,12 @@ def _entry_payload(cache: Path, draw: Draw, sign: bool) -> None:
 def _special_file(cache: Path, draw: Draw, sign: bool) -> None:
     target = draw(st.sampled_from([*packs(cache), *entries(cache), cache / "usage"]))
     kind = draw(st.sampled_from(["fifo", "link-zero", "link-outside", "directory", "linked-dir"]))
+    try:
+        mode = target.lstat().st_mode
+    except FileNotFoundError:
+        return  # removed by a damage before this one
+    if not stat.S_ISREG(mode):
+        return  # made a special file by a damage before this one: reading a FIFO would block
     data = target.read_bytes()
     if kind == "linked-dir":  # the whole shard (or packs/) a link to a copy outside
         copy = cache.parent / f"copy-{target.parent.name}"
