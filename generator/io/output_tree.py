@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import glob
 import os
-import re
 import shutil
 import stat
 import tempfile
@@ -169,7 +168,9 @@ class TreeFiles(Mapping[str, bytes]):
                 self._known_ids = {}
             else:
                 blobs = by_git.blobs
-                self._known_ids = {path: blobs[path] for path in self._vouched}
+                # Every file Git listed was found by the walk (as a rule): Git's own mapping then.
+                whole = len(self._vouched) == len(blobs) and self._vouched.issubset(blobs.keys())
+                self._known_ids = dict(blobs) if whole else {path: blobs[path] for path in self._vouched}
         return self._known_ids
 
     def holds(self, path: str, data: bytes) -> bool:
@@ -544,16 +545,31 @@ def diff_trees(
     return TreeChanges(added, changed, removed, {p: old[p] for p in (*changed, *removed)})
 
 
-# Paths each followed by a NUL, every one plain (see `plain_path`): checked in one match.
-_PLAIN_PATHS = re.compile(r"(?:(?!\.\.?[/\0])[^/\0]+(?:/(?!\.\.?[/\0])[^/\0]+)*\0)*")
+# What a path that is not plain (see `plain_path`) puts into the paths joined by NULs, with a NUL
+# before the first: an empty path, a leading or trailing slash, an empty, `.` or `..` component.
+_UNPLAIN_MARKS = (
+    "\0\0",
+    "\0/",
+    "/\0",
+    "//",
+    "/./",
+    "/.\0",
+    "\0./",
+    "\0.\0",
+    "/../",
+    "/..\0",
+    "\0../",
+    "\0..\0",
+)
 
 
 def unplain_paths(paths: Iterable[str]) -> list[str]:
-    """The paths that are not plain relative ones (`plain_path`), in order: every one checked in
-    one match when all are plain (a tree of 80,000 files), else path by path."""
+    """The paths that are not plain relative ones (`plain_path`), in order: when all are plain (a
+    tree of 80,000 files), a few substring searches over all of them at once tell, else path by
+    path. A path holding a NUL itself is checked by itself (the count of NULs tells)."""
     listed = list(paths)
-    joined = "\0".join([*listed, ""])
-    if joined.count("\0") == len(listed) and _PLAIN_PATHS.fullmatch(joined):
+    joined = "\0" + "\0".join(listed) + "\0"
+    if joined.count("\0") == len(listed) + 1 and not any(mark in joined for mark in _UNPLAIN_MARKS):
         return []
     return sorted(path for path in listed if not plain_path(path))
 
