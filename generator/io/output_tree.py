@@ -421,17 +421,32 @@ def _read_unvouched(
     `identities` (what is no regular file by now into `others`); the vouched ones, returned."""
     trusted = vouched.blobs if vouched is not None else {}
     for relative, path in listed:
-        if relative in trusted:
-            continue
-        try:
-            read = _read_regular_with_identity(path)
-        except OSError as error:
-            raise OutputNotWritable(f"cannot read {path}: {error.strerror or error}") from error
-        if read is None:
-            others.append(relative)
-        else:
-            files[relative], identities[relative] = read
+        if relative not in trusted:
+            _read_into(relative, path, files, identities, others)
     return [relative for relative, _ in listed if relative in trusted]
+
+
+def _read_into(
+    relative: str,
+    path: str,
+    files: dict[str, bytes],
+    identities: dict[str, Identity],
+    others: list[str],
+    *,
+    missing_ok: bool = False,
+) -> None:
+    """The file at `path` read into `files` and `identities` under `relative`, or named in
+    `others` when it is no regular file by now (with `missing_ok`, left out when it is gone)."""
+    try:
+        read = _read_regular_with_identity(path)
+    except OSError as error:
+        if missing_ok and isinstance(error, FileNotFoundError):
+            return
+        raise OutputNotWritable(f"cannot read {path}: {error.strerror or error}") from error
+    if read is None:
+        others.append(relative)
+    else:
+        files[relative], identities[relative] = read
 
 
 def refreshed_scan(root: Path, earlier: ScannedTree, vouched: Vouched) -> ScannedTree:
@@ -475,17 +490,7 @@ def refreshed_scan(root: Path, earlier: ScannedTree, vouched: Vouched) -> Scanne
         else:
             to_read.append(path)
     for path in to_read:
-        shown = os.path.join(base, path)
-        try:
-            read = _read_regular_with_identity(shown)
-        except FileNotFoundError:
-            continue
-        except OSError as error:
-            raise OutputNotWritable(f"cannot read {shown}: {error.strerror or error}") from error
-        if read is None:
-            others.append(path)
-        else:
-            files[path], identities[path] = read
+        _read_into(path, os.path.join(base, path), files, identities, others, missing_ok=True)
     return ScannedTree(
         TreeFiles(base, files, now_vouched, vouched),
         tuple(sorted(set(others))),
