@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -169,14 +171,51 @@ def compare_trees(
 
 
 def changed_apps(
-    old: Mapping[str, str | bytes], new: Mapping[str, str], unchanged: Callable[[str, str], bool]
+    old: Mapping[str, str | bytes],
+    new: Mapping[str, str],
+    unchanged: Callable[[str, str], bool],
+    same: AbstractSet[str] = frozenset(),
 ) -> list[str]:
     """The paths of `old` in the apps where some file differs from `new` (added, removed, or not
-    `unchanged`: holding other bytes than the new text's UTF-8): the files a comparison must read."""
-    differing = {path for path in new if path not in old or not unchanged(path, new[path])}
-    differing.update(path for path in old if path not in new)
-    apps = {_app_of(path) for path in differing}
-    return [path for path in old if _app_of(path) in apps]
+    `unchanged`: holding other bytes than the new text's UTF-8): the files a comparison must read.
+    `same`: paths known to hold their new text already (by blob id), not asked about again."""
+    old_paths = set(old)
+    differing = {
+        path for path in set(new).difference(same) if path not in old_paths or not unchanged(path, new[path])
+    }
+    differing.update(old_paths.difference(new))
+    return paths_in_apps(old, {_app_of(path) for path in differing})
+
+
+def paths_in_apps(paths: Iterable[str], apps: AbstractSet[str]) -> list[str]:
+    """The paths, in their order, whose app (`app_of`) is one of `apps`. For a few apps, found
+    by a search in C over the paths joined by NULs (none holds one): a path of app `a` begins
+    with `a/` or holds `/a/` (core.layout.app_path), so the paths holding either are all the
+    candidates, and each candidate is checked; for many, path by path. (A path's app is its
+    first part, or the fourth under `tenants/`: CLUSTER_ROOT when that part is empty.)"""
+    ordered = paths if isinstance(paths, list) else list(paths)
+    if not apps:
+        return []
+    if len(apps) > _FEW_APPS:
+        return [path for path in ordered if _app_of(path) in apps]
+    joined = "\0" + "\0".join(ordered) + "\0"
+    if joined.count("\0") != len(ordered) + 1:  # a path holding a NUL: none does, by the rules
+        return [path for path in ordered if _app_of(path) in apps]
+    # A name found where a part begins (after a NUL or a slash): matches elsewhere are passed
+    # over, and hide none (a name holds neither). The literal search is what runs in C.
+    names = sorted(app for app in apps if app != CLUSTER_ROOT)
+    found = re.finditer("(?:" + "|".join(re.escape(name) for name in names) + ")/", joined) if names else ()
+    starts = {joined.rfind("\0", 0, at.start()) for at in found if joined[at.start() - 1] in "\0/"}
+    if CLUSTER_ROOT in apps:  # paths without a slash, or with an empty part (`/a`, `a//b`)
+        starts.update(at.start() for at in _TOP_LEVEL.finditer(joined))
+        starts.update(joined.rfind("\0", 0, at.start() + 1) for at in _EMPTY_PART.finditer(joined))
+    picked = (joined[start + 1 : joined.index("\0", start + 1)] for start in sorted(starts))
+    return [path for path in picked if _app_of(path) in apps]
+
+
+_FEW_APPS = 16  # more apps than this: path by path (an alternation of many names is slower)
+_TOP_LEVEL = re.compile("\0(?=[^\0/]*\0)")
+_EMPTY_PART = re.compile("(?:\0|/)/")
 
 
 def _app_of(path: str) -> str:
@@ -191,14 +230,20 @@ def _app_of_directory(directory: str) -> str:
 
 
 def compare_changed_apps(
-    old: Mapping[str, str | bytes], new: Mapping[str, str | bytes], narrowed: list[str], prefix: str = ""
+    old: Mapping[str, str | bytes],
+    new: Mapping[str, str | bytes],
+    narrowed: list[str],
+    prefix: str = "",
+    new_paths: list[str] | None = None,
 ) -> ClusterDiff:
     """`compare_trees(old, new)`, reading only the apps `narrowed` (`changed_apps`) names and those
     of the files `new` adds. An app's entries come from its own files only (an object's identity
     holds its app), and an app none of whose files differ has the same entries on both sides, so
-    leaving it out changes nothing in the result."""
+    leaving it out changes nothing in the result. `new_paths`: `compared_new_paths`, when known."""
     old_kept = {path: old[path] for path in narrowed}
-    new_kept = {path: new[path] for path in compared_new_paths(old, new, narrowed)}
+    if new_paths is None:
+        new_paths = compared_new_paths(old, new, narrowed)
+    new_kept = {path: new[path] for path in new_paths}
     return compare_trees(old_kept, new_kept, prefix)
 
 
@@ -208,8 +253,8 @@ def compared_new_paths(
     """The paths of `new` that `compare_changed_apps` reads: those of the apps `narrowed` names
     and of the apps `new` adds files to."""
     apps = {_app_of(path) for path in narrowed}
-    apps.update(_app_of(path) for path in new if path not in old)
-    return [path for path in new if _app_of(path) in apps]
+    apps.update(_app_of(path) for path in set(new).difference(old))
+    return paths_in_apps(new, apps)
 
 
 def _change_kind(before: TreeEntry | None, after: TreeEntry | None) -> ChangeKind | None:

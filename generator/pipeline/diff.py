@@ -206,12 +206,15 @@ def diff_cluster(
         held = known.get(path) if claim is not None else None
         return held == claim if held is not None else previous.holds(path, text)
 
-    narrowed = changed_apps(old, new, unchanged)
+    # The files whose ids say so at once (80,000 of them in a warm render: not one call each).
+    same = {path for path, claim in claims.items() if known.get(path) == claim}
+    narrowed = changed_apps(old, new, unchanged, same)
     if isinstance(old, CommitBlobs):
         old.fetch(narrowed)
     # The texts shown must be the blobs the pack named (a claim decided what is compared).
-    check_claims(new, claims, compared_new_paths(old, new, narrowed))
-    diff = compare_changed_apps(old, new, narrowed, prefix=f"{cluster_subtree(request.cluster)}/")
+    shown = compared_new_paths(old, new, narrowed)
+    check_claims(new, claims, shown)
+    diff = compare_changed_apps(old, new, narrowed, f"{cluster_subtree(request.cluster)}/", shown)
     problems = tuple(problem.render() for problem in result.module_problems)
     return DiffResult(DiffTitle(request.cluster, label, problems), diff, result)
 
