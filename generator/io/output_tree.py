@@ -534,13 +534,17 @@ def diff_trees(
     if isinstance(old, TreeFiles):
         holds, known = old.holds, old.known_blob_ids()
         claimed = claims or {}
+        # The claimed files Git holds with the claimed id first, in one comprehension (80,000 in
+        # a warm render); each other file on its own.
+        held = known.get
+        same = {path for path, claim in claimed.items() if held(path) == claim}
         changed = tuple(
             sorted(
                 path
-                for path in common
+                for path in common.difference(same)
                 if not (
-                    held == claim
-                    if (claim := claimed.get(path)) is not None and (held := known.get(path)) is not None
+                    found == claim
+                    if (claim := claimed.get(path)) is not None and (found := held(path)) is not None
                     else holds(path, new[path])
                 )
             )

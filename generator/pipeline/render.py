@@ -102,7 +102,7 @@ from btp_gitops.generator.pipeline.reused_output import (
     HeldBlobs,
     Unchanged,
     check_reused_output,
-    pack_claims,
+    lay_out_cluster,
 )
 from btp_gitops.generator.pipeline.source_checks import checked_sources
 from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
@@ -159,7 +159,7 @@ class RenderResult:
     records: dict[str, str] = field(default_factory=dict)  # beside the apps (no objects), read back next time
     module_problems: list[Problem] = field(default_factory=list)  # Kyma modules not resolved (apps kept)
     skipped: list[Skipped] = field(default_factory=list)  # what under the source paths is no source
-    blob_ids: dict[str, str] = field(default_factory=dict)  # the render pack's, reused_output.pack_claims
+    blob_ids: dict[str, str] = field(default_factory=dict)  # the pack's (reused_output.ClusterLayout.claims)
 
     def report(self) -> dict[str, Any]:
         data = report_dict(self.cluster, self.apps, self.notes)
@@ -457,7 +457,8 @@ def _render_cluster(
     checks.raise_if_any()
     layout_notes = [] if shard_tenants else keep_flat(apps)
     per_app = lay_out_apps(apps, target.target, progress)
-    laid_out = carry_over(cluster_files(apps, per_app), kyma_plan.untouched_apps, previous or {})
+    layout = lay_out_cluster(apps, per_app, _unchanged(previous), _held_blobs(previous))
+    laid_out = carry_over(layout.files, kyma_plan.untouched_apps, previous or {})
     wiring = cluster_wiring(cluster, apps, target)
     files = {**laid_out, **wiring}
     # The names and paths of apps reused from the render pack were checked when the pack was read
@@ -472,7 +473,7 @@ def _render_cluster(
     # files of apps reused from the pack pass the same guard on their text (reused_output: a
     # pack is untrusted input).
     assert_no_credentials([m for app in fresh_apps for m in app.manifests], checked)
-    check_reused_output(apps, _unchanged(previous), _held_blobs(previous))
+    check_reused_output(layout)
     reject_unsafe_paths(apps, {**checked, **kyma_plan.record_files})
     if cache is not None and cached is not None and tenants is not None:
         packed = cached.write_pack(cache, tenants, inputs, *_pack_layout(apps, per_app, target.target))
@@ -486,7 +487,7 @@ def _render_cluster(
         module_problems=kyma_plan.problems,
         notes=[*layout_notes, *kyma_plan.notes],
         skipped=sorting.sorted_skipped(),
-        blob_ids=pack_claims(apps, files) if cache is not None else {},
+        blob_ids=layout.claims_in(files, wiring if laid_out is layout.files else None),
     )
 
 

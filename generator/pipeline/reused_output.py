@@ -1,4 +1,9 @@
-"""The credential guard for the apps a render takes from the render pack, on what is written.
+"""The cluster directory's files, and the credential guard for the apps a render takes from the
+render pack, on what is written.
+
+`lay_out_cluster` puts every app's files in its directory in one pass, noting for a reused app's
+files the blob id the pack gives and whether the render writes or shows them: 80,000 files in a
+warm render, each looked at once.
 
 An app reused from the pack (`cached_sources.ReusedApp`) arrives as files, not objects: decoding
 and checking its objects on every render would cost what the pack saves. The pack is untrusted
@@ -23,7 +28,8 @@ the files it hands the layout pass the same guard as a fresh app's, checked on t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from btp_gitops.generator.core.errors import CredentialInOutput, InvalidSpec, Problem, raise_if_problems
 from btp_gitops.generator.core.keys import private_key_in
@@ -32,7 +38,7 @@ from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
 from btp_gitops.generator.io.git_blobs import blob_id
-from btp_gitops.generator.io.render_pack import PackDamaged
+from btp_gitops.generator.io.render_pack import PackDamaged, PackedApp
 from btp_gitops.generator.pipeline.cached_sources import ReusedApp
 from btp_gitops.generator.transforms.guards import REFUSAL, assert_no_credentials
 from btp_gitops.generator.transforms.secret_text import could_spell_secret
@@ -59,20 +65,78 @@ Unchanged = Callable[[str, str], bool]
 HeldBlobs = Mapping[str, str]
 
 
-def pack_claims(apps: Iterable[AppRender], files: Mapping[str, str]) -> dict[str, str]:
-    """The blob ids the render pack gives for the files of the apps taken from it, by path in
-    the cluster directory (those `files` holds as the pack's texts): the writer and `diff` take
-    a file Git vouches for with the same id as unchanged, without hashing its text."""
-    claims: dict[str, str] = {}
-    for app in apps:
-        if isinstance(app, ReusedApp):
-            directory = app_directory(app.app, app.group)
-            texts = app.packed.files
-            for name, oid in app.packed.blob_ids.items():
-                path = f"{directory}/{name}"
-                if files.get(path) is texts[name]:
-                    claims[path] = oid
-    return claims
+@dataclass(slots=True)
+class ClusterLayout:
+    """The files of the cluster directory (each app's in its directory, in path order), made in
+    one pass over 80,000 files with what the render pack says of the reused apps' files:
+    `claims`, the blob id the pack gives each of them (the writer and `diff` take a file Git
+    vouches for with the same id as unchanged, without hashing its text); `searched`, those the
+    render writes or prints, which the guard searches (`check_reused_output`)."""
+
+    files: dict[str, str]
+    claims: dict[str, str] = field(default_factory=dict)
+    searched: list[tuple[str, str]] = field(default_factory=list)
+    # Files that differ from the ones Git holds, whose text is the pack's: hashed by the guard,
+    # which decides their fate (`PackedApp.verified_text`): (path, app, file name).
+    unverified: list[tuple[str, PackedApp, str]] = field(default_factory=list)
+
+    def claims_in(self, files: Mapping[str, str], replaced: Iterable[str] | None = None) -> dict[str, str]:
+        """The claims of the paths whose text in `files` is still the pack's. `replaced`: the
+        only paths that may hold another text there (the wiring's), when that is known; else
+        (Kyma apps kept as the previous render wrote them) every path is looked at."""
+        texts, claims = self.files, self.claims
+        if replaced is None:
+            return {path: oid for path, oid in claims.items() if files.get(path) is texts[path]}
+        kept = dict(claims)
+        for path in replaced:
+            if path in kept and files.get(path) is not texts[path]:
+                del kept[path]
+        return kept
+
+
+def lay_out_cluster(
+    apps: Sequence[AppRender],
+    per_app: Sequence[Mapping[str, str]],
+    unchanged: Unchanged | None = None,
+    held_blobs: HeldBlobs | None = None,
+) -> ClusterLayout:
+    """`ClusterLayout` of the apps and their files (`per_app`, named inside each app's
+    directory). `unchanged` tells the files that are neither written nor shown: those the cluster
+    directory already holds byte for byte (`render --out`, under the output lock: the writer
+    leaves them as they are) or whose text is the compared tree's (`diff`); `render --stdout`
+    passes None: every file is searched. `held_blobs` are the blob ids Git vouches paths hold: a
+    reused file with the pack's id for it is one of those, and one with another id is hashed."""
+    files: dict[str, str] = {}
+    layout = ClusterLayout(files)
+    claims, searched, unverified = layout.claims, layout.searched, layout.unverified
+    held = held_blobs or {}
+    # Apps in the order of their directories (with a slash: `a-b/` sorts before `a/`, as their
+    # paths do), so that the files arrive in path order; a dict sorted again only if they did not.
+    directories = [app_directory(app.app, app.group) for app in apps]
+    for index in sorted(range(len(apps)), key=lambda index: directories[index] + "/"):
+        app, named, directory = apps[index], per_app[index], directories[index]
+        if not named:
+            continue
+        if not isinstance(app, ReusedApp):
+            for name, text in named.items():
+                files[f"{directory}/{name}"] = text
+            continue
+        packed = app.packed
+        ids = packed.blob_ids
+        for name, text in named.items():  # inline: 80,000 files in a warm render
+            path = f"{directory}/{name}"
+            files[path] = text
+            oid = claims[path] = ids[name]
+            found = held.get(path)
+            if found is not None:
+                if found != oid:
+                    unverified.append((path, packed, name))
+            elif unchanged is None or not unchanged(path, text):
+                searched.append((path, text))
+    paths = list(files)
+    if paths != sorted(paths):  # in order as a rule: sorting a sorted list is one pass
+        layout.files = {path: files[path] for path in sorted(paths)}
+    return layout
 
 
 def check_claims(texts: Mapping[str, str], claims: Mapping[str, str], paths: Iterable[str]) -> None:
@@ -88,44 +152,12 @@ def check_claims(texts: Mapping[str, str], claims: Mapping[str, str], paths: Ite
             )
 
 
-def _written_files(
-    reused: list[ReusedApp], unchanged: Unchanged | None, held_blobs: HeldBlobs
-) -> list[tuple[str, str]]:
-    """Each reused file by its path in the cluster directory, but those the directory already
-    holds: the writer leaves those as they are, so no byte of them is written. Where Git vouches
-    for the file, that is decided by the pack's blob id (as the writer decides it), and a file
-    that differs is hashed: its bytes must be the id the pack gives (`PackedApp.verified_text`)."""
-    files = []
-    for app in reused:
-        directory = app_directory(app.app, app.group)
-        packed = app.packed
-        claims = packed.blob_ids
-        for name, text in packed.files.items():
-            where = f"{directory}/{name}"
-            if unchanged is not None:
-                held = held_blobs.get(where)
-                if held is not None:
-                    if held == claims.get(name):
-                        continue
-                    files.append((where, packed.verified_text(name)))
-                    continue
-                if unchanged(where, text):
-                    continue
-            files.append((where, text))
-    return files
-
-
-def check_reused_output(
-    apps: Iterable[AppRender], unchanged: Unchanged | None = None, held_blobs: HeldBlobs | None = None
-) -> None:
-    """Refuse a Secret with data, or a private key, in the files of an app taken from the pack
-    that the render writes or prints. `unchanged` tells the files that are neither: those the
-    cluster directory already holds byte for byte (`render --out`, under the output lock: the
-    writer leaves them as they are) or whose text is the compared tree's (`diff`: no change, not
-    in the report); `render --stdout` passes None: every file is searched. `held_blobs` are the
-    blob ids Git vouches paths hold: a file with the pack's id for it is one of those."""
-    reused = [app for app in apps if isinstance(app, ReusedApp)]
-    written = _written_files(reused, unchanged, held_blobs or {})
+def check_reused_output(layout: ClusterLayout) -> None:
+    """Refuse a Secret with data, or a private key, in the files of the apps taken from the pack
+    that the render writes or prints (`ClusterLayout.searched`, and the files whose id is not
+    the one Git holds, hashed first: their bytes must be the id the pack gives)."""
+    hashed = [(path, packed.verified_text(name)) for path, packed, name in layout.unverified]
+    written = [*layout.searched, *hashed]
     # Every text at once, joined by a NUL: no key's text and no word crosses one, so the joined
     # text holds a key, or could spell `Secret`, exactly when one of the texts does; file by file
     # only then (a warm render's 80,000 files: one search in C instead of 80,000 calls).
