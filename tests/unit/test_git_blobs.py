@@ -99,5 +99,14 @@ def test_a_listing_of_another_form_is_trusted_for_nothing() -> None:
     oid = "a" * 40
     good = f"H 100644 {oid} 0\ta.yaml\0"
     assert _clean_entries(good, "sha1") == {"a.yaml": oid}
-    for broken in (good + "junk", good.replace(" 0\t", " 9\t"), good[:-1], f"H 100644 {oid[:-1]} 0\ta\0"):
+    broken_forms = (
+        good + "junk",
+        good + "junk\0",
+        good.replace(" 0\t", " 9\t"),
+        good[:-1],
+        f"H 100644 {oid[:-1]} 0\ta\0",
+    )
+    for broken in broken_forms:
         assert _clean_entries(broken, "sha1") is None
+    # An entry Git cannot vouch for (skip-worktree) beside a clean one: the listing is read whole.
+    assert _clean_entries(good + f"S 100644 {oid} 0\tb.yaml\0", "sha1") == {"a.yaml": oid}
