@@ -466,8 +466,8 @@ def refreshed_scan(root: Path, earlier: ScannedTree, vouched: Vouched) -> Scanne
     settled = earlier.started_ns - RACY_MARGIN_NS
     # Git vouches for a path still only with the blob id it gave before (io.git_blobs).
     still = vouched.blobs
-    now_vouched = frozenset(path for path in old.vouched if path in still)
-    to_read = [path for path in old.vouched if path not in now_vouched]
+    now_vouched = old.vouched.intersection(still.keys())
+    to_read = sorted(old.vouched.difference(now_vouched))
     files: dict[str, bytes] = {}
     identities: dict[str, Identity] = {}
     others = list(earlier.others)
