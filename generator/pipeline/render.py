@@ -625,10 +625,16 @@ def validate_render(root: Path, files: dict[str, str], options: ValidateOptions)
 def moved_into_groups(previous: Mapping[str, str], apps: list[AppRender]) -> list[str]:
     """The apps the previous tree holds directly in the cluster directory that this render puts
     into a group's shard directory (a repository rendered before the tenants were sharded)."""
-    # A path's app depends on its directory only: read once per directory, not per file.
-    directories = {path.rpartition("/")[0] for path in previous}
-    flat = {place.app for directory in directories if not (place := app_path(f"{directory}/-")).grouped}
-    return sorted(app.app for app in apps if app.group is not None and app.object_count and app.app in flat)
+    grouped = [app.app for app in apps if app.group is not None and app.object_count]
+    if not grouped:
+        return []
+    if TENANTS_DIR in grouped:  # an app named like the shards' directory: read each directory
+        directories = {path.rpartition("/")[0] for path in previous}
+        flat = {place.app for directory in directories if not (place := app_path(f"{directory}/-")).grouped}
+    else:
+        # Outside tenants/, the app of a path in a directory is its first part (core.layout.app_path).
+        flat = {path.partition("/")[0] for path in previous if "/" in path}
+    return sorted(name for name in grouped if name in flat)
 
 
 def layout_move_note(moved: list[str], target: TargetOptions) -> list[Note]:
