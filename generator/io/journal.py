@@ -131,22 +131,16 @@ def plan_changes(changes: TreeChanges, directories: tuple[str, ...], new: Mappin
 
     Manifests are removed after the files they list: a replay after a kill among the removals
     still finds every file it has left to remove owned."""
-    needed = {
-        parent
-        for directory in {path.rpartition("/")[0] for path in new}
-        for parent in _parents(f"{directory}/-")
-    }
+    needed: set[str] = set()  # every directory holding a new file, and their parents
+    for parent in {path.rpartition("/")[0] for path in new}:
+        directory = parent
+        while directory and directory not in needed:  # its parents are in when it is
+            needed.add(directory)
+            directory = directory.rpartition("/")[0]
     prune = sorted((d for d in directories if d not in needed), key=lambda d: (-d.count("/"), d))
     write = (*changes.added, *changes.changed)
     remove = tuple(sorted(changes.removed, key=_manifests_last))
     return WritePlan(write, remove, tuple(prune), tuple(digest_of(new[path]) for path in write))
-
-
-def _parents(path: str) -> Iterator[str]:
-    directory = path.rpartition("/")[0]
-    while directory:
-        yield directory
-        directory = directory.rpartition("/")[0]
 
 
 def _refuse_unless_a_directory(error: OSError, refusal: str) -> None:
