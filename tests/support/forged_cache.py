@@ -98,7 +98,9 @@ def without_packs(directory: Path) -> Path:
 
 
 def packs(directory: Path) -> list[Path]:
-    return sorted((directory / render_pack.DIRECTORY).glob("*.pack"))
+    """The packs in a cache directory that are files to read (a fuzzer may have left a FIFO in a
+    pack's place: opening it would wait for a writer forever)."""
+    return sorted(p for p in (directory / render_pack.DIRECTORY).glob("*.pack") if p.is_file())
 
 
 def entries(directory: Path) -> list[Path]:
