@@ -32,7 +32,7 @@ from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
 from btp_gitops.generator.io.git_blobs import blob_id
-from btp_gitops.generator.io.render_pack import PackDamaged
+from btp_gitops.generator.io.packed_app import PackDamaged
 from btp_gitops.generator.pipeline.cached_sources import ReusedApp
 from btp_gitops.generator.transforms.guards import REFUSAL, assert_no_credentials
 from btp_gitops.generator.transforms.secret_text import could_spell_secret
