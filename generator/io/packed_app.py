@@ -27,6 +27,7 @@ import json
 import posixpath
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,7 +138,17 @@ class AppFiles:
     files (name -> text, name -> Git blob id), as the index keeps them until first asked for.
     Shared by the copies of an app (`PackedApp.regrouped`): decoded once, the same strings."""
 
-    __slots__ = ("_blob_ids", "_files", "_keys", "blob", "ids_text", "keys_text", "names_text", "span")
+    __slots__ = (
+        "_blob_ids",
+        "_files",
+        "_ids",
+        "_keys",
+        "blob",
+        "ids_text",
+        "keys_text",
+        "names_text",
+        "span",
+    )
 
     def __init__(
         self, keys_text: str, names_text: str, ids_text: str, blob: bytes | memoryview, span: tuple[int, int]
@@ -149,6 +160,7 @@ class AppFiles:
         self.span = span  # the texts, each followed by a NUL but the last
         self._keys: list[Key] | None = None
         self._files: dict[str, str] | None = None
+        self._ids: list[str] | None = None
         self._blob_ids: dict[str, str] | None = None
 
     @classmethod
@@ -164,6 +176,7 @@ class AppFiles:
             return None
         made = cls(keys_text, names_text, "".join(blob_ids[name] for name in files), texts, (0, len(texts)))
         made._keys, made._files, made._blob_ids = keys, files, blob_ids
+        made._ids = [blob_ids[name] for name in files]
         return made
 
     def count(self) -> int:
@@ -200,10 +213,15 @@ class AppFiles:
             self._files = files
         return self._files
 
+    def ids(self) -> list[str]:
+        """The Git blob ids of the files, in the order of `files` (of its names)."""
+        if self._ids is None:
+            self._ids = _BLOB_ID.findall(self.ids_text)
+        return self._ids
+
     def blob_ids(self) -> dict[str, str]:
         if self._blob_ids is None:
-            ids = _BLOB_ID.findall(self.ids_text)
-            self._blob_ids = dict(zip(_split(self.names_text), ids, strict=True))
+            self._blob_ids = dict(zip(_split(self.names_text), self.ids(), strict=True))
         return self._blob_ids
 
 
@@ -257,6 +275,11 @@ class PackedApp:
     def blob_ids(self) -> dict[str, str]:
         """File name -> Git (SHA-1) blob id of its text's UTF-8 bytes, as the pack claims it."""
         return self.content.blob_ids()
+
+    def files_and_ids(self) -> Iterator[tuple[str, str, str]]:
+        """Each file's name, text and claimed blob id, in order (no map of ids made per app)."""
+        files = self.files
+        return zip(files, files.values(), self.content.ids(), strict=True)
 
     def regrouped(self, group: str | None) -> PackedApp:
         """The same app, in another group's directory (its content shared: decoded once)."""

@@ -67,10 +67,9 @@ def pack_claims(apps: Iterable[AppRender], files: Mapping[str, str]) -> dict[str
     for app in apps:
         if isinstance(app, ReusedApp):
             directory = app_directory(app.app, app.group)
-            texts = app.packed.files
-            for name, oid in app.packed.blob_ids.items():
+            for name, text, oid in app.packed.files_and_ids():
                 path = f"{directory}/{name}"
-                if files.get(path) is texts[name]:
+                if files.get(path) is text:
                     claims[path] = oid
     return claims
 
@@ -99,13 +98,12 @@ def _written_files(
     for app in reused:
         directory = app_directory(app.app, app.group)
         packed = app.packed
-        claims = packed.blob_ids
-        for name, text in packed.files.items():
+        for name, text, claim in packed.files_and_ids():
             where = f"{directory}/{name}"
             if unchanged is not None:
                 held = held_blobs.get(where)
                 if held is not None:
-                    if held == claims.get(name):
+                    if held == claim:
                         continue
                     files.append((where, packed.verified_text(name)))
                     continue
