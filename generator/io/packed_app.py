@@ -28,11 +28,11 @@ import posixpath
 import re
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from btp_gitops.generator.core.errors import InputError
-from btp_gitops.generator.core.layout import KUSTOMIZATION, kustomization
+from btp_gitops.generator.core.layout import KUSTOMIZATION, app_directory, kustomization
 from btp_gitops.generator.core.names import NameRule, name_message, path_message
 from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.objects import object_key
@@ -161,7 +161,6 @@ class AppFiles:
         self._keys: list[Key] | None = None
         self._files: dict[str, str] | None = None
         self._ids: list[str] | None = None
-        self._blob_ids: dict[str, str] | None = None
 
     @classmethod
     def rendered(cls, keys: list[Key], files: dict[str, str], blob_ids: dict[str, str]) -> AppFiles | None:
@@ -175,8 +174,7 @@ class AppFiles:
         ):
             return None
         made = cls(keys_text, names_text, "".join(blob_ids[name] for name in files), texts, (0, len(texts)))
-        made._keys, made._files, made._blob_ids = keys, files, blob_ids
-        made._ids = [blob_ids[name] for name in files]
+        made._keys, made._files, made._ids = keys, files, [blob_ids[name] for name in files]
         return made
 
     def count(self) -> int:
@@ -219,11 +217,6 @@ class AppFiles:
             self._ids = _BLOB_ID.findall(self.ids_text)
         return self._ids
 
-    def blob_ids(self) -> dict[str, str]:
-        if self._blob_ids is None:
-            self._blob_ids = dict(zip(_split(self.names_text), self.ids(), strict=True))
-        return self._blob_ids
-
 
 def names_hold(apps: list[AppFiles]) -> bool:
     """Every file name of every app a plain relative path (as a render checks a fresh app's), in
@@ -258,6 +251,7 @@ class PackedApp:
     stages: list[str] | None  # the app's Flux stage directories (Flux target), else None
     blob: bytes | memoryview
     objects: tuple[int, int]
+    _paths: list[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def keys(self) -> list[Key]:
@@ -271,26 +265,28 @@ class PackedApp:
         except _Lie as lie:
             raise self._damaged(*lie.args) from None
 
-    @property
-    def blob_ids(self) -> dict[str, str]:
-        """File name -> Git (SHA-1) blob id of its text's UTF-8 bytes, as the pack claims it."""
-        return self.content.blob_ids()
+    def paths(self) -> list[str]:
+        """Each file's path in the cluster directory, in the order of `files` (made once: the
+        layout, the claims and the guard of reused files each go over every file)."""
+        if self._paths is None:
+            directory = app_directory(self.app, self.group) + "/"
+            self._paths = [directory + name for name in self.files]
+        return self._paths
 
-    def files_and_ids(self) -> Iterator[tuple[str, str, str]]:
-        """Each file's name, text and claimed blob id, in order (no map of ids made per app)."""
-        files = self.files
-        return zip(files, files.values(), self.content.ids(), strict=True)
+    def paths_texts_ids(self) -> Iterator[tuple[str, str, str]]:
+        """Each file's path in the cluster directory, text and claimed blob id, in order (no map
+        of ids made per app)."""
+        return zip(self.paths(), self.files.values(), self.content.ids(), strict=True)
 
     def regrouped(self, group: str | None) -> PackedApp:
         """The same app, in another group's directory (its content shared: decoded once)."""
         return PackedApp(self.app, group, self.notes, self.content, self.stages, self.blob, self.objects)
 
-    def verified_text(self, name: str) -> str:
-        """The text of file `name`, its bytes hashed: they must be the blob id the pack claims
-        (a text leaving the process is checked, see io.render_pack)."""
-        text = self.files[name]
-        if blob_id(text.encode("utf-8", "surrogatepass")) != self.blob_ids.get(name):
-            raise self._damaged(f"the file {name}", "is not the blob its index names")
+    def verified_text(self, path: str, text: str, claim: str) -> str:
+        """`text`, of the app's file at `path`, its bytes hashed: they must be `claim`, the blob id
+        the pack gives it (a text leaving the process is checked, see io.render_pack)."""
+        if blob_id(text.encode("utf-8", "surrogatepass")) != claim:
+            raise self._damaged(f"the file {path}", "is not the blob its index names")
         return text
 
     def objects_bytes(self) -> bytes:

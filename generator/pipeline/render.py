@@ -335,7 +335,9 @@ def cluster_files(apps: list[AppRender], laid_out: list[dict[str, str]]) -> dict
     """The files of the cluster directory: each app's in its directory, in path order."""
     files: dict[str, str] = {}
     for app, named in zip(apps, laid_out, strict=True):
-        if named:
+        if isinstance(app, ReusedApp) and named is app.packed.files:
+            files.update(zip(app.packed.paths(), named.values(), strict=True))  # their paths made once
+        elif named:
             directory = app_directory(app.app, app.group)
             for name, text in named.items():
                 files[f"{directory}/{name}"] = text

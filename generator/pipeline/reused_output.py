@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Mapping
 
 from btp_gitops.generator.core.errors import CredentialInOutput, InvalidSpec, Problem, raise_if_problems
 from btp_gitops.generator.core.keys import private_key_in
-from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
@@ -66,9 +65,7 @@ def pack_claims(apps: Iterable[AppRender], files: Mapping[str, str]) -> dict[str
     claims: dict[str, str] = {}
     for app in apps:
         if isinstance(app, ReusedApp):
-            directory = app_directory(app.app, app.group)
-            for name, text, oid in app.packed.files_and_ids():
-                path = f"{directory}/{name}"
+            for path, text, oid in app.packed.paths_texts_ids():
                 if files.get(path) is text:
                     claims[path] = oid
     return claims
@@ -96,16 +93,14 @@ def _written_files(
     that differs is hashed: its bytes must be the id the pack gives (`PackedApp.verified_text`)."""
     files = []
     for app in reused:
-        directory = app_directory(app.app, app.group)
         packed = app.packed
-        for name, text, claim in packed.files_and_ids():
-            where = f"{directory}/{name}"
+        for where, text, claim in packed.paths_texts_ids():
             if unchanged is not None:
                 held = held_blobs.get(where)
                 if held is not None:
                     if held == claim:
                         continue
-                    files.append((where, packed.verified_text(name)))
+                    files.append((where, packed.verified_text(where, text, claim)))
                     continue
                 if unchanged(where, text):
                     continue

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.io.git_blobs import blob_id
 from btp_gitops.generator.io.packed_app import AppFiles, PackDamaged, PackedApp
 
@@ -35,7 +36,7 @@ def test_an_app_reads_back_as_it_was_packed() -> None:
     made = AppFiles.rendered(KEYS, dict(FILES), _ids(FILES))
     assert made is not None
     read = _read_back(made)
-    assert (read.keys(), read.files(), read.blob_ids(), read.ids()) == (
+    assert (read.keys(), read.files(), dict(zip(read.files(), read.ids(), strict=True)), read.ids()) == (
         KEYS,
         FILES,
         _ids(FILES),
@@ -45,16 +46,21 @@ def test_an_app_reads_back_as_it_was_packed() -> None:
     app = PackedApp("cap-tenant.bookshop.acme", None, [], read, None, b"", (0, 0))
     copy = app.regrouped("bookshop.bookshop")
     assert copy.files["empty.yaml"] is app.files["empty.yaml"]
-    assert [(n, t, i) for n, t, i in copy.files_and_ids()] == [
-        (n, t, _ids(FILES)[n]) for n, t in FILES.items()
-    ]
+    directory = app_directory("cap-tenant.bookshop.acme", "bookshop.bookshop")
+    assert list(copy.paths_texts_ids()) == [(f"{directory}/{n}", t, _ids(FILES)[n]) for n, t in FILES.items()]
+    assert copy.paths() is copy.paths() and app.paths()[0] == "cap-tenant.bookshop.acme/captenant-acme.yaml"
 
 
 def test_an_app_without_files_or_keys_reads_back_empty() -> None:
     made = AppFiles.rendered([], {}, {})
     assert made is not None
     read = _read_back(made)
-    assert (read.keys(), read.files(), read.blob_ids(), read.count()) == ([], {}, {}, 0)
+    assert (read.keys(), read.files(), dict(zip(read.files(), read.ids(), strict=True)), read.count()) == (
+        [],
+        {},
+        {},
+        0,
+    )
 
 
 @pytest.mark.parametrize(
