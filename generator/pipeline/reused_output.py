@@ -5,9 +5,10 @@ and checking its objects on every render would cost what the pack saves. The pac
 input all the same (whoever can write the cache directory can write it, checksum fixed up), so
 the files it hands the layout pass the same guard as a fresh app's, checked on their text:
 
-- its names and paths, and each kustomization.yaml (the one the layout writes for the files
-  beside it), were checked when the pack was read (io.render_pack: a pack failing them is not
-  used);
+- its names and paths were checked when the pack was read (io.render_pack: a pack failing them
+  is not used), and each kustomization.yaml (the one the layout writes for the files beside it)
+  when its texts were first decoded, as the layout asked for them (io.packed_app: one failing is
+  an error naming the pack and the app);
 - every byte of their files that the render writes or prints is searched for private keys, in
   one pass over all of them (joined by a NUL, which no key's text crosses), and file by file only
   when that pass finds one; a file that is neither written nor shown is not searched again (with
