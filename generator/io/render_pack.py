@@ -29,25 +29,34 @@ the render that wrote the pack, with the same code (the scope names the code dig
 
 A pack is two files, as Git splits a large index: `<name>.pack` (the base) and `<name>.delta`,
 the records that differ from the base's (added, changed, removed), naming the base by the
-random id written into its header. A render that changed a few records writes the delta again, in O(changed);
-when the delta would hold more than an eighth of the records, the base is written anew (and a
-delta naming an older base is ignored). Each file is a header line (format, name, kind, id,
+random id written into its header. A render that changed a few records writes the delta again,
+in O(changed); when the delta would hold more than an eighth of the records, the base is written
+anew (and a delta naming an older base is ignored). Each file is a header line (format, name, kind, id,
 stamp, lengths, and an HMAC-SHA256 of the header's other fields and the body under the user's
-cache key, io.cache_key: the key is not in the cache directory, so whoever can write a pack there
-cannot sign one, and a pack whose MAC does not hold is not used), an index (JSON: the records, each app's
-file names and the spans of their texts) and a blob (the texts, UTF-8, and each app's objects as
-compressed JSON): reading a pack decodes the index and the file texts, not the objects.
+cache key, io.cache_key: the key is not in the cache directory, so whoever can write a pack
+there cannot sign one, and a pack whose MAC does not hold is not used), an index (JSON: the
+records, each app compact, io.packed_app: its keys, file names and blob ids as a few joined
+strings and the span of its texts) and a blob (each app's texts, UTF-8, NUL between them, and its
+objects as compressed JSON): reading a pack decodes the index, not the texts nor the objects. An
+app's texts are decoded once, when its files are first asked for (every render lays every app
+out); its objects only when asked for.
 
 A pack is named by the scope (code digest, schemas, target) and the source arguments, so two
 source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
 written least recently are removed). It is untrusted input like an entry: a file that is not a
 regular file, a link, larger than `MAX_PACK_BYTES`, truncated, corrupt, of another shape or
-another name's, unsigned, or whose apps name paths, directories or kustomizations a render
-would not write, is ignored (the render proceeds without it); only a pack signed with the key
-(stolen) whose objects do not decode, decompress beyond `MAX_OBJECTS_BYTES`, lack an object's
-shape or are not the ones its keys name fails the render that asks for those objects, with an
-error naming the pack (exit 3); the files of every app it hands the render pass the output
-guard (pipeline.reused_output). Written to a temporary file renamed into place, so concurrent renders
+another name's, unsigned, whose apps name paths or directories a render would not write, or
+whose index is at odds with itself (an app with more names than blob ids, an id not of a SHA-1's
+form, an empty name, a span of texts or objects outside the blob) is ignored (the render
+proceeds without it). Only a pack signed with the key (stolen) can fail a render, with an error
+naming the pack and the app (PackDamaged, exit 3), and only the render that asks for what is
+damaged: an app's texts not UTF-8, not as many as its names (a NUL too many or too few), a name
+listed twice or a kustomization.yaml other than the one the layout writes for the files beside
+it (found when its files are first asked for, before anything is written or shown); its objects
+not decoding, decompressing beyond `packed_app.MAX_OBJECTS_BYTES`, lacking an object's shape or not being
+the ones its keys name (found when its objects are asked for); a text leaving the process whose
+bytes are not its blob id. The files of every app it hands the render pass the output guard
+(pipeline.reused_output). Written to a temporary file renamed into place, so concurrent renders
 each read whole files (the last one written wins).
 """
 
@@ -57,7 +66,6 @@ import contextlib
 import hashlib
 import json
 import os
-import posixpath
 import re
 import secrets
 import zlib
@@ -66,11 +74,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from btp_gitops.generator.core.errors import InputError
-from btp_gitops.generator.core.layout import KUSTOMIZATION, TENANTS_DIR, kustomization
-from btp_gitops.generator.core.names import NameRule, name_message, path_message
-from btp_gitops.generator.core.object_shape import shape_problems
-from btp_gitops.generator.core.objects import object_key
+from btp_gitops.generator.core.layout import TENANTS_DIR
+from btp_gitops.generator.core.names import path_message
 from btp_gitops.generator.io.cache_files import (
     atomic_write_at,
     open_directory,
@@ -78,11 +83,19 @@ from btp_gitops.generator.io.cache_files import (
     read_whole_at,
 )
 from btp_gitops.generator.io.cache_key import new_mac, same_mac
-from btp_gitops.generator.io.git_blobs import blob_id
+from btp_gitops.generator.io.packed_app import (
+    BLOB_ID_WIDTH,
+    AppFiles,
+    PackedApp,
+    blob_ids_hold,
+    names_hold,
+    subdomains,
+)
 
-FORMAT = 4  # 3: an HMAC (io.cache_key) instead of a CRC-32; 4: each file's Git blob id
+# 3: an HMAC (io.cache_key) instead of a CRC-32; 4: each file's Git blob id; 5: each app's keys,
+# names, ids and texts as a few joined strings and one span (io.packed_app), not lists per file
+FORMAT = 5
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
-MAX_OBJECTS_BYTES = 8 << 20  # one app's objects, decompressed (as a render cache entry's limit)
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
 DELTA_SHARE = 8  # a delta holds at most 1/DELTA_SHARE of the records (or DELTA_MIN), else a new base
 DELTA_MIN = 64
@@ -92,88 +105,9 @@ _SUFFIX = ".pack"
 _DELTA = ".delta"
 
 Identity = tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
-Key = str  # an object's key as core.objects.ObjectKey.text gives it
-
-
-# What a pack's app may name, checked on reading as a render checks a fresh app before writing:
-# the common forms by one match each (20,000 apps are read per render), anything else by the
-# render's own rules (core.names, core.layout).
-_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
-_LAYOUT_PATH = re.compile(r"(?:[a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9._-]*\Z")  # a file, or in a stage
-_LISTING = re.compile(
-    r"apiVersion: kustomize\.config\.k8s\.io/v1beta1\nkind: Kustomization\nresources:\n"
-    r"(?:- [a-z][a-z0-9_-]*\.[a-z0-9._-]*\n)*\Z"
-)
 
 
 _PACK_NAME = re.compile(r"[0-9a-f]{64}\.pack")
-
-
-def _subdomain(name: str) -> bool:
-    return (len(name) <= 253 and _SUBDOMAIN.match(name) is not None) or name_message(
-        name, NameRule.SUBDOMAIN
-    ) is None
-
-
-def _layout_holds(texts: dict[str, str]) -> bool:
-    """Every path a plain relative one, and every kustomization.yaml one the layout writes for
-    the files beside it: resources in the same directory, nothing else (a forged one could
-    generate a Secret or pull in files from elsewhere)."""
-    if not all(_LAYOUT_PATH.match(path) or path_message(path) is None for path in texts):
-        return False
-    for path, text in texts.items():
-        if (path == KUSTOMIZATION or path.endswith("/" + KUSTOMIZATION)) and not _LISTING.match(text):
-            directory = posixpath.dirname(path)
-            beside = [
-                posixpath.basename(other)
-                for other in texts
-                if other != path and posixpath.dirname(other) == directory
-            ]
-            if text != kustomization(beside):
-                return False
-    return True
-
-
-# The same checks over every app of a pack at once (a render reads 20,000): each name, and each
-# kustomization.yaml of the common form, followed by a NUL (which neither holds); the count of
-# NULs tells that no name or text held one. Anything else is checked app by app (_layout_holds).
-_LAYOUT_PATHS = re.compile(r"(?:(?:[a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9._-]*\0)*")
-_LISTINGS = re.compile(
-    r"(?:apiVersion: kustomize\.config\.k8s\.io/v1beta1\nkind: Kustomization\nresources:\n"
-    r"(?:- [a-z][a-z0-9_-]*\.[a-z0-9._-]*\n)*\0)*"
-)
-
-
-def _layouts_hold(apps: list[PackedApp]) -> bool:
-    """`_layout_holds` for every app, in two matches when every path and kustomization has the
-    common form (as a pack btp-gitops wrote has them), else app by app."""
-    paths = [path for app in apps for path in app.files]
-    listings = [
-        text
-        for app in apps
-        for path, text in app.files.items()
-        if path == KUSTOMIZATION or path.endswith("/" + KUSTOMIZATION)
-    ]
-    names, texts = "\0".join([*paths, ""]), "\0".join([*listings, ""])
-    if (
-        names.count("\0") == len(paths)
-        and texts.count("\0") == len(listings)
-        and _LAYOUT_PATHS.fullmatch(names)
-        and _LISTINGS.fullmatch(texts)
-    ):
-        return True
-    return all(_layout_holds(app.files) for app in apps)
-
-
-_BLOB_IDS = re.compile(r"(?:[0-9a-f]{40}\0)*")
-
-
-def _blob_ids_hold(apps: list[PackedApp]) -> bool:
-    """Every blob id of every app the form of a SHA-1 one: forty lowercase hexadecimal digits,
-    checked in one match over all of them (each followed by a NUL, which none holds)."""
-    ids = [oid for app in apps for oid in app.blob_ids.values()]
-    joined = "\0".join([*ids, ""])
-    return joined.count("\0") == len(ids) and _BLOB_IDS.fullmatch(joined) is not None
 
 
 def identity_of(status: os.stat_result) -> Identity:
@@ -187,81 +121,6 @@ def pack_name(scope: str, sources: Sequence[Path]) -> str:
     for source in sources:
         digest.update(b"\0" + os.fsencode(source))
     return digest.hexdigest()
-
-
-class PackDamaged(InputError):
-    """A pack whose checksums hold but whose objects do not decode, decompress beyond
-    `MAX_OBJECTS_BYTES`, have the shape of no Kubernetes object or are not the objects its keys
-    name: written by something else. Exit 3, naming the pack's app; never a traceback."""
-
-
-def inflate(data: bytes, limit: int) -> bytes | None:
-    """`data` decompressed (zlib) when it is one whole stream of at most `limit` bytes; None when
-    it is not, or would be larger (a bomb of compressed spaces stops at `limit`, not at its end)."""
-    inflater = zlib.decompressobj()
-    try:
-        out = inflater.decompress(data, limit + 1)
-    except zlib.error:
-        return None
-    if len(out) > limit or inflater.unconsumed_tail or not inflater.eof or inflater.unused_data:
-        return None
-    return out
-
-
-@dataclass(slots=True)
-class PackedApp:
-    """A tenant's app as a pack holds it (see the module docstring). `objects` is the JSON text
-    of its objects ([[body, origin], ...]) compressed (zlib), a span of `blob`, decoded by
-    `objects_payload`."""
-
-    app: str
-    group: str | None
-    notes: list[dict[str, str]]
-    keys: list[Key]
-    files: dict[str, str]
-    stages: list[str] | None  # the app's Flux stage directories (Flux target), else None
-    blob: bytes | memoryview
-    objects: tuple[int, int]
-    blob_ids: dict[str, str]  # file name -> Git (SHA-1) blob id of its text's UTF-8 bytes
-
-    def verified_text(self, name: str) -> str:
-        """The text of file `name`, its bytes hashed: they must be the blob id the pack claims
-        (a text leaving the process is checked, see the module docstring)."""
-        text = self.files[name]
-        if blob_id(text.encode("utf-8", "surrogatepass")) != self.blob_ids.get(name):
-            raise self._damaged(f"the file {name}", "is not the blob its index names")
-        return text
-
-    def objects_bytes(self) -> bytes:
-        start, end = self.objects
-        return bytes(self.blob[start:end])
-
-    def objects_payload(self) -> list[tuple[dict[str, Any], str]]:
-        """The app's objects, checked as any input: bounded, each of an object's shape, and the
-        very objects its keys (which the duplicate check used) name."""
-        text = inflate(self.objects_bytes(), MAX_OBJECTS_BYTES)
-        try:
-            payload = json.loads(text) if text is not None else None
-        except (ValueError, RecursionError):
-            payload = None
-        if not isinstance(payload, list) or not all(
-            isinstance(o, list)
-            and len(o) == 2
-            and isinstance(o[0], dict)
-            and isinstance(o[1], str)
-            and not shape_problems(o[0])
-            for o in payload
-        ):
-            raise self._damaged("objects", "cannot be read")
-        if [object_key(body).text() for body, _ in payload] != self.keys:
-            raise self._damaged("objects", "are not the ones its index names")
-        return [(body, origin) for body, origin in payload]
-
-    def _damaged(self, what: str, why: str) -> PackDamaged:
-        return PackDamaged(
-            f"the render pack holds {what} of app {self.app} that {why}: it was not written by "
-            "btp-gitops; remove the cache directory's packs/ or render with --no-cache"
-        )
 
 
 @dataclass(slots=True)
@@ -380,7 +239,9 @@ def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
             return None
         records.append(record)
     apps = [record.app for record in records if record.app is not None]
-    if not _layouts_hold(apps) or not _blob_ids_hold(apps):
+    named = [app.app for app in apps] + [app.group for app in apps if app.group is not None]
+    contents = [app.content for app in apps]
+    if not subdomains(named) or not names_hold(contents) or not blob_ids_hold(contents):
         return None
     return _File(header, records, removed)
 
@@ -417,34 +278,26 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
     name, group, notes, keys, files, stages, objects = item
     if type(name) is not str or (group is not None and type(group) is not str) or type(notes) is not list:
         return None
-    if group is None:
-        if name == TENANTS_DIR or not _subdomain(name):
-            return None
-    elif not (_subdomain(name) and _subdomain(group)):
-        return None
+    if group is None and name == TENANTS_DIR:
+        return None  # names and groups are checked with every other app's (_decode)
     for note in notes:
         if type(note) is not dict or len(note) != 4:
             return None
         for field_name in ("level", "reason", "subject", "message"):
             if type(note.get(field_name)) is not str:
                 return None
-    if type(keys) is not list or type(files) is not list or not all(type(key) is str for key in keys):
+    if type(keys) is not str or type(files) is not list or len(files) != 4:
         return None
-    texts: dict[str, str] = {}
-    blob_ids: dict[str, str] = {}
+    names, ids, start, end = files
     size = len(blob)
-    try:
-        for entry in files:
-            if type(entry) is not list:
-                return None
-            file_name, start, end, oid = entry
-            if type(file_name) is not str or type(start) is not int or type(end) is not int:
-                return None
-            if not 0 <= start <= end <= size or type(oid) is not str:
-                return None
-            texts[file_name] = str(blob[start:end], "utf-8", "surrogatepass")
-            blob_ids[file_name] = oid  # its form is checked with every other app's (_decode)
-    except ValueError:  # not four parts, or not UTF-8 (UnicodeDecodeError)
+    if type(names) is not str or type(ids) is not str or type(start) is not int or type(end) is not int:
+        return None
+    if not 0 <= start <= end <= size or (not names and start != end):
+        return None
+    content = AppFiles(keys, names, ids, blob, (start, end))
+    # As many ids as names (their form is checked with every other app's names and ids, _decode);
+    # the texts are counted when they are decoded (io.packed_app).
+    if len(ids) != BLOB_ID_WIDTH * content.count():
         return None
     if stages is not None and (
         type(stages) is not list
@@ -456,7 +309,7 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
     start, end = objects
     if type(start) is not int or type(end) is not int or not 0 <= start <= end <= size:
         return None
-    return PackedApp(name, group, notes, keys, texts, stages, blob, (start, end), blob_ids)
+    return PackedApp(name, group, notes, content, stages, blob, (start, end))
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -511,25 +364,14 @@ def _encode(
     for record in records:
         app = None
         if record.app is not None:
-            files = []
-            blob_ids = record.app.blob_ids
-            for file_name, text in record.app.files.items():
-                data = text.encode("utf-8", "surrogatepass")
-                files.append([file_name, len(blob), len(blob) + len(data), blob_ids[file_name]])
-                blob += data
-            objects = record.app.objects_bytes()
+            packed, content = record.app, record.app.content
+            texts = content.texts_bytes()
+            files = [content.names_text, content.ids_text, len(blob), len(blob) + len(texts)]
+            blob += texts
+            objects = packed.objects_bytes()
             span = [len(blob), len(blob) + len(objects)]
             blob += objects
-            packed = record.app
-            app = [
-                packed.app,
-                packed.group,
-                packed.notes,
-                packed.keys,
-                files,
-                packed.stages,
-                span,
-            ]
+            app = [packed.app, packed.group, packed.notes, content.keys_text, files, packed.stages, span]
         index.append(
             [
                 record.shown,

@@ -28,7 +28,6 @@ write). The domain's rules read every record as a `Tenant`, from the cache or no
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import os
 import time
@@ -48,13 +47,13 @@ from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
 from btp_gitops.generator.domains.cap import CAP_TENANT
 from btp_gitops.generator.io.git_blobs import blob_id
 from btp_gitops.generator.io.input_files import UnreadableInput, decoded_text, read_input_bytes
+from btp_gitops.generator.io.packed_app import AppFiles, PackedApp
 from btp_gitops.generator.io.render_cache import Entry, RenderCache, app_payload, entry_json, rendered_app
 from btp_gitops.generator.io.render_pack import (
     NOT_WRITTEN,
     WRITTEN,
     Identity,
     Pack,
-    PackedApp,
     PackedRecord,
     compressed,
     exact_json,
@@ -100,7 +99,7 @@ class ReusedApp(AppRender):
 
     def regrouped(self, group: str | None) -> ReusedApp:
         """The same app in another group's directory (its files are named inside the app's)."""
-        copy = ReusedApp(dataclasses.replace(self.packed, group=group), self.notes)
+        copy = ReusedApp(self.packed.regrouped(group), self.notes)
         copy._objects = self._objects
         return copy
 
@@ -118,18 +117,20 @@ def packed_app(
     app: AppRender, files: Mapping[str, str], stages: list[str] | None, text: str | None
 ) -> PackedApp | None:
     """A tenant app rendered now, as the pack keeps it (`text`: its objects' JSON, `objects_text`);
-    None when JSON cannot hold its objects."""
+    None when JSON cannot hold its objects, or a key, file name or text holds a NUL (which the
+    pack's index joins them with)."""
     if isinstance(app, ReusedApp):
         return app.packed
     if text is None:
         return None
-    objects = compressed(text)
     keys = [object_key(m.body).text() for m in app.manifests]
-    notes = [note.as_dict() for note in app.notes]
     blob_ids = {name: blob_id(text.encode("utf-8", "surrogatepass")) for name, text in files.items()}
-    return PackedApp(
-        app.app, app.group, notes, keys, dict(files), stages, objects, (0, len(objects)), blob_ids
-    )
+    content = AppFiles.rendered(keys, dict(files), blob_ids)
+    if content is None:
+        return None
+    objects = compressed(text)
+    notes = [note.as_dict() for note in app.notes]
+    return PackedApp(app.app, app.group, notes, content, stages, objects, (0, len(objects)))
 
 
 @dataclass(slots=True)

@@ -10,9 +10,10 @@ and checking its objects on every render would cost what the pack saves. The pac
 input all the same (whoever can write the cache directory can write it, checksum fixed up), so
 the files it hands the layout pass the same guard as a fresh app's, checked on their text:
 
-- its names and paths, and each kustomization.yaml (the one the layout writes for the files
-  beside it), were checked when the pack was read (io.render_pack: a pack failing them is not
-  used);
+- its names and paths were checked when the pack was read (io.render_pack: a pack failing them
+  is not used), and each kustomization.yaml (the one the layout writes for the files beside it)
+  when its texts were first decoded, as the layout asked for them (io.packed_app: one failing is
+  an error naming the pack and the app);
 - every byte of their files that the render writes or prints is searched for private keys, in
   one pass over all of them (joined by a NUL, which no key's text crosses), and file by file only
   when that pass finds one; a file that is neither written nor shown is not searched again (with
@@ -38,7 +39,7 @@ from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
 from btp_gitops.generator.io.git_blobs import blob_id
-from btp_gitops.generator.io.render_pack import PackDamaged, PackedApp
+from btp_gitops.generator.io.packed_app import PackDamaged, PackedApp
 from btp_gitops.generator.pipeline.cached_sources import ReusedApp
 from btp_gitops.generator.transforms.guards import REFUSAL, assert_no_credentials
 from btp_gitops.generator.transforms.secret_text import could_spell_secret
@@ -77,8 +78,8 @@ class ClusterLayout:
     claims: dict[str, str] = field(default_factory=dict)
     searched: list[tuple[str, str]] = field(default_factory=list)
     # Files that differ from the ones Git holds, whose text is the pack's: hashed by the guard,
-    # which decides their fate (`PackedApp.verified_text`): (path, app, file name).
-    unverified: list[tuple[str, PackedApp, str]] = field(default_factory=list)
+    # which decides their fate (`PackedApp.verified_text`): (path, text, claimed id, app).
+    unverified: list[tuple[str, str, str, PackedApp]] = field(default_factory=list)
 
     def claims_in(self, files: Mapping[str, str], replaced: Iterable[str] | None = None) -> dict[str, str]:
         """The claims of the paths whose text in `files` is still the pack's. `replaced`: the
@@ -117,20 +118,18 @@ def lay_out_cluster(
         app, named, directory = apps[index], per_app[index], directories[index]
         if not named:
             continue
-        if not isinstance(app, ReusedApp):
+        if not isinstance(app, ReusedApp) or named is not app.packed.files:
             for name, text in named.items():
                 files[f"{directory}/{name}"] = text
             continue
         packed = app.packed
-        ids = packed.blob_ids
-        for name, text in named.items():  # inline: 80,000 files in a warm render
-            path = f"{directory}/{name}"
+        for path, text, oid in packed.paths_texts_ids():  # inline: 80,000 files in a warm render
             files[path] = text
-            oid = claims[path] = ids[name]
+            claims[path] = oid
             found = held.get(path)
             if found is not None:
                 if found != oid:
-                    unverified.append((path, packed, name))
+                    unverified.append((path, text, oid, packed))
             elif unchanged is None or not unchanged(path, text):
                 searched.append((path, text))
     paths = list(files)
@@ -156,7 +155,7 @@ def check_reused_output(layout: ClusterLayout) -> None:
     """Refuse a Secret with data, or a private key, in the files of the apps taken from the pack
     that the render writes or prints (`ClusterLayout.searched`, and the files whose id is not
     the one Git holds, hashed first: their bytes must be the id the pack gives)."""
-    hashed = [(path, packed.verified_text(name)) for path, packed, name in layout.unverified]
+    hashed = [(path, packed.verified_text(path, text, oid)) for path, text, oid, packed in layout.unverified]
     written = [*layout.searched, *hashed]
     # Every text at once, joined by a NUL: no key's text and no word crosses one, so the joined
     # text holds a key, or could spell `Secret`, exactly when one of the texts does; file by file

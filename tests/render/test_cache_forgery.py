@@ -13,6 +13,7 @@ import resource
 import subprocess
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +28,20 @@ from tests.support.forged_cache import (
     PRIVILEGED_POD,
     add_file,
     aged_example,
+    app_files,
+    app_keys,
     entries,
     forge_app,
     forge_entry,
     packs,
+    put_files,
+    put_keys,
+    put_texts,
     set_objects,
+    split_pack,
     without_packs,
 )
-from tests.support.fuzzing import assert_no_canary
+from tests.support.fuzzing import CANARY_SECRET, assert_no_canary
 from tests.support.keys import pem_rsa
 
 
@@ -112,7 +119,7 @@ def test_a_pack_whose_keys_are_not_its_objects_is_an_input_error(source: Path, t
     directory = tmp_path / "cache"
     warm(source, directory)
     (pack,) = packs(directory)
-    forge_app(pack, lambda app, blob: app[3].append(app[3][0]), sign=True)
+    forge_app(pack, lambda app, _: put_keys(app, [*app_keys(app), app_keys(app)[0]]), sign=True)
     run = stdout_render(source, "--cache-dir", str(directory))
     assert_clean(run)
     assert run.returncode == ExitCode.INPUT, run.stderr
@@ -141,7 +148,7 @@ def test_a_decompression_bomb_in_a_pack_stops_at_the_bound(source: Path, tmp_pat
 
     def plant(app: list[Any], blob: bytearray) -> None:
         set_objects(app, blob, bomb)
-        app[3].append(app[3][0])
+        put_keys(app, [*app_keys(app), app_keys(app)[0]])
 
     forge_app(pack, plant, sign=True)
     started = time.monotonic()
@@ -225,13 +232,13 @@ def out_render(source: Path, repo: Path, directory: Path) -> subprocess.Complete
 
 
 def _replace_first_file(app: list[Any], blob: bytearray, text: str, claim: str | None = None) -> str:
-    """Point the app's first file other than its kustomization at `text`, with the blob id of
-    `text` (or `claim`, a lie); its name."""
-    entry = next(e for e in app[4] if e[0] != "kustomization.yaml")
-    data = text.encode()
-    entry[1:] = [len(blob), len(blob) + len(data), claim or blob_id(data)]
-    blob += data
-    return str(entry[0])
+    """Make the text of the app's first file other than its kustomization `text`, with the blob id
+    of `text` (or `claim`, a lie); its name."""
+    files = app_files(app, blob)
+    entry = next(e for e in files if e[0] != "kustomization.yaml")
+    entry[1:] = [text, claim or blob_id(text.encode())]
+    put_files(app, blob, files)
+    return entry[0]
 
 
 @pytest.mark.parametrize("forgery", ["added-file", "changed-file"])
@@ -271,14 +278,14 @@ def _committed(repo: Path) -> None:
         )
 
 
-def _first_file_claim(app: list[Any]) -> str:
-    return str(next(e for e in app[4] if e[0] != "kustomization.yaml")[3])
+def _first_file_claim(app: list[Any], blob: bytearray) -> str:
+    return next(e for e in app_files(app, blob) if e[0] != "kustomization.yaml")[2]
 
 
 def _lie_about_first_file(app: list[Any], blob: bytearray, claim: str | None) -> None:
     """The first file's text becomes a Secret with data, its blob id `claim` (None: the id the
     file had, which the repository holds)."""
-    _replace_first_file(app, blob, PLANTED_SECRET, claim or _first_file_claim(app))
+    _replace_first_file(app, blob, PLANTED_SECRET, claim or _first_file_claim(app, blob))
 
 
 @pytest.mark.parametrize("claim", ["the-held-id", "another-id"])
@@ -351,9 +358,10 @@ def test_diff_refuses_a_credential_a_signed_pack_adds(source: Path, tmp_path: Pa
     assert_no_canary([run.stdout, run.stderr])
 
 
-def _rename_first_file(app: list[Any], _: bytearray, name: str) -> None:
-    entry = next(e for e in app[4] if e[0] != "kustomization.yaml")
-    entry[0] = name
+def _rename_first_file(app: list[Any], blob: bytearray, name: str) -> None:
+    files = app_files(app, blob)
+    next(e for e in files if e[0] != "kustomization.yaml")[0] = name
+    put_files(app, blob, files)
 
 
 @pytest.mark.parametrize(
@@ -364,9 +372,9 @@ def _rename_first_file(app: list[Any], _: bytearray, name: str) -> None:
 def test_a_signed_pack_whose_file_name_is_no_plain_path_is_not_used(
     source: Path, tmp_path: Path, name: str
 ) -> None:
-    """A render checks the paths of every packed app at once, each followed by a NUL: a name
-    holding a NUL itself reads there as two plain names, so the count of NULs is checked too, and
-    the pack refused (the tree written is the one without a cache), as a name that climbs out is."""
+    """A pack's index joins an app's file names with a NUL: a name holding a NUL itself reads as
+    two names, more than the app has blob ids, and the pack is refused (the tree written is the
+    one without a cache), as a name that climbs out is."""
     directory, repo, uncached = tmp_path / "cache", tmp_path / "repo", tmp_path / "uncached"
     assert out_render(source, repo, directory).returncode == ExitCode.OK
     (pack,) = packs(directory)
@@ -378,3 +386,66 @@ def test_a_signed_pack_whose_file_name_is_no_plain_path_is_not_used(
     assert subprocess.run(plain, capture_output=True, check=False).returncode == ExitCode.OK
     assert read_tree(repo) == read_tree(uncached)
     assert not (tmp_path / "outside.yaml").exists()
+
+
+def _texts_of(app: list[Any], blob: bytearray) -> bytes:
+    return bytes(blob[app[4][2] : app[4][3]])
+
+
+def _name_twice(app: list[Any], blob: bytearray) -> None:
+    files = app_files(app, blob)
+    named = [entry for entry in files if entry[0] != "kustomization.yaml"]
+    named[1][0] = named[0][0]
+    put_files(app, blob, files)
+
+
+def _kustomization(text: str) -> Callable[[list[Any], bytearray], None]:
+    def forge(app: list[Any], blob: bytearray) -> None:
+        files = app_files(app, blob)
+        listing = next(entry for entry in files if entry[0] == "kustomization.yaml")
+        listing[1:] = [listing[1] + text, blob_id((listing[1] + text).encode())]
+        put_files(app, blob, files)
+
+    return forge
+
+
+# The ways a pack's index (format 5) could lie about an app's texts, which show only when they
+# are decoded (when the render lays the app out): a pack signed with a stolen key.
+TEXT_LIES: dict[str, Callable[[list[Any], bytearray], None]] = {
+    "a-text-more-than-names": lambda app, blob: put_texts(app, blob, _texts_of(app, blob) + b"\0extra: 1\n"),
+    "a-text-fewer-than-names": lambda app, blob: put_texts(
+        app, blob, _texts_of(app, blob).replace(b"\0", b"", 1)
+    ),
+    "texts-not-utf8": lambda app, blob: put_texts(app, blob, b"\xff" + _texts_of(app, blob)[1:]),
+    "a-name-twice": _name_twice,
+    "kustomization-climbing-out": _kustomization("- ../../../../outside.yaml\n"),
+    "kustomization-generating-a-secret": _kustomization(
+        f"secretGenerator:\n- name: leaked\n  literals:\n  - token={CANARY_SECRET}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("lie", TEXT_LIES.values(), ids=TEXT_LIES.keys())
+def test_a_signed_pack_whose_texts_are_not_its_index_s_fails_naming_the_app(
+    source: Path, tmp_path: Path, lie: Callable[[list[Any], bytearray], None]
+) -> None:
+    """The texts of an app are decoded and checked once, when the render first asks for its
+    files: texts that are not as many as its names, not UTF-8, a name listed twice or a
+    kustomization.yaml the layout would not write is an input error naming the pack and the app
+    (exit 3), with nothing written, nothing shown and no traceback."""
+    directory, repo = tmp_path / "cache", tmp_path / "repo"
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    assert out_render(source, repo, directory).returncode == ExitCode.OK  # every app in the pack
+    before = read_tree(repo)
+    (pack,) = packs(directory)
+    app = split_pack(pack)[1]["records"][0][6][0]
+    forge_app(pack, lie, sign=True)
+    run = out_render(source, repo, directory)
+    assert_clean(run)
+    assert run.returncode == ExitCode.INPUT, run.stderr
+    assert "render pack holds" in run.stderr and f"of app {app} " in run.stderr
+    assert read_tree(repo) == before
+    printed = stdout_render(source, "--cache-dir", str(directory))
+    assert_clean(printed)
+    assert (printed.returncode, printed.stdout) == (ExitCode.INPUT, "")
+    assert_no_canary([run.stdout, run.stderr, printed.stdout, printed.stderr])

@@ -3,10 +3,11 @@
 Each example takes a cache directory a real render filled (entries and a pack for examples/cap-app
 and its records), damages or forges it at random, and renders again through the CLI in process
 (`render --stdout --cache-dir`): bit flips, truncation, an index field of another type, keys that
-are not the objects', a decompression bomb, a file planted in an app (a Secret with the canary, a
-private key, a privileged Pod), an entry's payload changed, and links, FIFOs and directories
-where files were. A forgery is sealed with whatever checksum anyone can compute, and half of them
-also with the user's cache key (a stolen key), so that the checks behind the MAC are reached.
+are not the objects', an app's file names, blob ids, texts or their span at odds with each other,
+a decompression bomb, a file planted in an app (a Secret with the canary, a private key, a
+privileged Pod), an entry's payload changed, and links, FIFOs and directories where files were.
+A forgery is sealed with whatever checksum anyone can compute, and half of them also with the
+user's cache key (a stolen key), so that the checks behind the MAC are reached.
 
 Whatever the damage: no traceback and no exit 70; no Secret with data, no private key and no
 canary in the output; and without the key, the output of a render that succeeds is byte for byte
@@ -37,8 +38,11 @@ from tests.support.forged_cache import (
     PRIVILEGED_POD,
     add_file,
     aged_example,
+    app_keys,
     entries,
     packs,
+    put_keys,
+    put_texts,
     seal_entry,
     seal_pack,
     set_objects,
@@ -192,17 +196,39 @@ def _bomb(app: list[Any], blob: bytearray, draw: Draw) -> None:
     chunk = b" " * (1 << 20)
     size = draw(st.sampled_from([9, 64]))  # MiB: over the 8 MiB bound
     set_objects(app, blob, b"".join([*(compressor.compress(chunk) for _ in range(size)), compressor.flush()]))
-    app[3].append(app[3][0])  # a duplicate key: the render decodes the objects
+    put_keys(app, [*app_keys(app), app_keys(app)[0]])  # a duplicate key: the render decodes the objects
 
 
 def _keys(app: list[Any], blob: bytearray, draw: Draw) -> None:
+    keys = app_keys(app)
     action = draw(st.sampled_from(["duplicate", "drop", "other"]))
     if action == "duplicate":
-        app[3].append(app[3][0])
-    elif action == "drop" and app[3]:
-        app[3].pop()
+        keys.append(keys[0])
+    elif action == "drop" and keys:
+        keys.pop()
     else:
-        app[3][0] = draw(st.text(max_size=30))
+        keys[0] = draw(st.text(max_size=30))
+    put_keys(app, keys)
+
+
+def _files(app: list[Any], blob: bytearray, draw: Draw) -> None:
+    """The app's compact file index at odds with itself: a name, id or text more or less, a name
+    or id of another form, the texts' span moved, bytes of its texts replaced."""
+    names, ids, start, end = app[4]
+    action = draw(st.sampled_from(["name", "id", "text", "span", "bytes"]))
+    if action == "name":
+        app[4][0] = draw(st.sampled_from(["", names + "\0", "\0" + names, names.rpartition("\0")[0]]))
+    elif action == "id":
+        app[4][1] = draw(st.sampled_from([ids[:-40], ids + ids[:40], ids[:-1], ids.upper()]))
+    elif action == "text":
+        extra = draw(st.sampled_from([b"\0", b"\0" + PLANTED_SECRET.encode()]))
+        put_texts(app, blob, bytes(blob[start:end]) + extra)
+    elif action == "span":
+        shift = draw(st.integers(min_value=-len(blob) - 2, max_value=len(blob) + 2))
+        app[4][draw(st.sampled_from([2, 3]))] += shift
+    else:
+        at = draw(st.integers(min_value=start, max_value=max(start, end - 1)))
+        blob[at : at + 1] = draw(st.binary(min_size=1, max_size=1))
 
 
 def _objects(app: list[Any], blob: bytearray, draw: Draw) -> None:
@@ -210,7 +236,7 @@ def _objects(app: list[Any], blob: bytearray, draw: Draw) -> None:
     path = draw(st.sampled_from(_paths(objects)))
     objects = _replace_at(objects, path, draw(values))
     set_objects(app, blob, zlib.compress(json.dumps(objects).encode()))
-    app[3].append(app[3][0])
+    put_keys(app, [*app_keys(app), app_keys(app)[0]])
 
 
 def _entry_payload(cache: Path, draw: Draw, sign: bool) -> None:
@@ -262,6 +288,7 @@ DAMAGE: list[Damage] = [
     _app_change(_plant),
     _app_change(_bomb),
     _app_change(_keys),
+    _app_change(_files),
     _app_change(_objects),
     _entry_payload,
     _special_file,

@@ -21,6 +21,7 @@ import yaml
 
 from btp_gitops.generator.core.errors import InvalidSpec
 from btp_gitops.generator.io import render_pack
+from btp_gitops.generator.io.packed_app import PackDamaged
 from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.render_pack import Pack, PackedRecord
 from btp_gitops.generator.pipeline.cached_sources import ReusedApp
@@ -242,7 +243,7 @@ def _flip_index(pack: Path, _: Path) -> None:
 
 def _flip_text(pack: Path, _: Path) -> None:
     """In the first file text of the first record's app (a span every warm render uses)."""
-    _flip_at(pack, lambda fields, index: fields["index"] + index["records"][0][6][4][0][1])
+    _flip_at(pack, lambda fields, index: fields["index"] + index["records"][0][6][4][2])
 
 
 def _flip_objects(pack: Path, _: Path) -> None:
@@ -334,6 +335,76 @@ def test_a_damaged_pack_is_ignored(source: Path, tmp_path: Path, damage: Any) ->
         assert after.packs_written == 1
 
 
+def _lie(change: Any) -> Any:
+    """A damage: the first record's app entry rewritten by `change(app, blob length)`, signed."""
+
+    def damage(pack: Path, _: Path) -> None:
+        fields, index, blob = split_pack(pack)
+        change(index["records"][0][6], len(blob))
+        write_pack(pack, fields, index, blob, sign=True)
+
+    return damage
+
+
+def _names_without_texts(app: list[Any], _: int) -> None:
+    app[4][:2] = ["", ""]  # no names, no ids, and the span of four texts
+
+
+def _empty_name(app: list[Any], _: int) -> None:
+    app[4][0] += "\0"  # a fifth name, empty, with an id of its own
+    app[4][1] += "0" * 40
+
+
+def _span_reversed(app: list[Any], _: int) -> None:
+    app[4][2], app[4][3] = app[4][3], app[4][2]
+
+
+# Each way the index of a pack (format 5) could lie about an app that is found on reading: the
+# pack is ignored, as one whose MAC does not hold (these are signed with the key).
+INDEX_LIES = {
+    "more-names-than-ids": lambda app, _: app[4].__setitem__(0, app[4][0] + "\0extra.yaml"),
+    "fewer-ids-than-names": lambda app, _: app[4].__setitem__(1, app[4][1][:-40]),
+    "an-id-one-character-short": lambda app, _: app[4].__setitem__(1, app[4][1][:-1]),
+    "an-id-not-hexadecimal": lambda app, _: app[4].__setitem__(1, "X" + app[4][1][1:]),
+    "an-id-in-capitals": lambda app, _: app[4].__setitem__(1, app[4][1].upper()),
+    "an-empty-name": _empty_name,
+    "names-without-texts": _names_without_texts,
+    "span-beyond-the-blob": lambda app, size: app[4].__setitem__(3, size + 1),
+    "span-before-the-blob": lambda app, _: app[4].__setitem__(2, -1),
+    "span-reversed": _span_reversed,
+    "span-not-a-number": lambda app, _: app[4].__setitem__(2, str(app[4][2])),
+    "files-of-three-parts": lambda app, _: app.__setitem__(4, app[4][:3]),
+    "files-per-file-as-format-4": lambda app, _: app.__setitem__(
+        4, [[app[4][0], app[4][2], app[4][3], "0" * 40]]
+    ),
+    "names-not-a-string": lambda app, _: app[4].__setitem__(0, app[4][0].split("\0")),
+    "keys-as-a-list": lambda app, _: app.__setitem__(3, app[3].split("\0")),
+    "app-name-no-subdomain": lambda app, _: app.__setitem__(0, "Not_A_Name"),
+    "group-no-subdomain": lambda app, _: app.__setitem__(1, "-shop-"),
+}
+
+
+@pytest.mark.parametrize("lie", INDEX_LIES.values(), ids=INDEX_LIES.keys())
+def test_a_pack_whose_index_lies_about_an_app_is_ignored(source: Path, tmp_path: Path, lie: Any) -> None:
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    (pack,) = packs(directory)
+    _lie(lie)(pack, directory)
+    after, result = same_as_uncached(source, directory)
+    assert (after.hits, after.written, reused(result), after.packs_written) == (0, 0, [], 1)
+
+
+def test_a_pack_rewritten_as_it_was_is_used(source: Path, tmp_path: Path) -> None:
+    """The rewriting the lies above go through, with no lie: the pack is taken whole (so each lie
+    alone is what has its pack ignored)."""
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    (pack,) = packs(directory)
+    _lie(lambda app, _: None)(pack, directory)
+    after, result = same_as_uncached(source, directory)
+    assert (after.hits, after.packs_written) == (records(source), 0) and reused(result)
+
+
 def test_a_pack_too_large_is_not_read(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     directory = tmp_path / "cache"
     same_as_uncached(source, directory)
@@ -414,7 +485,7 @@ def test_objects_a_forged_pack_cannot_decode_fail_with_an_error_naming_the_pack(
     write_pack(pack, fields, index, bytes(blob), sign=True)  # the key stolen: its MAC holds
     result = render(source, RenderCache(directory))
     (damaged,) = [app for app in reused(result) if app.app == index["records"][0][6][0]]
-    with pytest.raises(render_pack.PackDamaged, match="render pack holds objects of app"):
+    with pytest.raises(PackDamaged, match="render pack holds objects of app"):
         _ = damaged.manifests
 
 

@@ -98,7 +98,9 @@ def without_packs(directory: Path) -> Path:
 
 
 def packs(directory: Path) -> list[Path]:
-    return sorted((directory / render_pack.DIRECTORY).glob("*.pack"))
+    """The packs in a cache directory that are files to read (a fuzzer may have left a FIFO in a
+    pack's place: opening it would wait for a writer forever)."""
+    return sorted(p for p in (directory / render_pack.DIRECTORY).glob("*.pack") if p.is_file())
 
 
 def entries(directory: Path) -> list[Path]:
@@ -123,30 +125,64 @@ def write_pack(pack: Path, fields: dict[str, Any], index: dict[str, Any], blob: 
 def forge_app(
     pack: Path, change: Callable[[list[Any], bytearray], None], *, record: int = 0, sign: bool = True
 ) -> None:
-    """Rewrite the app of one record: `change(app, blob)` edits the index entry of the app
-    ([name, group, notes, keys, files, stages, objects span]; a file is [name, start, end, Git
-    blob id]) and may append to the blob."""
+    """Rewrite the app of one record: `change(app, blob)` edits the index entry of the app and may
+    append to the blob. The entry is [name, group, notes, keys, files, stages, objects span]: the
+    keys joined by a NUL, `files` [names joined by a NUL, their Git blob ids (40 characters each)
+    in one string, start, end of the span of the blob holding their texts, NUL between them];
+    `app_files`, `put_files`, `app_keys` and `put_keys` read and write these as a key's thief
+    would."""
     fields, index, blob = split_pack(pack)
     data = bytearray(blob)
     change(index["records"][record][6], data)
     write_pack(pack, fields, index, bytes(data), sign=sign)
 
 
+def app_keys(app: list[Any]) -> list[str]:
+    keys: str = app[3]
+    return keys.split("\0") if keys else []
+
+
+def put_keys(app: list[Any], keys: list[str]) -> None:
+    app[3] = "\0".join(keys)
+
+
+def app_files(app: list[Any], blob: bytes | bytearray) -> list[list[str]]:
+    """The app's files, [[name, text, Git blob id], ...], as its index lists them."""
+    names, ids, start, end = app[4]
+    if not names:
+        return []
+    texts = bytes(blob[start:end]).decode("utf-8", "surrogatepass").split("\0")
+    return [
+        [name, text, ids[40 * at : 40 * at + 40]]
+        for at, (name, text) in enumerate(zip(names.split("\0"), texts, strict=False))  # as damaged
+    ]
+
+
+def put_texts(app: list[Any], blob: bytearray, data: bytes) -> None:
+    """`data` appended to the blob as the span of the app's texts (its names and ids as they were)."""
+    app[4][2:] = [len(blob), len(blob) + len(data)]
+    blob += data
+
+
+def put_files(app: list[Any], blob: bytearray, files: list[list[str]]) -> None:
+    """`files` ([[name, text, Git blob id], ...]) as the app's: its names and ids, and its texts
+    appended to the blob as its span."""
+    app[4][:2] = ["\0".join(name for name, _, _ in files), "".join(oid for _, _, oid in files)]
+    put_texts(app, blob, "\0".join(text for _, text, _ in files).encode("utf-8", "surrogatepass"))
+
+
 def add_file(app: list[Any], blob: bytearray, name: str, text: str) -> None:
     """A file in the app's directory, listed in its kustomization.yaml as the layout would (when
     the app still has one: a fuzzer may have damaged its name or bytes first)."""
-    data = text.encode()
-    app[4].append([name, len(blob), len(blob) + len(data), blob_id(data)])  # as the key's thief would
-    blob += data
-    kustomization = next((entry for entry in app[4] if entry[0] == "kustomization.yaml"), None)
-    if kustomization is None:
-        return
-    old = bytes(blob[kustomization[1] : kustomization[2]]).decode(errors="replace")
-    listed = sorted([line[2:] for line in old.splitlines() if line.startswith("- ")] + [name])
-    new = old.split("resources:\n")[0] + "resources:\n" + "".join(f"- {n}\n" for n in listed)
-    encoded = new.encode()
-    kustomization[1:] = [len(blob), len(blob) + len(encoded), blob_id(encoded)]
-    blob += encoded
+    files = app_files(app, blob)
+    files.append([name, text, blob_id(text.encode())])  # as the key's thief would
+    kustomization = next((entry for entry in files if entry[0] == "kustomization.yaml"), None)
+    if kustomization is not None:
+        old = kustomization[1]
+        listed = sorted([line[2:] for line in old.splitlines() if line.startswith("- ")] + [name])
+        new = old.split("resources:\n")[0] + "resources:\n" + "".join(f"- {n}\n" for n in listed)
+        kustomization[1:] = [new, blob_id(new.encode())]
+    put_files(app, blob, files)
 
 
 def set_objects(app: list[Any], blob: bytearray, compressed: bytes) -> None:

@@ -1,0 +1,321 @@
+"""A tenant's app as the render pack (io.render_pack) holds it, and the checks its index passes.
+
+A warm render reads 20,000 apps of four files each. The pack's index keeps each app compact, so
+that reading it costs a few strings per app rather than objects per file:
+
+- its object keys joined by a NUL (split when first asked for: the duplicate check asks for
+  every app's);
+- its file names joined by a NUL, their Git blob ids as one string of 40-character ids (in the
+  same order), and one span of the blob holding their texts, UTF-8, each after the one before
+  and a NUL (none holds one: names are checked, YAML escapes a NUL in a text, and an app whose
+  text or key holds one anyway is not packed);
+- its objects, compressed JSON, another span (decoded only when asked for, `objects_payload`).
+
+Names and ids are checked when the pack is read, every app's in one match (`names_hold`,
+`blob_ids_hold`), with each app's counts: a pack failing them is ignored. An app's texts are
+decoded once, when its files are first asked for (one UTF-8 decode of its span, split at the
+NULs, kept: every later caller gets the very same strings); a span that is not UTF-8, a count of
+texts that is not the count of names, a name listed twice or a kustomization.yaml other than the
+one the layout writes for the files beside it is found then and fails the render with
+`PackDamaged` (exit 3, naming the app): only a pack signed with the user's key (stolen) can hold
+one, since its MAC holds.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from btp_gitops.generator.core.errors import InputError
+from btp_gitops.generator.core.layout import KUSTOMIZATION, app_directory, kustomization
+from btp_gitops.generator.core.names import NameRule, name_message, path_message
+from btp_gitops.generator.core.object_shape import shape_problems
+from btp_gitops.generator.core.objects import object_key
+from btp_gitops.generator.io.git_blobs import blob_id
+
+MAX_OBJECTS_BYTES = 8 << 20  # one app's objects, decompressed (as a render cache entry's limit)
+BLOB_ID_WIDTH = 40  # a SHA-1 Git blob id in hexadecimal
+
+Key = str  # an object's key as core.objects.ObjectKey.text gives it
+
+# What a pack's app may name, checked on reading as a render checks a fresh app before writing:
+# the common forms by one match over every app's (20,000 apps are read per render), anything
+# else by the render's own rules (core.names, core.layout).
+_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
+_LAYOUT_PATH = re.compile(r"(?:[a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9._-]*\Z")  # a file, or in a stage
+_LAYOUT_PATHS = re.compile(r"(?:(?:[a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9._-]*\0)*")
+_LISTING = re.compile(
+    r"apiVersion: kustomize\.config\.k8s\.io/v1beta1\nkind: Kustomization\nresources:\n"
+    r"(?:- [a-z][a-z0-9_-]*\.[a-z0-9._-]*\n)*\Z"
+)
+_HEX = re.compile(r"[0-9a-f]*")
+_BLOB_ID = re.compile(f".{{{BLOB_ID_WIDTH}}}", re.DOTALL)
+
+
+_SUBDOMAINS = re.compile(r"(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\0)*")
+
+
+def _subdomain(name: str) -> bool:
+    return (len(name) <= 253 and _SUBDOMAIN.match(name) is not None) or name_message(
+        name, NameRule.SUBDOMAIN
+    ) is None
+
+
+def subdomains(names: list[str]) -> bool:
+    """Every name a DNS subdomain (an app's name, a group's), in one match when every one has the
+    common form, else name by name by the render's own rule."""
+    joined = "\0".join([*names, ""])
+    if (
+        joined.count("\0") == len(names)
+        and _SUBDOMAINS.fullmatch(joined)
+        and max(map(len, names), default=0) <= 253
+    ):
+        return True
+    return all(_subdomain(name) for name in names)
+
+
+class PackDamaged(InputError):
+    """A pack whose checksums hold but whose objects do not decode, decompress beyond
+    `MAX_OBJECTS_BYTES`, have the shape of no Kubernetes object or are not the objects its keys
+    name, or whose files' texts are not the ones its index names: written by something else.
+    Exit 3, naming the pack's app; never a traceback."""
+
+
+class _Lie(ValueError):
+    """What an app's files turned out to be, decoded (made a PackDamaged naming the app)."""
+
+
+def inflate(data: bytes, limit: int) -> bytes | None:
+    """`data` decompressed (zlib) when it is one whole stream of at most `limit` bytes; None when
+    it is not, or would be larger (a bomb of compressed spaces stops at `limit`, not at its end)."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error:
+        return None
+    if len(out) > limit or inflater.unconsumed_tail or not inflater.eof or inflater.unused_data:
+        return None
+    return out
+
+
+def _split(joined: str) -> list[str]:
+    return joined.split("\0") if joined else []
+
+
+def _kustomizations_hold(files: dict[str, str]) -> bool:
+    """Every kustomization.yaml one the layout writes for the files beside it: resources in the
+    same directory, nothing else (a forged one could generate a Secret or pull in files from
+    elsewhere)."""
+    for path, text in files.items():
+        if (path == KUSTOMIZATION or path.endswith("/" + KUSTOMIZATION)) and not _LISTING.match(text):
+            directory = posixpath.dirname(path)
+            beside = [
+                posixpath.basename(other)
+                for other in files
+                if other != path and posixpath.dirname(other) == directory
+            ]
+            if text != kustomization(beside):
+                return False
+    return True
+
+
+def _listings_hold(files: dict[str, str], names: str) -> bool:
+    """`_kustomizations_hold`, by one match when the app has one kustomization.yaml, its own, of
+    the common form (a tenant app laid out for Argo CD)."""
+    listing = files.get(KUSTOMIZATION)
+    if listing is not None and names.count(KUSTOMIZATION) == 1 and _LISTING.match(listing):
+        return True
+    return _kustomizations_hold(files)
+
+
+class AppFiles:
+    """What a packed app holds beside its name, group, notes and stages: its object keys and its
+    files (name -> text, name -> Git blob id), as the index keeps them until first asked for.
+    Shared by the copies of an app (`PackedApp.regrouped`): decoded once, the same strings."""
+
+    __slots__ = (
+        "_blob_ids",
+        "_files",
+        "_ids",
+        "_keys",
+        "blob",
+        "ids_text",
+        "keys_text",
+        "names_text",
+        "span",
+    )
+
+    def __init__(
+        self, keys_text: str, names_text: str, ids_text: str, blob: bytes | memoryview, span: tuple[int, int]
+    ) -> None:
+        self.keys_text = keys_text
+        self.names_text = names_text
+        self.ids_text = ids_text
+        self.blob = blob
+        self.span = span  # the texts, each followed by a NUL but the last
+        self._keys: list[Key] | None = None
+        self._files: dict[str, str] | None = None
+        self._ids: list[str] | None = None
+
+    @classmethod
+    def rendered(cls, keys: list[Key], files: dict[str, str], blob_ids: dict[str, str]) -> AppFiles | None:
+        """An app rendered now; None when a key, name or text holds a NUL (not packed then)."""
+        keys_text, names_text = "\0".join(keys), "\0".join(files)
+        texts = "\0".join(files.values()).encode("utf-8", "surrogatepass")
+        if (
+            keys_text.count("\0") != max(len(keys) - 1, 0)
+            or names_text.count("\0") != max(len(files) - 1, 0)
+            or texts.count(0) != max(len(files) - 1, 0)
+        ):
+            return None
+        made = cls(keys_text, names_text, "".join(blob_ids[name] for name in files), texts, (0, len(texts)))
+        made._keys, made._files, made._ids = keys, files, [blob_ids[name] for name in files]
+        return made
+
+    def count(self) -> int:
+        """How many files the names say (the ids and the texts must say as many)."""
+        return self.names_text.count("\0") + 1 if self.names_text else 0
+
+    def keys(self) -> list[Key]:
+        if self._keys is None:
+            self._keys = _split(self.keys_text)
+        return self._keys
+
+    def texts_bytes(self) -> bytes:
+        start, end = self.span
+        return bytes(self.blob[start:end])
+
+    def files(self) -> dict[str, str]:
+        """Name -> text, decoded on the first call (raises _Lie when the texts are not the ones
+        the index names)."""
+        if self._files is None:
+            names = _split(self.names_text)
+            start, end = self.span
+            try:
+                whole = str(self.blob[start:end], "utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                raise _Lie("texts", "are not UTF-8") from None
+            texts = whole.split("\0") if names else []
+            if len(texts) != len(names) or (not names and whole):
+                raise _Lie("texts", "are not as many as its file names")
+            files = dict(zip(names, texts, strict=True))
+            if len(files) != len(names):
+                raise _Lie("file names", "list a name twice")
+            if KUSTOMIZATION in self.names_text and not _listings_hold(files, self.names_text):
+                raise _Lie("a kustomization.yaml", "is not the one its layout writes")
+            self._files = files
+        return self._files
+
+    def ids(self) -> list[str]:
+        """The Git blob ids of the files, in the order of `files` (of its names)."""
+        if self._ids is None:
+            self._ids = _BLOB_ID.findall(self.ids_text)
+        return self._ids
+
+
+def names_hold(apps: list[AppFiles]) -> bool:
+    """Every file name of every app a plain relative path (as a render checks a fresh app's), in
+    one match when every name has the common form (as a pack btp-gitops wrote has them), else
+    app by app by the render's own rule. An empty name is refused either way."""
+    joined = "\0".join([*(app.names_text for app in apps if app.names_text), ""])
+    if _LAYOUT_PATHS.fullmatch(joined):
+        return True
+    return all(
+        _LAYOUT_PATH.match(path) or path_message(path) is None
+        for app in apps
+        for path in _split(app.names_text)
+    )
+
+
+def blob_ids_hold(apps: list[AppFiles]) -> bool:
+    """Every blob id of every app the form of a SHA-1 one, forty lowercase hexadecimal digits (each
+    app's ids are as many times forty characters as it has names: checked with its index)."""
+    return _HEX.fullmatch("".join([app.ids_text for app in apps])) is not None
+
+
+@dataclass(slots=True)
+class PackedApp:
+    """A tenant's app as a pack holds it (see io.render_pack). `objects` is the JSON text of its
+    objects ([[body, origin], ...]) compressed (zlib), a span of `blob`, decoded by
+    `objects_payload`; its keys and files are `content`'s, decoded when first asked for."""
+
+    app: str
+    group: str | None
+    notes: list[dict[str, str]]
+    content: AppFiles
+    stages: list[str] | None  # the app's Flux stage directories (Flux target), else None
+    blob: bytes | memoryview
+    objects: tuple[int, int]
+    _paths: list[str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def keys(self) -> list[Key]:
+        return self.content.keys()
+
+    @property
+    def files(self) -> dict[str, str]:
+        """File name in the app directory -> text (the same dict, and strings, on every call)."""
+        try:
+            return self.content.files()
+        except _Lie as lie:
+            raise self._damaged(*lie.args) from None
+
+    def paths(self) -> list[str]:
+        """Each file's path in the cluster directory, in the order of `files` (made once: the
+        layout, the claims and the guard of reused files each go over every file)."""
+        if self._paths is None:
+            directory = app_directory(self.app, self.group) + "/"
+            self._paths = [directory + name for name in self.files]
+        return self._paths
+
+    def paths_texts_ids(self) -> Iterator[tuple[str, str, str]]:
+        """Each file's path in the cluster directory, text and claimed blob id, in order (no map
+        of ids made per app)."""
+        return zip(self.paths(), self.files.values(), self.content.ids(), strict=True)
+
+    def regrouped(self, group: str | None) -> PackedApp:
+        """The same app, in another group's directory (its content shared: decoded once)."""
+        return PackedApp(self.app, group, self.notes, self.content, self.stages, self.blob, self.objects)
+
+    def verified_text(self, path: str, text: str, claim: str) -> str:
+        """`text`, of the app's file at `path`, its bytes hashed: they must be `claim`, the blob id
+        the pack gives it (a text leaving the process is checked, see io.render_pack)."""
+        if blob_id(text.encode("utf-8", "surrogatepass")) != claim:
+            raise self._damaged(f"the file {path}", "is not the blob its index names")
+        return text
+
+    def objects_bytes(self) -> bytes:
+        start, end = self.objects
+        return bytes(self.blob[start:end])
+
+    def objects_payload(self) -> list[tuple[dict[str, Any], str]]:
+        """The app's objects, checked as any input: bounded, each of an object's shape, and the
+        very objects its keys (which the duplicate check used) name."""
+        text = inflate(self.objects_bytes(), MAX_OBJECTS_BYTES)
+        try:
+            payload = json.loads(text) if text is not None else None
+        except (ValueError, RecursionError):
+            payload = None
+        if not isinstance(payload, list) or not all(
+            isinstance(o, list)
+            and len(o) == 2
+            and isinstance(o[0], dict)
+            and isinstance(o[1], str)
+            and not shape_problems(o[0])
+            for o in payload
+        ):
+            raise self._damaged("objects", "cannot be read")
+        if [object_key(body).text() for body, _ in payload] != self.keys:
+            raise self._damaged("objects", "are not the ones its index names")
+        return [(body, origin) for body, origin in payload]
+
+    def _damaged(self, what: str, why: str) -> PackDamaged:
+        return PackDamaged(
+            f"the render pack holds {what} of app {self.app} that {why}: it was not written by "
+            "btp-gitops; remove the cache directory's packs/ or render with --no-cache"
+        )
