@@ -14,7 +14,7 @@ from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.pipeline.render import cluster_files, moved_into_groups
-from btp_gitops.generator.pipeline.reused_output import lay_out_cluster
+from btp_gitops.generator.pipeline.reused_output import ClusterLayout, lay_out_cluster
 
 # Names where a directory sorts differently from its paths (`a` and `a-b`: `a-b/` comes first),
 # and a name that is a prefix of another.
@@ -71,3 +71,16 @@ def test_an_app_named_like_the_shards_directory_moves_only_when_it_was_flat() ->
     tenants = [AppRender("tenants", objects, group="g"), AppRender("a", objects, group="g")]
     assert moved_into_groups({"tenants/g/0f/a/x.yaml": ""}, tenants) == []
     assert moved_into_groups({"tenants/x.yaml": "", "a/x.yaml": ""}, tenants) == ["a", "tenants"]
+
+
+def test_a_claim_is_kept_only_where_the_files_still_hold_the_packs_text() -> None:
+    kept, replaced, wiring = "a: 1\n", "b: 1\n", "w: 1\n"
+    layout = ClusterLayout(
+        {"app/a.yaml": kept, "app/b.yaml": replaced},
+        claims={"app/a.yaml": "1" * 40, "app/b.yaml": "2" * 40},
+    )
+    files = {"app/a.yaml": kept, "app/b.yaml": "b: kept from the previous render\n", ".wiring/w.yaml": wiring}
+    # Every path looked at (Kyma apps kept as they were), or only the ones that may hold another text.
+    assert layout.claims_in(files) == {"app/a.yaml": "1" * 40}
+    assert layout.claims_in(files, ["app/b.yaml", ".wiring/w.yaml"]) == {"app/a.yaml": "1" * 40}
+    assert layout.claims_in(files, [".wiring/w.yaml"]) == layout.claims  # b said not to change: kept
