@@ -26,17 +26,18 @@ Goal (a), issue #22: the render of --tenants (upgrade wave) within 2x the baseli
 Goal (b): adding one tenant to --incremental-tenants (steady) costs at most 10 % of the full
 render's CPU. Each round, in fresh children: a full render of N tenants without the render cache
 (the reference), a full render of N with an empty cache (which fills it), and a render of N + 1
-tenants (the same files and one more) with the cache the N render left; the medians of the
-first and the last are compared, CPU and wall. Then the whole CLI as CI runs it (issue #34): a
-fresh `git clone` of the repository the N render wrote (committed), N + 1 tenant records in the
-sources, and `btp-gitops render --out` of them with `--no-cache` (the full render, the
-reference), with the cache the N render warmed, and `btp-gitops diff --against HEAD` with that
-cache (what the pull-request comment runs), each followed by `git status`; the warm runs are
-printed as a ratio of the full render's CPU (goal: at most 10 %). With `--baseline-src DIR`
-(another revision's source tree, e.g. `git archive main | tar -x -C DIR`) the same runs of that
-code, interleaved with ours. `--end-to-end-only` runs only those, `--incremental-only` only the
-in-process renders of --incremental-tenants (the warm ratio and the cold fill's: a render filling
-an empty cache, goal <= 1.1x the render without one).
+tenants (the same files and one more) with the cache the N render left; the medians of the first
+and the last are compared, CPU and wall. Then the whole CLI as CI runs it (issue #34): a fresh
+`git clone` of the repository the N render wrote (committed), N + 1 tenant records in the sources,
+and `btp-gitops render --out` of them with `--no-cache` (the full render, the reference), with the
+cache the N render warmed, and `btp-gitops diff --against HEAD` with that cache (what the
+pull-request comment runs), each followed by `git status`; the warm runs are printed as a ratio of
+the full render's CPU (goal: at most 10 %). The sources are copied anew for each of those runs, as
+CI checks them out (new inodes and mtimes; `--kept-sources`: the same files every run). With
+`--baseline-src DIR` (another revision's source tree, e.g. `git archive main | tar -x -C DIR`) the
+same runs of that code, interleaved with ours. `--end-to-end-only` runs only those,
+`--incremental-only` only the in-process renders of --incremental-tenants (the warm ratio and the
+cold fill's: a render filling an empty cache, goal <= 1.1x the render without one).
 Every figure is the median of --repeat runs (at least 3 for the goals), printed with the load
 average around it: the machine is shared, so only ratios from one run are comparable.
 Linearity: the render at a quarter, half and all of --tenants, in seconds per 1,000 tenants.
@@ -309,12 +310,27 @@ def end_to_end(
     *,
     baseline: Path | None = None,
     repeat: int = 1,
+    kept_sources: bool = False,
 ) -> None:
     """The CLI on a fresh `git clone` of the committed repository of N, with one tenant record
     added to the sources: `render --out` without a cache (the full render, the reference), with
     the cache warmed by the render of N, and `diff --against HEAD` with that cache, each followed
     by `git status`. With `baseline` (a source tree of another revision, e.g. `git archive main |
-    tar -x -C DIR`), the same runs of that code, interleaved."""
+    tar -x -C DIR`), the same runs of that code, interleaved, and each run's ratio to the
+    baseline's run beside it in the same round.
+
+    The sources are checked out anew for every run too (copied to one path, every file with a new
+    inode and mtime, as CI clones them), unless `kept_sources` (the same files every run, as on a
+    workstation between two renders)."""
+    checkout = work / "e2e-sources"
+
+    def sources() -> Path:
+        if kept_sources:
+            return source
+        shutil.rmtree(checkout, ignore_errors=True)
+        shutil.copytree(source, checkout, copy_function=shutil.copyfile)  # new mtimes, as a checkout
+        return checkout
+
     repo_n = work / "repo-n"
     run_cli("render", source, "--out", repo_n, "--cluster", "bench", "--no-cache")
     run_git(repo_n, "init", "-q", "-b", "main")
@@ -330,20 +346,24 @@ def end_to_end(
     caches = {code: work / f"cli-cache-{index}" for index, code in enumerate(codes)}
     for code, env in codes.items():
         filled = work / "fill-repo"
-        run_cli("render", source, "--out", filled, "--cluster", "bench", "--cache-dir", caches[code], env=env)
+        run_cli(
+            "render", sources(), "--out", filled, "--cluster", "bench", "--cache-dir", caches[code], env=env
+        )
         shutil.rmtree(filled)
     modes = {
         "render --no-cache (the full render)": ("render", "--no-cache"),
         "render --cache-dir, warmed by the render before": ("render", "--cache-dir"),
         "diff --against HEAD --cache-dir, warmed likewise": ("diff", "--cache-dir"),
     }
-    runs: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
+    runs: Runs = {}
     tenants = sum(1 for _ in (source / "tenants").glob("*.yaml"))
     extra.write_text(yaml.safe_dump(record, sort_keys=False))
     before = load()
     for round_ in range(repeat):  # interleaved: a change of load hits all alike
+        # Which code runs first alternates round by round, so neither always follows the other.
+        order = list(codes.items()) if round_ % 2 == 0 else list(reversed(codes.items()))
         for mode, (command, cache_flag) in modes.items():
-            for code, env in codes.items():
+            for code, env in order:
                 repo, run_cache = work / "e2e-repo", work / "e2e-cache"
                 # A fresh clone, as CI checks the repository out: every file has a new inode, and
                 # Git's index was written by the checkout (not timed).
@@ -352,10 +372,11 @@ def end_to_end(
                 if cache_flag == "--cache-dir":
                     shutil.copytree(caches[code], run_cache)
                     options = (cache_flag, run_cache)
+                checked_out = sources()
                 if command == "render":
-                    arguments: tuple[str | Path, ...] = ("render", source, "--out", repo)
+                    arguments: tuple[str | Path, ...] = ("render", checked_out, "--out", repo)
                 else:
-                    arguments = ("diff", source, "--against", "HEAD", "--repo", repo, "-o", "json")
+                    arguments = ("diff", checked_out, "--against", "HEAD", "--repo", repo, "-o", "json")
                 cpu, wall = run_cli(*arguments, "--cluster", "bench", *options, env=env)
                 git_cpu, git_wall = run_git(repo, "status", "--porcelain")
                 runs.setdefault((mode, code), []).append((cpu, wall, git_cpu, git_wall))
@@ -363,10 +384,21 @@ def end_to_end(
                 shutil.rmtree(run_cache, ignore_errors=True)
                 print(f"    round {round_ + 1}, {code}, {mode}: {cpu:.2f} s CPU ({load()})", file=sys.stderr)
     extra.unlink()
+    shutil.rmtree(checkout, ignore_errors=True)
     print(
         f"  the CLI on a fresh clone of the committed repository of {tenants} tenants, one "
-        f"more tenant in the sources, then `git status`; median of {repeat} ({before}; after: {load()}):"
+        f"more tenant in the sources ({'kept from run to run' if kept_sources else 'checked out anew'}), "
+        f"then `git status`; median of {repeat} ({before}; after: {load()}):"
     )
+    summarise(runs, list(modes), list(codes), baseline)
+
+
+Runs = dict[tuple[str, str], list[tuple[float, float, float, float]]]
+
+
+def summarise(runs: Runs, modes: list[str], codes: list[str], baseline: Path | None) -> None:
+    """The medians of each mode and code, the warm ones as a share of the full render's CPU, and
+    with a baseline each mode's ratio, from the medians and paired round by round."""
     print(f"  {'':<64}{'CPU':>8}{'wall':>9}{'git CPU':>9}{'git wall':>9}")
     for (mode, code), measured in runs.items():
         cpu, wall, git_cpu, git_wall = (statistics.median(m[i] for m in measured) for i in range(4))
@@ -374,7 +406,7 @@ def end_to_end(
         print(f"  {label:<64}{cpu:>7.2f}s{wall:>8.2f}s{git_cpu:>8.2f}s{git_wall:>8.2f}s")
     median = {key: statistics.median(m[0] for m in measured) for key, measured in runs.items()}
     median_wall = {key: statistics.median(m[1] for m in measured) for key, measured in runs.items()}
-    full, warm, diff = (mode for mode in modes)
+    full, warm, diff = modes
     for code in codes:
         reference = median[(full, code)]
         for mode in (warm, diff):
@@ -385,9 +417,19 @@ def end_to_end(
                 f"(goal <= {GOAL_INCREMENTAL:.0%}: {verdict(ratio, GOAL_INCREMENTAL)})"
             )
     if baseline is not None:
+        other = f"baseline ({baseline.name})"
         for mode in modes:
-            ours, theirs = median[(mode, "this revision")], median[(mode, f"baseline ({baseline.name})")]
-            print(f"  {mode}: this revision {ours / theirs:.0%} of the baseline's CPU")
+            ours, theirs = median[(mode, "this revision")], median[(mode, other)]
+            # Each run against the baseline's beside it: the load of the moment hits both alike.
+            paired = [
+                mine[0] / base[0]
+                for mine, base in zip(runs[(mode, "this revision")], runs[(mode, other)], strict=True)
+            ]
+            shown = ", ".join(f"{ratio:.0%}" for ratio in paired)
+            print(
+                f"  {mode}: this revision {ours / theirs:.0%} of the baseline's CPU (medians); "
+                f"paired by round {statistics.median(paired):.0%} ({shown})"
+            )
 
 
 def linearity(work: Path, tenants: int) -> None:
@@ -416,6 +458,12 @@ def main() -> int:
         "--end-to-end-only", action="store_true", help="only the CLI runs over the N-tenant repository"
     )
     parser.add_argument(
+        "--kept-sources",
+        action="store_true",
+        help="the CLI runs read the same source files every run (default: checked out anew each run, "
+        "as CI does: new inodes and mtimes)",
+    )
+    parser.add_argument(
         "--incremental-only",
         action="store_true",
         help="only the in-process renders of --incremental-tenants: no cache, filling one, warm",
@@ -434,7 +482,15 @@ def main() -> int:
         source = write_source(work / "end-to-end", args.incremental_tenants, steady)
         record = steady(args.incremental_tenants)
         extra = source / "tenants" / f"{record['metadata']['name']}.yaml"
-        end_to_end(work, source, extra, record, baseline=args.baseline_src, repeat=args.repeat)
+        end_to_end(
+            work,
+            source,
+            extra,
+            record,
+            baseline=args.baseline_src,
+            repeat=args.repeat,
+            kept_sources=args.kept_sources,
+        )
         if not args.end_to_end_only:
             linearity(work, args.tenants)
     return 0

@@ -47,7 +47,7 @@ def decoded_text(data: bytes) -> str:
         raise UnreadableInput(f"not UTF-8 text (byte {error.start})") from None
 
 
-def read_input_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_input_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file of at most `limit` bytes; raises UnreadableInput."""
     try:
         # O_NONBLOCK: opening a FIFO without a writer must not hang; it is refused right after.

@@ -345,7 +345,7 @@ def scan_tree(
     if root.is_symlink() or not root.is_dir():
         return ScannedTree(TreeFiles(os.fspath(root), {}), started_ns=started, by_git=vouched)
     trusted = vouched.blobs if vouched is not None else {}
-    listed: list[tuple[str, str]] | None = [] if vouched_later is not None else None
+    listed: list[str] | None = [] if vouched_later is not None else None
     skipped: list[str] = []
     files: dict[str, bytes] = {}
     identities: dict[str, Identity] = {}
@@ -371,7 +371,7 @@ def scan_tree(
                     others.append(relative)
                     continue
                 if listed is not None:
-                    listed.append((relative, entry.path))
+                    listed.append(relative)  # its path is made again only if it is read
                     continue
                 if relative in trusted:
                     skipped.append(relative)
@@ -398,7 +398,9 @@ def scan_tree(
             raise OutputNotWritable(f"cannot read {where}: {error.strerror or error}") from error
     if vouched_later is not None and listed is not None:
         vouched = vouched_later()
-        skipped = _read_unvouched(listed, vouched, files, identities, others)
+        skipped = _read_unvouched(
+            os.fspath(root), listed, vouched, files=files, identities=identities, others=others
+        )
     return ScannedTree(
         TreeFiles(os.fspath(root), files, frozenset(skipped), vouched),
         tuple(sorted(others)),
@@ -411,19 +413,21 @@ def scan_tree(
 
 
 def _read_unvouched(
-    listed: list[tuple[str, str]],
+    root: str,
+    listed: list[str],
     vouched: Vouched | None,
+    *,
     files: dict[str, bytes],
     identities: dict[str, Identity],
     others: list[str],
 ) -> list[str]:
-    """Read the walked files (relative path, path) Git does not vouch for into `files` and
+    """Read the walked files (paths under `root`) Git does not vouch for into `files` and
     `identities` (what is no regular file by now into `others`); the vouched ones, returned."""
     trusted = vouched.blobs if vouched is not None else {}
-    for relative, path in listed:
-        if relative not in trusted:
-            _read_into(relative, path, files, identities, others)
-    return [relative for relative, _ in listed if relative in trusted]
+    unvouched = [relative for relative in listed if relative not in trusted]
+    for relative in unvouched:
+        _read_into(relative, f"{root}/{relative}", files, identities, others)
+    return listed if not unvouched else [relative for relative in listed if relative in trusted]
 
 
 def _read_into(

@@ -27,19 +27,22 @@ keep size and mtime. A racy or otherwise changed file is read and its key compar
 bytes are a hit too. The app's files and keys passed the path, name and credential checks of
 the render that wrote the pack, with the same code (the scope names the code digest).
 
-A pack is two files, as Git splits a large index: `<name>.pack` (the base) and `<name>.delta`,
-the records that differ from the base's (added, changed, removed), naming the base by the
-random id written into its header. A render that changed a few records writes the delta again,
-in O(changed); when the delta would hold more than an eighth of the records, the base is written
-anew (and a delta naming an older base is ignored). Each file is a header line (format, name, kind, id,
-stamp, lengths, and an HMAC-SHA256 of the header's other fields and the body under the user's
-cache key, io.cache_key: the key is not in the cache directory, so whoever can write a pack
-there cannot sign one, and a pack whose MAC does not hold is not used), an index (JSON: the
-records, each app compact, io.packed_app: its keys, file names and blob ids as a few joined
-strings and the span of its texts) and a blob (each app's texts, UTF-8, NUL between them, and its
-objects as compressed JSON): reading a pack decodes the index, not the texts nor the objects. An
-app's texts are decoded once, when its files are first asked for (every render lays every app
-out); its objects only when asked for.
+A pack is two files, as Git splits a large index: `<name>.pack` (the base) and `<name>.delta`, the
+records that differ from the base's (added, changed, removed), naming the base by the random id
+written into its header. A render that changed a few records writes the delta again, in
+O(changed); when the delta would hold more than an eighth of the records, the base is written anew
+(and a delta naming an older base is ignored). Records whose files only got new identities (the
+same bytes, as after a fresh checkout: CI clones the sources for every run) are written only where
+a delta holds them: more than that, the pack keeps their old identities (they are read and
+compared next time) rather than being written whole on every such run. Each file is a header line
+(format, name, kind, id, stamp, lengths, and an HMAC-SHA256 of the header's other fields and the
+body under the user's cache key, io.cache_key: the key is not in the cache directory, so whoever
+can write a pack there cannot sign one, and a pack whose MAC does not hold is not used), an index
+(JSON: the records, each app compact, io.packed_app: its keys, file names and blob ids as a few
+joined strings and the span of its texts) and a blob (each app's texts, UTF-8, NUL between them,
+and its objects as compressed JSON): reading a pack decodes the index, not the texts nor the
+objects. An app's texts are decoded once, when its files are first asked for (every render lays
+every app out); its objects only when asked for.
 
 A pack is named by the scope (code digest, schemas, target) and the source arguments, so two
 source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
@@ -409,13 +412,13 @@ def _encode(
 def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:
     if old is new:  # a record the render took from the pack as it was
         return False
-    return (
-        old is None
-        or not Pack.unchanged(old, new.identity)
-        or old.key != new.key
-        or old.inputs != new.inputs
-        or old.app is not new.app
-    )
+    return old is None or not Pack.unchanged(old, new.identity) or _content_differs(old, new)
+
+
+def _content_differs(old: PackedRecord, new: PackedRecord) -> bool:
+    """Other bytes, inputs or app; not only another identity of the same file (touched, or a fresh
+    checkout: a new inode and mtime for the same bytes)."""
+    return old.key != new.key or old.inputs != new.inputs or old.app is not new.app
 
 
 UNCHANGED, WRITTEN, NOT_WRITTEN = "unchanged", "written", "not written"
@@ -427,17 +430,33 @@ def save_pack(
     """Write what changed since `pack` (the one this render read): nothing when nothing did
     (UNCHANGED), a delta against its base when few records differ from the base, else a new base
     (WRITTEN). A directory that cannot be written is no error (NOT_WRITTEN)."""
-    if (
-        pack is not None
-        and len(records) == len(pack.records)
-        and not any(_differs(pack.records.get(record.shown), record) for record in records)
-    ):
-        return UNCHANGED
+    bound = max(DELTA_MIN, len(records) // DELTA_SHARE)
+    if pack is not None and len(records) == len(pack.records):
+        differing = [record for record in records if _differs(pack.records.get(record.shown), record)]
+        if not differing:
+            return UNCHANGED
+        # Only new identities of the same files, more than a delta holds: a fresh checkout (CI
+        # clones the sources for every run). Writing them would rewrite the whole pack on every
+        # such run, for identities the next clone changes again: the pack is kept, and its
+        # records are found by their bytes (read and compared) until a render writes a base.
+        if len(differing) > bound and not any(
+            (old := pack.records.get(record.shown)) is None or _content_differs(old, record)
+            for record in differing
+        ):
+            return UNCHANGED
     if pack is not None:
         current = {record.shown for record in records}
         changed = [record for record in records if _differs(pack.base.get(record.shown), record)]
         removed = sorted(shown for shown in pack.base if shown not in current)
-        if len(changed) + len(removed) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
+        if len(changed) + len(removed) > bound:
+            # The same for a fresh checkout with a few records changed: the delta holds the changes,
+            # and the records whose files only got new identities stay as the base has them.
+            changed = [
+                record
+                for record in changed
+                if (old := pack.base.get(record.shown)) is None or _content_differs(old, record)
+            ]
+        if len(changed) + len(removed) <= bound:
             encoded = _encode(
                 name, "delta", stamp, changed, removed=removed, base=pack.base_id, secret=secret
             )

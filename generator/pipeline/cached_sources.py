@@ -270,8 +270,24 @@ class CachedSources:
         for where, hit in self.packed.items():
             app = renders.rendered[where] if where in renders.rendered else renders.known.get(where)
             kept = app.packed if isinstance(app, ReusedApp) else app
-            if Pack.unchanged(hit.record, hit.identity) and kept is hit.record.app:
-                found.append(hit.record)  # as it was: the next render finds the same
+            known = hit.record
+            if kept is known.app and Pack.unchanged(known, hit.identity):
+                found.append(known)  # as it was: the next render finds the same
+            elif kept is known.app and kept is not None:
+                # The same bytes and app, the file seen anew (touched, or a fresh checkout): the
+                # record with the identity read now (io.render_pack.save_pack decides if it is kept).
+                found.append(
+                    PackedRecord(
+                        known.shown,
+                        known.document,
+                        hit.identity,
+                        known.key,
+                        known.body,
+                        known.inputs,
+                        kept,
+                        self.stamp,
+                    )
+                )
             else:
                 rows.append((where, hit.document, hit.record.key, hit.identity))
         rows += [
@@ -403,7 +419,7 @@ def _load(
             with contextlib.suppress(OSError):
                 identity = identity_of(os.stat(path))  # before reading: a change after it shows next time
         try:
-            data = read_input_bytes(Path(path))
+            data = read_input_bytes(path)  # the name as listed: a Path per file costs as much as the read
             text = decoded_text(data)
         except UnreadableInput as error:
             problems.append(Problem(file=shown, message=error.reason))

@@ -52,6 +52,7 @@ def test_cap_tenants_benchmark_runs() -> None:
     # the CLI on a fresh clone of the committed repository: the full render, the warm render and
     # the warm diff against HEAD, then each warm one's share of the full render's CPU
     assert "on a fresh clone of the committed repository of 30 tenants" in done.stdout
+    assert "more tenant in the sources (checked out anew)" in done.stdout
     assert "render --no-cache (the full render), this revision:" in done.stdout
     assert "render --cache-dir, warmed by the render before, this revision:" in done.stdout
     assert "diff --against HEAD --cache-dir, warmed likewise, this revision:" in done.stdout

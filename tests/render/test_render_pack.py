@@ -195,6 +195,59 @@ def test_a_touched_record_with_the_same_bytes_is_taken_from_the_pack(source: Pat
     assert len(reused(result)) == records(source)
 
 
+def _fresh_checkout(source: Path) -> None:
+    """Every record file as a clone writes it: the same bytes, a new inode, mtime and ctime."""
+    for path in (source / "tenants").glob("*.yaml"):
+        data = path.read_bytes()
+        path.unlink()
+        path.write_bytes(data)
+    age(source)
+
+
+def test_a_fresh_checkout_leaves_the_pack_as_it_was(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More new identities than a delta holds, and no other change: nothing is written (CI clones
+    the sources for every run, and would rewrite the whole pack each time); the records are found
+    by their bytes, this time and the next."""
+    monkeypatch.setattr(render_pack, "DELTA_MIN", 2)  # six records: more than a delta holds
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    (pack,) = packs(directory)
+    before = pack.read_bytes()
+    for _ in range(2):
+        _fresh_checkout(source)
+        checked_out, result = same_as_uncached(source, directory)
+        assert (checked_out.hits, checked_out.written, checked_out.packs_written) == (records(source), 0, 0)
+        assert len(reused(result)) == records(source)
+        assert pack.read_bytes() == before
+        assert not list((directory / render_pack.DIRECTORY).glob("*.delta"))
+
+
+def test_a_fresh_checkout_with_a_new_record_writes_a_delta_of_the_new_record(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(render_pack, "DELTA_MIN", 2)
+    directory = tmp_path / "cache"
+    same_as_uncached(source, directory)
+    (pack,) = packs(directory)
+    before = pack.read_bytes()
+    _fresh_checkout(source)
+    write(source, tenant(50))
+    added, result = same_as_uncached(source, directory)
+    assert (added.hits, added.written, added.packs_written) == (records(source) - 1, 0, 1)
+    assert pack.read_bytes() == before  # the base, as it was
+    read = render_pack.read_pack(directory, pack.stem, secret())
+    assert read is not None
+    assert [Path(shown).name for shown in read.records if shown not in read.base] == ["customer-050.yaml"]
+    assert all(read.records[shown] is record for shown, record in read.base.items())
+    # A pack that keeps the old identities still serves every record, by its bytes.
+    age(source)
+    again, result = same_as_uncached(source, directory)
+    assert again.hits == records(source)
+    assert len(reused(result)) == records(source)
+
+
 def test_an_application_input_changed_renders_the_apps_again(source: Path, tmp_path: Path) -> None:
     directory = tmp_path / "cache"
     same_as_uncached(source, directory)
