@@ -22,7 +22,7 @@ imported where the one mode that needs it starts, with a comment saying so: `jso
 schema registry builds its first validator, the Kubernetes schemas and the manifest validator
 with `--validate` (and `validate`), `cryptography` when core.keys meets the shape of a DER key
 or a certificate bundle and in self-signed certificate mode, the CAP and Kyma post-render
-pipeline with `--domain cap|kyma`, GitPython with `render --commit` and `diff --against REF`,
+pipeline with `--domain cap|kyma`, GitPython with `render --commit` (never with `diff`),
 the Kubernetes client with `--from-cluster`. The embedded Helm engine is never imported here:
 io.helm_process starts io.helm_worker, a child process that loads it; io.helm loads that process
 code when it renders its first chart.

@@ -1,25 +1,23 @@
-"""Git at the edges: which commit the sources came from, committing the rendered tree, and reading
-a rendered tree at a ref (for `diff --against REF`).
+"""Git at the edges, through GitPython: which commit the sources came from, and committing the
+rendered tree (`render --commit`). A rendered tree at a ref (`diff --against REF`) is read by
+io.git_blobs, with `git` itself.
 
 `render --commit` stages only the cluster directory it wrote (a literal pathspec: other changes
 in the user's work tree stay as they are) and commits only when Git sees a change, with the
 message the pipeline builds from the staged changes (objects added, changed, removed, and a
-`Source-Commit:` trailer per source repository). A tree at a ref is read from Git's objects,
-without a checkout, each blob bounded as the files of a directory are (io.output_tree).
+`Source-Commit:` trailer per source repository).
 """
 
 from __future__ import annotations
 
 import os
-import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
-from btp_gitops.generator.core.errors import GitError, UsageError
-from btp_gitops.generator.io.git_blobs import commit_blobs
+from btp_gitops.generator.core.errors import GitError
 from btp_gitops.generator.io.output_tree import MAX_TREE_FILE_BYTES, too_large
 from btp_gitops.generator.io.repo import TreeChanges
 
@@ -134,60 +132,3 @@ def commit_subtree(root: Path, subtree: str, build_message: Callable[[TreeChange
         raise GitError(
             f"cannot commit the rendered tree in {root}: {error.stderr.strip() or error}"
         ) from error
-
-
-@dataclass(frozen=True, slots=True)
-class TreeAtRef:
-    commit: str
-    files: Mapping[str, bytes]  # paths relative to the subtree; empty when the ref has no such subtree
-    found: bool = True  # the ref has the subtree (a directory)
-    # Directories beside the subtree (its parent's), None when the ref has no such parent.
-    siblings: tuple[str, ...] | None = None
-
-
-def read_tree_at(repo_dir: Path | None, ref: str, subtree: str) -> TreeAtRef:
-    """The files under `subtree` as committed at `ref`, read from Git's objects: no checkout, the
-    work tree is not touched. `subtree` is relative to `repo_dir`, which may be a folder inside a
-    larger work tree; without one, to the top of the current directory's work tree."""
-    where = repo_dir or Path.cwd()
-    try:
-        repo = git.Repo(where, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as error:
-        raise UsageError(
-            f"--against {ref}: not a directory, and {where} is not in a Git repository"
-        ) from error
-    with repo:
-        try:
-            commit = repo.commit(ref)
-        except (git.BadName, git.BadObject, ValueError) as error:
-            raise UsageError(
-                f"--against {ref}: not a directory, and not a commit of the Git repository at "
-                f"{repo.working_tree_dir or where}"
-            ) from error
-        top = Path(repo.working_tree_dir or where).resolve()
-        base = repo_dir.resolve() if repo_dir else top
-        prefix = Path(os.path.relpath(base / subtree, top)).as_posix()
-        siblings = _directories_at(commit.tree, posixpath.dirname(prefix))
-        try:
-            tree = commit.tree / prefix
-        except KeyError:
-            return TreeAtRef(commit.hexsha, {}, found=False, siblings=siblings)
-        if tree.type != "tree":
-            return TreeAtRef(commit.hexsha, {}, found=False, siblings=siblings)
-        # The blob ids only: a blob is read when the diff needs its bytes (io.git_blobs).
-        object_format = repo.git.rev_parse("--show-object-format").strip() or "sha1"
-        files = commit_blobs(
-            Path(repo.working_tree_dir or repo.git_dir), tree.hexsha, object_format, (f"{prefix}/", ref)
-        )
-        return TreeAtRef(commit.hexsha, files, siblings=siblings)
-
-
-def _directories_at(root: git.Tree, path: str) -> tuple[str, ...] | None:
-    """The names of the directories in `path` of a commit's tree; None when it has no such directory."""
-    try:
-        tree = root / path if path not in ("", ".") else root
-    except KeyError:
-        return None
-    if tree.type != "tree":
-        return None
-    return tuple(sorted(str(item.name) for item in tree.trees))

@@ -20,7 +20,8 @@ ever trusted, and only from these proofs:
   the blob and the file (`core.autocrlf`, and the attributes `text`, `eol`, `crlf`, `ident`,
   `filter` and `working-tree-encoding` wherever they are set: a `.gitattributes` is committed, so
   a push could set them). The query runs under the output's lock, right before the write.
-- At a commit (`commit_blobs`, for `diff --against REF`): the ids `git ls-tree` lists, which Git
+- At a commit (`commit_blobs`, for `diff --against REF`, the tree found by `read_tree_at`
+  without a checkout): the ids `git ls-tree` lists, which Git
   computed itself when the objects entered the repository (a fetch or clone hashes every object
   it receives). A blob read because it differs is bounded by the size its header gives before a
   byte of it is read, and its bytes are hashed again: they must be the id's.
@@ -45,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from btp_gitops.generator.core.errors import GitError
+from btp_gitops.generator.core.errors import GitError, UsageError
 from btp_gitops.generator.io.output_tree import MAX_TREE_FILE_BYTES, too_large
 
 # Settings that would let Git vouch for a file without comparing it with the index's stat data
@@ -444,3 +445,56 @@ def commit_blobs(top: Path, tree: str, object_format: str, where: tuple[str, str
         if len(fields) == 3 and fields[1] == "blob":
             blobs[path] = fields[2]
     return CommitBlobs(top, dict(sorted(blobs.items())), object_format, where)
+
+
+@dataclass(frozen=True, slots=True)
+class TreeAtRef:
+    commit: str
+    files: Mapping[str, bytes]  # paths relative to the subtree; empty when the ref has no such subtree
+    found: bool = True  # the ref has the subtree (a directory)
+    # Directories beside the subtree (its parent's), None when the ref has no such parent.
+    siblings: tuple[str, ...] | None = None
+
+
+def read_tree_at(repo_dir: Path | None, ref: str, subtree: str) -> TreeAtRef:
+    """The files under `subtree` as committed at `ref`, read from Git's objects: no checkout, the
+    work tree is not touched. `subtree` is relative to `repo_dir`, which may be a folder inside a
+    larger work tree (or a bare repository); without one, to the current directory's work tree.
+
+    Three `git` commands and `commit_blobs`'s listing, not GitPython: its import alone costs a
+    `diff --against HEAD` in a pull request more than these do."""
+    where = repo_dir or Path.cwd()
+    kind = _git(where, "rev-parse", "--is-bare-repository", "--show-object-format")
+    lines = os.fsdecode(kind).split("\n") if kind is not None else []
+    located = None
+    if len(lines) >= 2 and lines[1] in _HASHES:
+        located = _git(where, "rev-parse", "--absolute-git-dir" if lines[0] == "true" else "--show-toplevel")
+    if located is None:
+        raise UsageError(f"--against {ref}: not a directory, and {where} is not in a Git repository")
+    object_format = lines[1]
+    top = Path(os.fsdecode(located).removesuffix("\n")).resolve()
+    # The ref as a revision only (never an option), peeled to its commit.
+    commit = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if commit is None or not ref:
+        raise UsageError(f"--against {ref}: not a directory, and not a commit of the Git repository at {top}")
+    sha = commit.decode("ascii", errors="replace").strip()
+    base = repo_dir.resolve() if repo_dir else top
+    prefix = Path(os.path.relpath(base / subtree, top)).as_posix()
+    if prefix == ".." or prefix.startswith("../"):  # outside the repository: it holds no such tree
+        return TreeAtRef(sha, {}, found=False)
+    parent, _, name = prefix.rpartition("/")
+    listed = _git(top, "ls-tree", "-z", f"{sha}:{parent}")
+    if listed is None:  # no such directory at the ref
+        return TreeAtRef(sha, {}, found=False)
+    trees: dict[str, str] = {}
+    for entry in os.fsdecode(listed).split("\0"):
+        head, _, entry_name = entry.partition("\t")
+        fields = head.split(" ")
+        if len(fields) == 3 and fields[1] == "tree":
+            trees[entry_name] = fields[2]
+    siblings = tuple(sorted(trees))
+    if name not in trees:
+        return TreeAtRef(sha, {}, found=False, siblings=siblings)
+    # The blob ids only: a blob is read when the diff needs its bytes.
+    files = commit_blobs(top, trees[name], object_format, (f"{prefix}/", ref))
+    return TreeAtRef(sha, files, siblings=siblings)

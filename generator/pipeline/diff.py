@@ -34,7 +34,7 @@ from btp_gitops.generator.diff.compare import (
     compared_new_paths,
 )
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
-from btp_gitops.generator.io.git_blobs import CommitBlobs
+from btp_gitops.generator.io.git_blobs import CommitBlobs, read_tree_at
 from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.repo import (
     DEFAULT_LOCK_TIMEOUT,
@@ -114,10 +114,6 @@ def tree_to_compare(request: DiffRequest) -> ComparedTree:
         else:
             files = {}
     else:
-        # GitPython (and its git lookup) costs start-up time: loaded for a Git ref only, not for
-        # a diff against a directory.
-        from btp_gitops.generator.io.git import read_tree_at  # noqa: PLC0415
-
         at = read_tree_at(request.repo, request.against, subtree)
         label, files, found, clusters = (
             f"{request.against} ({at.commit[:_SHORT_COMMIT]})",

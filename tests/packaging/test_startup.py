@@ -324,14 +324,16 @@ def test_a_render_without_a_kyma_loads_no_kyma_planning(imported_by: Run, tmp_pa
     assert sorted(modules.intersection(KYMA_PLANNING)) == sorted(KYMA_PLANNING)
 
 
-def test_diff_against_a_directory_does_not_load_git(imported_by: Run, tmp_path: Path) -> None:
-    """GitPython is for `--against REF`; a diff against a rendered directory does not pay for it.
-    The control compares with HEAD of the same repository and so loads it."""
+def test_diff_does_not_load_git(imported_by: Run, tmp_path: Path) -> None:
+    """GitPython is for `render --commit`: a diff against a rendered directory, or against a ref
+    (read with `git` itself, io.git_blobs), does not pay for it. The control is the render that
+    commits."""
     source = Path(__file__).resolve().parents[2] / "examples" / "cap-app"
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
-    done, _ = imported_by("render", str(source), "--out", str(repo), "--commit")
+    done, modules = imported_by("render", str(source), "--out", str(repo), "--commit")
     assert done.returncode == 0, done.stderr
+    assert "git" in modules
     done, modules = imported_by("diff", str(source), "--against", str(repo))
     assert done.returncode == 0, done.stderr
     assert "btp_gitops.generator.pipeline.diff" in modules  # the check sees the diff
@@ -339,7 +341,8 @@ def test_diff_against_a_directory_does_not_load_git(imported_by: Run, tmp_path: 
 
     done, modules = imported_by("diff", str(source), "--against", "HEAD", "--repo", str(repo))
     assert done.returncode == 0, done.stderr
-    assert "git" in modules
+    assert "btp_gitops.generator.io.git_blobs" in modules
+    assert not {m for m in modules if m == "git" or m.startswith("git.")}
 
 
 def test_a_schema_registry_loads_referencing_with_its_first_validator() -> None:
