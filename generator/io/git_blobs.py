@@ -438,13 +438,19 @@ def commit_blobs(top: Path, tree: str, object_format: str, where: tuple[str, str
     listed = _git(top, "ls-tree", "-r", "-z", tree)
     if listed is None:
         raise GitError(f"git ls-tree cannot list {where[0]} at {where[1]}")
-    blobs: dict[str, str] = {}
+    blobs = _listed_of_type(listed, "blob")
+    return CommitBlobs(top, dict(sorted(blobs.items())), object_format, where)
+
+
+def _listed_of_type(listed: bytes, kind: str) -> dict[str, str]:
+    """The entries of a `git ls-tree -z` listing whose type is `kind`: path -> object id."""
+    found: dict[str, str] = {}
     for entry in os.fsdecode(listed).split("\0"):
         head, _, path = entry.partition("\t")
         fields = head.split(" ")
-        if len(fields) == 3 and fields[1] == "blob":
-            blobs[path] = fields[2]
-    return CommitBlobs(top, dict(sorted(blobs.items())), object_format, where)
+        if len(fields) == 3 and fields[1] == kind:
+            found[path] = fields[2]
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,12 +492,7 @@ def read_tree_at(repo_dir: Path | None, ref: str, subtree: str) -> TreeAtRef:
     listed = _git(top, "ls-tree", "-z", f"{sha}:{parent}")
     if listed is None:  # no such directory at the ref
         return TreeAtRef(sha, {}, found=False)
-    trees: dict[str, str] = {}
-    for entry in os.fsdecode(listed).split("\0"):
-        head, _, entry_name = entry.partition("\t")
-        fields = head.split(" ")
-        if len(fields) == 3 and fields[1] == "tree":
-            trees[entry_name] = fields[2]
+    trees = _listed_of_type(listed, "tree")
     siblings = tuple(sorted(trees))
     if name not in trees:
         return TreeAtRef(sha, {}, found=False, siblings=siblings)
