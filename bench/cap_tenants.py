@@ -251,13 +251,13 @@ def incremental(work: Path, tenants: int, repeat: int) -> None:
     )
 
 
-def run_cli(*args: str | Path, env: dict[str, str] | None = None) -> tuple[float, float]:
+def run_cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float]:
     """CPU (the child's user + system) and wall of one `btp-gitops` run. Python may keep its
     compiled modules, as an installed wheel has them (pip compiles at install): a shell that
     forbids it (PYTHONDONTWRITEBYTECODE) would have every run compile ~180 modules again."""
     run_env = {key: value for key, value in (env or os.environ).items() if key != "PYTHONDONTWRITEBYTECODE"}
     before, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    subprocess.run([str(CLI), *map(str, args)], capture_output=True, check=True, cwd=ROOT, env=run_env)
+    subprocess.run([str(CLI), *map(str, args)], capture_output=True, check=True, cwd=cwd, env=run_env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, time.perf_counter() - wall
@@ -302,6 +302,76 @@ def install_baseline(tree: Path, work: Path) -> Path:
     return target
 
 
+def plugin_request(
+    work: Path, source: Path, home: Path, request: str, env: dict[str, str] | None
+) -> tuple[float, float]:
+    """`render . --stdout --argocd-parameters` as Argo CD's plugin runs it (argocd-cmp/plugin.yaml):
+    in a directory of its own that the CMP server makes for every generate request, unpacks the
+    repository into and removes after; the Application in the build environment; the sidecar's
+    cache under its `home`."""
+    app = work / f"cmp-request-{request}" / "apps" / "bench"
+    shutil.copytree(source, app, copy_function=shutil.copyfile)
+    application = {
+        "ARGOCD_APP_NAME": "bench",
+        "ARGOCD_APP_NAMESPACE": "argocd",
+        "ARGOCD_APP_SOURCE_PATH": "apps/bench",
+        "ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.org/bench.git",
+    }
+    plugin_env = {**(env or os.environ), **application, "HOME": str(home)}
+    plugin_env.pop("XDG_CACHE_HOME", None)
+    try:
+        return run_cli(
+            "render", ".", "--stdout", "--argocd-parameters", "--cluster", "bench", env=plugin_env, cwd=app
+        )
+    finally:
+        shutil.rmtree(app.parents[1])
+
+
+def timed_plugin_request(
+    work: Path, source: Path, home: Path, request: str, env: dict[str, str] | None
+) -> tuple[float, float, float, float]:
+    """`plugin_request` with a copy of the sidecar's `home` (its warmed cache): CPU and wall."""
+    run_home = work / "e2e-sidecar-home"
+    shutil.copytree(home, run_home)
+    try:
+        cpu, wall = plugin_request(work, source, run_home, request, env)
+    finally:
+        shutil.rmtree(run_home)
+    return cpu, wall, 0.0, 0.0
+
+
+def timed_clone_run(
+    work: Path,
+    repo_n: Path,
+    command: str,
+    checked_out: Path,
+    *,
+    cache: Path | None,
+    env: dict[str, str] | None,
+) -> tuple[float, float, float, float]:
+    """`render --out` or `diff --against HEAD` on a fresh clone of `repo_n` with a copy of `cache`
+    (None: --no-cache), then `git status`: CPU and wall of each."""
+    repo, run_cache = work / "e2e-repo", work / "e2e-cache"
+    # A fresh clone, as CI checks the repository out: every file has a new inode, and Git's index
+    # was written by the checkout (not timed).
+    run_git(work, "clone", "-q", "--no-hardlinks", str(repo_n), str(repo))
+    options: tuple[str | Path, ...] = ("--no-cache",)
+    if cache is not None:
+        shutil.copytree(cache, run_cache)
+        options = ("--cache-dir", run_cache)
+    if command == "render":
+        arguments: tuple[str | Path, ...] = ("render", checked_out, "--out", repo)
+    else:
+        arguments = ("diff", checked_out, "--against", "HEAD", "--repo", repo, "-o", "json")
+    try:
+        cpu, wall = run_cli(*arguments, "--cluster", "bench", *options, env=env)
+        git_cpu, git_wall = run_git(repo, "status", "--porcelain")
+    finally:
+        shutil.rmtree(repo)
+        shutil.rmtree(run_cache, ignore_errors=True)
+    return cpu, wall, git_cpu, git_wall
+
+
 def end_to_end(
     work: Path,
     source: Path,
@@ -315,9 +385,10 @@ def end_to_end(
     """The CLI on a fresh `git clone` of the committed repository of N, with one tenant record
     added to the sources: `render --out` without a cache (the full render, the reference), with
     the cache warmed by the render of N, and `diff --against HEAD` with that cache, each followed
-    by `git status`. With `baseline` (a source tree of another revision, e.g. `git archive main |
-    tar -x -C DIR`), the same runs of that code, interleaved, and each run's ratio to the
-    baseline's run beside it in the same round.
+    by `git status`; and Argo CD's plugin on the sources unpacked into a new directory, with the
+    sidecar's cache warmed by a request for N (`plugin_request`). With `baseline` (a source tree
+    of another revision, e.g. `git archive main | tar -x -C DIR`), the same runs of that code,
+    interleaved, and each run's ratio to the baseline's run beside it in the same round.
 
     The sources are checked out anew for every run too (copied to one path, every file with a new
     inode and mtime, as CI clones them), unless `kept_sources` (the same files every run, as on a
@@ -336,6 +407,10 @@ def end_to_end(
     run_git(repo_n, "init", "-q", "-b", "main")
     run_git(repo_n, "add", "-A")
     run_git(repo_n, "commit", "-qm", "N tenants")
+    # Packed, as a clone over the network receives its objects (actions/checkout, Argo CD's and
+    # Flux's fetches): a local clone copies loose objects as they are, and reading 100,000 loose
+    # objects costs `diff --against HEAD` several times what reading them from a pack does.
+    run_git(repo_n, "repack", "-adq")
     codes: dict[str, dict[str, str] | None] = {"this revision": None}
     if baseline is not None:
         codes[f"baseline ({baseline.name})"] = {
@@ -350,10 +425,15 @@ def end_to_end(
             "render", sources(), "--out", filled, "--cluster", "bench", "--cache-dir", caches[code], env=env
         )
         shutil.rmtree(filled)
+    # The plugin's cache is the sidecar's, under its home, warmed by a request for N.
+    homes = {code: work / f"sidecar-home-{index}" for index, code in enumerate(codes)}
+    for code, env in codes.items():
+        plugin_request(work, source, homes[code], "fill", env)
     modes = {
         "render --no-cache (the full render)": ("render", "--no-cache"),
         "render --cache-dir, warmed by the render before": ("render", "--cache-dir"),
         "diff --against HEAD --cache-dir, warmed likewise": ("diff", "--cache-dir"),
+        "Argo CD plugin, render . --stdout, warmed by a request": ("plugin", "--cache-dir"),
     }
     runs: Runs = {}
     tenants = sum(1 for _ in (source / "tenants").glob("*.yaml"))
@@ -364,25 +444,14 @@ def end_to_end(
         order = list(codes.items()) if round_ % 2 == 0 else list(reversed(codes.items()))
         for mode, (command, cache_flag) in modes.items():
             for code, env in order:
-                repo, run_cache = work / "e2e-repo", work / "e2e-cache"
-                # A fresh clone, as CI checks the repository out: every file has a new inode, and
-                # Git's index was written by the checkout (not timed).
-                run_git(work, "clone", "-q", "--no-hardlinks", str(repo_n), str(repo))
-                options: tuple[str | Path, ...] = (cache_flag,)
-                if cache_flag == "--cache-dir":
-                    shutil.copytree(caches[code], run_cache)
-                    options = (cache_flag, run_cache)
-                checked_out = sources()
-                if command == "render":
-                    arguments: tuple[str | Path, ...] = ("render", checked_out, "--out", repo)
+                if command == "plugin":
+                    measured = timed_plugin_request(work, source, homes[code], f"{round_}", env)
                 else:
-                    arguments = ("diff", checked_out, "--against", "HEAD", "--repo", repo, "-o", "json")
-                cpu, wall = run_cli(*arguments, "--cluster", "bench", *options, env=env)
-                git_cpu, git_wall = run_git(repo, "status", "--porcelain")
-                runs.setdefault((mode, code), []).append((cpu, wall, git_cpu, git_wall))
-                shutil.rmtree(repo)
-                shutil.rmtree(run_cache, ignore_errors=True)
-                print(f"    round {round_ + 1}, {code}, {mode}: {cpu:.2f} s CPU ({load()})", file=sys.stderr)
+                    warmed = caches[code] if cache_flag == "--cache-dir" else None
+                    measured = timed_clone_run(work, repo_n, command, sources(), cache=warmed, env=env)
+                runs.setdefault((mode, code), []).append(measured)
+                shown = f"{measured[0]:.2f} s CPU ({load()})"
+                print(f"    round {round_ + 1}, {code}, {mode}: {shown}", file=sys.stderr)
     extra.unlink()
     shutil.rmtree(checkout, ignore_errors=True)
     print(
@@ -406,10 +475,10 @@ def summarise(runs: Runs, modes: list[str], codes: list[str], baseline: Path | N
         print(f"  {label:<64}{cpu:>7.2f}s{wall:>8.2f}s{git_cpu:>8.2f}s{git_wall:>8.2f}s")
     median = {key: statistics.median(m[0] for m in measured) for key, measured in runs.items()}
     median_wall = {key: statistics.median(m[1] for m in measured) for key, measured in runs.items()}
-    full, warm, diff = modes
+    full, *warm = modes
     for code in codes:
         reference = median[(full, code)]
-        for mode in (warm, diff):
+        for mode in warm:
             ratio = median[(mode, code)] / reference
             print(
                 f"  {code}, {mode.split(' --cache-dir')[0]}: {median[(mode, code)]:.2f} s CPU = {ratio:.0%} "

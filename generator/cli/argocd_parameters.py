@@ -113,6 +113,23 @@ _REFUSED_OPTIONS = {
 }
 
 
+# The build environment Argo CD gives a plugin's commands: which Application, and which of its
+# sources (an Application may have several), is rendered.
+_APPLICATION_ENV = ("ARGOCD_APP_NAMESPACE", "ARGOCD_APP_NAME", "ARGOCD_APP_SOURCE_REPO_URL", SOURCE_PATH_ENV)
+
+
+def application_place(environ: Mapping[str, str]) -> str | None:
+    """What the render pack is named after in the plugin instead of the working directory
+    (io.render_pack.pack_name): Argo CD's CMP server unpacks the repository into a new temporary
+    directory for every generate request, so a pack named after the directory would never be
+    found again, and every refresh would render in full and write one more pack. The
+    Application and its source stay the same from request to request. None without
+    ARGOCD_APP_NAME (not run by Argo CD): the working directory, as for any render."""
+    if not environ.get("ARGOCD_APP_NAME"):
+        return None
+    return "argocd\0" + "\0".join(environ.get(name, "") for name in _APPLICATION_ENV)
+
+
 def contain_plugin_options(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
     """The plugin env (BTP_GITOPS_ARGS) is set by whoever may edit an Application, like the
     parameters: every path on the command line must stay inside the checked-out repository, and
@@ -195,6 +212,7 @@ def apply_argocd_parameters(args: argparse.Namespace, environ: Mapping[str, str]
     environ = os.environ if environ is None else environ
     parameters = read_parameters(environ)
     contain_plugin_options(args, environ)
+    args.pack_place = application_place(environ)
     if not parameters:
         return
     cwd = Path.cwd()

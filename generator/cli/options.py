@@ -412,7 +412,8 @@ def render_cache(args: argparse.Namespace) -> RenderCache | None:
     # Loaded once a render asks for its cache, not by building the parser.
     from btp_gitops.generator.io.render_cache import RenderCache, default_cache_dir  # noqa: PLC0415
 
-    return RenderCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir())
+    directory = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    return RenderCache(directory, pack_place=getattr(args, "pack_place", None))
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:

@@ -244,9 +244,17 @@ class RenderCache:
     """A cache directory the command owns (`--cache-dir`); see the module docstring."""
 
     def __init__(
-        self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES, secret: bytes | None = None
+        self,
+        directory: Path,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        secret: bytes | None = None,
+        *,
+        pack_place: str | None = None,
     ) -> None:
         self.directory = directory
+        # What names the render pack instead of the working directory (io.render_pack.pack_name):
+        # Argo CD's plugin gets a new directory for every request (cli.argocd_parameters).
+        self.pack_place = pack_place
         self._secret = secret  # io.cache_key's; asked for on first use when not given
         self._secret_asked = secret is not None
         self.max_bytes = max_bytes

@@ -117,10 +117,13 @@ def identity_of(status: os.stat_result) -> Identity:
     return (status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns)
 
 
-def pack_name(scope: str, sources: Sequence[Path]) -> str:
-    """One pack per scope and source arguments (as given, with the working directory: files are
-    shown relative to it)."""
-    digest = hashlib.sha256(f"{scope}\0{os.getcwd()}".encode("utf-8", "surrogateescape"))
+def pack_name(scope: str, sources: Sequence[Path], place: str | None = None) -> str:
+    """One pack per scope, source arguments (as given) and place: the working directory (files
+    are shown relative to it) unless `place` names the source tree otherwise (io.render_cache.
+    RenderCache.pack_place). The pack's records are matched by their files' identities and
+    bytes, so the name decides only which pack a render finds, never what it takes from one."""
+    where = f"cwd\0{os.getcwd()}" if place is None else f"place\0{place}"
+    digest = hashlib.sha256(f"{scope}\0{where}".encode("utf-8", "surrogateescape"))
     for source in sources:
         digest.update(b"\0" + os.fsencode(source))
     return digest.hexdigest()

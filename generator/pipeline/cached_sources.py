@@ -391,7 +391,7 @@ def _load(
     paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress, sorting: SourceSorting | None
 ) -> CachedSources:
     problems: list[Problem] = []
-    name = pack_name(scope, paths)
+    name = pack_name(scope, paths, cache.pack_place)
     secret = cache.secret
     pack = read_pack(cache.directory, name, secret) if secret is not None else None
     packed = pack.records if pack is not None else {}

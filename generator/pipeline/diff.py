@@ -122,11 +122,13 @@ def tree_to_compare(request: DiffRequest) -> ComparedTree:
             at.siblings,
         )
     manifest = files.get(MANIFEST_FILE)
-    kept = [path for path in files if not is_manifest(path)]
+    # A few hundred manifests among 80,000 files: found by their ending first (a method call in
+    # C per path, not a function call), then by the rule.
+    manifests = {path for path in files if path.endswith(MANIFEST_FILE) and is_manifest(path)}
     compared: Mapping[str, bytes] = (
-        files.only(kept)  # blob ids only: bytes read when needed
+        files.without(manifests)  # blob ids only: bytes read when needed
         if isinstance(files, CommitBlobs)
-        else {path: files[path] for path in kept}
+        else {path: data for path, data in files.items() if path not in manifests}
     )
     text = manifest.decode("utf-8", errors="replace") if manifest is not None else None
     return ComparedTree(label, compared, found, clusters, manifest is not None, text)

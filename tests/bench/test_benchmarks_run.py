@@ -58,7 +58,10 @@ def test_cap_tenants_benchmark_runs() -> None:
     assert "diff --against HEAD --cache-dir, warmed likewise, this revision:" in done.stdout
     assert "this revision, render: " in done.stdout
     assert "this revision, diff --against HEAD: " in done.stdout
-    assert done.stdout.count("of the full render's") == 2
+    # Argo CD's plugin, the sources unpacked into a new directory for the request
+    assert "Argo CD plugin, render . --stdout, warmed by a request, this revision:" in done.stdout
+    assert "this revision, Argo CD plugin, render . --stdout, warmed by a request: " in done.stdout
+    assert done.stdout.count("of the full render's") == 3
     assert done.stdout.count("load average") >= 4
     assert "upgrade-wave: 40 tenants" in done.stdout
     assert "      40 tenants:" in done.stdout  # the linearity table reached the full size

@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 import yaml
 
-from btp_gitops.generator.cli.argocd_parameters import PARAMETERS
+from btp_gitops.generator.cli.argocd_parameters import PARAMETERS, application_place
 from btp_gitops.generator.core.exit_codes import ExitCode
+from btp_gitops.generator.io.render_pack import pack_name
 from tests.conftest import CLI, EXAMPLES, ROOT, RunCli
 
 PLUGIN = ROOT / "argocd-cmp" / "plugin.yaml"
@@ -185,6 +186,52 @@ def test_generate_renders_cap_sources(tmp_path: Path, run_cli: RunCli) -> None:
     kinds = {d["kind"] for d in yaml.safe_load_all(generated.stdout)}
     assert {"CAPApplication", "CAPApplicationVersion", "CAPTenant", "Deployment", "Job"} <= kinds
     assert generated.stdout == stdout_render(run_cli, app)
+
+
+def test_each_request_finds_the_render_pack_the_last_one_left(tmp_path: Path) -> None:
+    """Argo CD's CMP server unpacks the repository into a new temporary directory for every
+    generate request and removes it after. The render pack is named after the Application and
+    its source, not that directory: the next request finds it (one base pack, not one more per
+    refresh), with a tenant added too; another Application keeps a pack of its own."""
+    home = tmp_path / "sidecar-home"  # the sidecar's home: its cache lies outside every checkout
+    packs = home / ".cache" / "btp-gitops" / "render" / "packs"
+
+    def request(number: int, application: str = "bookshop", tenant: str | None = None) -> str:
+        app = tmp_path / f"request-{number}" / "apps" / "bookshop"
+        shutil.copytree(EXAMPLES / "cap-app", app)
+        if tenant is not None:
+            acme = yaml.safe_load((app / "tenants" / "acme.yaml").read_text())
+            acme["metadata"]["name"] = acme["spec"]["subDomain"] = tenant
+            acme["spec"]["tenantId"] = "5d0c1b2a-3e4f-4a5b-8c6d-7e8f9a0b1c2d"
+            acme["metadata"]["labels"]["sme.sap.com/subscription-guid"] = (
+                "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
+            )
+            (app / "tenants" / f"{tenant}.yaml").write_text(yaml.safe_dump(acme))
+        generated = run_like_argocd(
+            plugin_spec()["generate"]["command"],
+            app,
+            source_path="apps/bookshop",
+            HOME=str(home),
+            ARGOCD_APP_NAME=application,
+            ARGOCD_APP_SOURCE_REPO_URL="https://git.example.com/platform.git",
+        )
+        assert generated.returncode == 0, generated.stderr
+        shutil.rmtree(tmp_path / f"request-{number}")  # as the CMP server does after each request
+        return generated.stdout
+
+    def bases() -> set[str]:
+        return {path.name for path in packs.glob("*.pack")}
+
+    first = request(1)
+    kept = bases()
+    assert len(kept) == 1
+    assert request(2) == first
+    assert bases() == kept
+    added = request(3, tenant="umbrella")
+    assert "umbrella" in added and "umbrella" not in first
+    assert bases() == kept
+    request(4, application="bookshop-staging")
+    assert len(bases()) == 2 and kept < bases()
 
 
 def kyma_repository(tmp_path: Path) -> Path:
@@ -395,3 +442,26 @@ def test_argocd_parameters_belong_to_the_plugins_stdout_render(tmp_path: Path, r
     assert result.returncode == 2
     assert "--argocd-parameters is for Argo CD's plugin: it needs --stdout" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_pack_is_named_after_the_application_not_the_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    application = {
+        "ARGOCD_APP_NAMESPACE": "argocd",
+        "ARGOCD_APP_NAME": "bookshop",
+        "ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/platform.git",
+        "ARGOCD_APP_SOURCE_PATH": "apps/bookshop",
+    }
+    place = application_place(application)
+    assert place is not None
+    assert application_place({**application, "ARGOCD_APP_NAME": ""}) is None  # not run by Argo CD
+    others = [application_place({**application, name: "x"}) for name in application]
+    assert len({place, *others}) == 1 + len(application)  # each field tells two sources apart
+    names = []
+    for directory in ("request-1", "request-2"):
+        (tmp_path / directory).mkdir()
+        monkeypatch.chdir(tmp_path / directory)
+        names.append((pack_name("scope", [Path(".")]), pack_name("scope", [Path(".")], place)))
+    assert names[0][0] != names[1][0]  # outside the plugin: one pack per working directory
+    assert names[0][1] == names[1][1]  # in it: one per Application and source
