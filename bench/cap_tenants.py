@@ -31,8 +31,11 @@ and the last are compared, CPU and wall. Then the whole CLI as CI runs it (issue
 `git clone` of the repository the N render wrote (committed), N + 1 tenant records in the sources,
 and `btp-gitops render --out` of them with `--no-cache` (the full render, the reference), with the
 cache the N render warmed, and `btp-gitops diff --against HEAD` with that cache (what the
-pull-request comment runs), each followed by `git status`; the warm runs are printed as a ratio of
-the full render's CPU (goal: at most 10 %). The sources are copied anew for each of those runs, as
+pull-request comment runs), each followed by `git status`; and Argo CD's plugin, `render . --stdout
+--argocd-parameters` in a new directory for the request (the CMP server unpacks the repository into
+one per request), the sidecar's cache warmed by a request for N. The repository is packed before
+it is cloned, as a fetch receives it. The warm runs are printed as a ratio of the full render's CPU
+(goal: at most 10 %). The sources are copied anew for each of those runs, as
 CI checks them out (new inodes and mtimes; `--kept-sources`: the same files every run). With
 `--baseline-src DIR` (another revision's source tree, e.g. `git archive main | tar -x -C DIR`) the
 same runs of that code, interleaved with ours. `--end-to-end-only` runs only those,

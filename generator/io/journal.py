@@ -330,6 +330,7 @@ def _tracked_by_git(parent: Path, journal: Path) -> bool:
     try:
         done = subprocess.run(
             ["git", "-C", os.fspath(parent), "ls-files", "-z", "--", journal.name],
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             check=False,
             timeout=60,
