@@ -106,11 +106,14 @@ RACY_NS = 2_000_000_000  # a file modified this close to a pack's stamp is read 
 DIRECTORY = "packs"
 _SUFFIX = ".pack"
 _DELTA = ".delta"
+_POINTER = ".latest"
 
 Identity = tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
 
 
 _PACK_NAME = re.compile(r"[0-9a-f]{64}\.pack")
+_POINTER_NAME = re.compile(r"[0-9a-f]{64}\.latest")
+_NAME = re.compile(r"[0-9a-f]{64}")
 
 
 def identity_of(status: os.stat_result) -> Identity:
@@ -127,6 +130,30 @@ def pack_name(scope: str, sources: Sequence[Path], place: str | None = None) -> 
     for source in sources:
         digest.update(b"\0" + os.fsencode(source))
     return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class PackNames:
+    """Where a render looks for its pack. `own`: named after its source tree (`pack_name`).
+    `shared`: the name of a pointer, kept beside the packs, to the pack written last for the same
+    scope and sources as shown (relative to the working directory), wherever that directory was:
+    a CI runner that checks the repository out under another path for each job (GitLab's
+    concurrent builds directories, Jenkins' `@2` workspaces) finds the pack another job left.
+    What a render takes from a pack is checked record by record (identity, else bytes), so a
+    pointer decides only which pack is looked at first."""
+
+    own: str
+    shared: str
+
+
+def pack_names(
+    scope: str, sources: Sequence[Path], shown: Sequence[str], place: str | None = None
+) -> PackNames:
+    """`PackNames` of a render of `sources` (as given; `shown`: as the render shows them)."""
+    digest = hashlib.sha256(f"pointer\0{scope}\0{place or ''}".encode("utf-8", "surrogateescape"))
+    for source in shown:
+        digest.update(b"\0" + source.encode("utf-8", "surrogateescape"))
+    return PackNames(pack_name(scope, sources, place), digest.hexdigest())
 
 
 @dataclass(slots=True)
@@ -208,6 +235,31 @@ def read_pack(directory: Path, name: str, secret: bytes) -> Pack | None:
         records.update((record.shown, record) for record in delta.records)
         pack.records = records
     return pack
+
+
+def find_pack(directory: Path, names: PackNames, secret: bytes) -> tuple[str, Pack | None]:
+    """The pack `names.own`, else the one its pointer names (`PackNames`), with the name of the
+    one found (`names.own` when none is)."""
+    pack = read_pack(directory, names.own, secret)
+    if pack is not None:
+        return names.own, pack
+    other = _read_pointer(directory, names.shared)
+    if other is None or other == names.own:
+        return names.own, None
+    found = read_pack(directory, other, secret)
+    return (other, found) if found is not None else (names.own, None)
+
+
+def _read_pointer(directory: Path, shared: str) -> str | None:
+    packs = _directory_fd(directory, create=False)
+    if packs is None:
+        return None
+    try:
+        data = read_whole_at(packs, shared + _POINTER, 128)  # a link or anything else: None
+    finally:
+        os.close(packs)
+    text = data.decode("ascii", errors="replace").strip() if data is not None else ""
+    return text if _NAME.fullmatch(text) else None
 
 
 def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
@@ -428,11 +480,24 @@ UNCHANGED, WRITTEN, NOT_WRITTEN = "unchanged", "written", "not written"
 
 
 def save_pack(
-    directory: Path, name: str, stamp: int, records: list[PackedRecord], pack: Pack | None, *, secret: bytes
+    directory: Path,
+    name: str,
+    stamp: int,
+    records: list[PackedRecord],
+    pack: Pack | None,
+    *,
+    secret: bytes,
+    names: PackNames | None = None,
 ) -> str:
-    """Write what changed since `pack` (the one this render read): nothing when nothing did
-    (UNCHANGED), a delta against its base when few records differ from the base, else a new base
-    (WRITTEN). A directory that cannot be written is no error (NOT_WRITTEN)."""
+    """Write what changed since `pack` (the one this render read, under `name`): nothing when
+    nothing did (UNCHANGED), a delta against its base when few records differ from the base, else
+    a new base (WRITTEN). A directory that cannot be written is no error (NOT_WRITTEN).
+
+    With `names`: a pack found through the pointer (`name` is not `names.own`) is another
+    directory's: it is left as it is when only identities changed (a checkout of the same tree),
+    else the render writes a base of its own (a delta there could be another tree's changes, which
+    the next render in that directory would undo); the pointer then names the new base."""
+    own = names.own if names is not None else name
     bound = max(DELTA_MIN, len(records) // DELTA_SHARE)
     if pack is not None and len(records) == len(pack.records):
         differing = [record for record in records if _differs(pack.records.get(record.shown), record)]
@@ -442,12 +507,13 @@ def save_pack(
         # clones the sources for every run). Writing them would rewrite the whole pack on every
         # such run, for identities the next clone changes again: the pack is kept, and its
         # records are found by their bytes (read and compared) until a render writes a base.
-        if len(differing) > bound and not any(
+        # Another directory's pack (found through the pointer) is never written for identities.
+        if (len(differing) > bound or name != own) and not any(
             (old := pack.records.get(record.shown)) is None or _content_differs(old, record)
             for record in differing
         ):
             return UNCHANGED
-    if pack is not None:
+    if pack is not None and name == own:
         current = {record.shown for record in records}
         changed = [record for record in records if _differs(pack.base.get(record.shown), record)]
         removed = sorted(shown for shown in pack.base if shown not in current)
@@ -464,15 +530,19 @@ def save_pack(
                 name, "delta", stamp, changed, removed=removed, base=pack.base_id, secret=secret
             )
             stored = encoded is not None and _store(directory, name + _DELTA, encoded)
+            if stored and names is not None:
+                _store(directory, names.shared + _POINTER, f"{name}\n".encode())
             return WRITTEN if stored else NOT_WRITTEN
-    encoded = _encode(name, "base", stamp, records, removed=[], base="", secret=secret)
-    if encoded is None or not _store(directory, name + _SUFFIX, encoded):
+    encoded = _encode(own, "base", stamp, records, removed=[], base="", secret=secret)
+    if encoded is None or not _store(directory, own + _SUFFIX, encoded):
         return NOT_WRITTEN
+    if names is not None:
+        _store(directory, names.shared + _POINTER, f"{own}\n".encode())
     packs = _directory_fd(directory, create=False)
     if packs is not None:
         try:
             with contextlib.suppress(OSError):
-                os.unlink(name + _DELTA, dir_fd=packs)  # names the base before: ignored anyway
+                os.unlink(own + _DELTA, dir_fd=packs)  # names the base before: ignored anyway
             _keep_latest(packs)
         finally:
             os.close(packs)
@@ -490,16 +560,28 @@ def _store(directory: Path, filename: str, data: bytes) -> bool:
 
 
 def _keep_latest(packs: int) -> None:
-    """The `KEEP_PACKS` bases written last, and their deltas."""
+    """The `KEEP_PACKS` bases written last, and their deltas; as many pointers."""
     found: list[tuple[int, str]] = []
+    pointers: list[tuple[int, str]] = []
     with os.scandir(packs) as listing:
         for entry in listing:
-            # A pack by its name (the sha256 pack_name gives), a regular file: nothing else is removed.
-            if _PACK_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            # A pack or a pointer by its name (a sha256), a regular file: nothing else is removed.
+            kept = (
+                found
+                if _PACK_NAME.fullmatch(entry.name)
+                else pointers
+                if _POINTER_NAME.fullmatch(entry.name)
+                else None
+            )
+            if kept is not None and entry.is_file(follow_symlinks=False):
                 with contextlib.suppress(OSError):
-                    found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+                    kept.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
     found.sort(reverse=True)
-    for _, old in found[KEEP_PACKS:]:
-        for filename in (old, old.removesuffix(_SUFFIX) + _DELTA):
-            with contextlib.suppress(OSError):
-                os.unlink(filename, dir_fd=packs)
+    pointers.sort(reverse=True)
+    old = [name for _, name in found[KEEP_PACKS:]]
+    for filename in [*old, *(name.removesuffix(_SUFFIX) + _DELTA for name in old)]:
+        with contextlib.suppress(OSError):
+            os.unlink(filename, dir_fd=packs)
+    for _, pointer in pointers[KEEP_PACKS:]:
+        with contextlib.suppress(OSError):
+            os.unlink(pointer, dir_fd=packs)

@@ -55,12 +55,13 @@ from btp_gitops.generator.io.render_pack import (
     Identity,
     Pack,
     PackedRecord,
+    PackNames,
     compressed,
     exact_json,
+    find_pack,
     identity_of,
     objects_text,
-    pack_name,
-    read_pack,
+    pack_names,
     save_pack,
 )
 from btp_gitops.generator.io.sources import display_path, documents_in_text, source_file_names
@@ -159,7 +160,8 @@ class CachedSources:
     records: dict[RecordKey, Record] = field(default_factory=dict)
     packed: dict[RecordKey, PackHit] = field(default_factory=dict)
     pack: Pack | None = None
-    pack_name: str = ""
+    pack_name: str = ""  # the name `pack` was found under, or the render's own (io.render_pack.find_pack)
+    pack_names: PackNames | None = None
     stamp: int = 0  # when reading the sources started (time.time_ns())
     # The JSON of record documents and of apps' objects, by id (the value kept, so that the id
     # stays its own): made once after a render for both its entry and the pack.
@@ -325,7 +327,10 @@ class CachedSources:
         secret = cache.secret
         if secret is None:
             return {}
-        saved = save_pack(cache.directory, self.pack_name, self.stamp, records, self.pack, secret=secret)
+        names = self.pack_names
+        saved = save_pack(
+            cache.directory, self.pack_name, self.stamp, records, self.pack, secret=secret, names=names
+        )
         if saved == NOT_WRITTEN:
             return {}
         if saved == WRITTEN:
@@ -391,11 +396,11 @@ def _load(
     paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress, sorting: SourceSorting | None
 ) -> CachedSources:
     problems: list[Problem] = []
-    name = pack_name(scope, paths, cache.pack_place)
+    names = pack_names(scope, paths, [display_path(path) for path in paths], cache.pack_place)
     secret = cache.secret
-    pack = read_pack(cache.directory, name, secret) if secret is not None else None
+    name, pack = find_pack(cache.directory, names, secret) if secret is not None else (names.own, None)
     packed = pack.records if pack is not None else {}
-    loaded = CachedSources([], [], pack=pack, pack_name=name, stamp=time.time_ns())
+    loaded = CachedSources([], [], pack=pack, pack_name=name, pack_names=names, stamp=time.time_ns())
     files = source_file_names(paths, sorting=sorting)
     directories: dict[str, tuple[str, Path]] = {}  # a parent -> as shown, resolved
     for path in counted(files, progress, "reading sources", len(files)):

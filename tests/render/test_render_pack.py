@@ -248,6 +248,115 @@ def test_a_fresh_checkout_with_a_new_record_writes_a_delta_of_the_new_record(
     assert len(reused(result)) == records(source)
 
 
+def _checkout_at(source: Path, where: Path) -> Path:
+    """The sources checked out under another directory (a CI job's own builds directory), the
+    render run from there on `sources` (a relative path, as a pipeline names it)."""
+    shutil.copytree(source, where / "sources")
+    age(where / "sources")
+    return where
+
+
+def test_a_checkout_under_another_path_finds_the_pack_another_job_left(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitLab's concurrent builds directories, Jenkins' `@2` workspaces: the same repository
+    checked out under another path for each job. The pack the first job wrote is found through
+    the pointer (every record from it, by its bytes); with only new identities it is left as it
+    is; a change makes the second directory a base of its own, which the pointer names next."""
+    directory = tmp_path / "cache"
+    first, second = (
+        _checkout_at(source, tmp_path / "builds" / "0"),
+        _checkout_at(source, tmp_path / "builds" / "1"),
+    )
+    monkeypatch.chdir(first)
+    same_as_uncached(Path("sources"), directory)
+    (pack,) = packs(directory)
+    before = pack.read_bytes()
+
+    monkeypatch.chdir(second)
+    found, result = same_as_uncached(Path("sources"), directory)
+    assert (found.hits, found.packs_written) == (records(second / "sources"), 0)
+    assert len(reused(result)) == records(second / "sources")
+    assert packs(directory) == [pack] and pack.read_bytes() == before
+
+    write(second / "sources", tenant(50))
+    added, result = same_as_uncached(Path("sources"), directory)
+    assert (added.hits, added.packs_written) == (records(second / "sources") - 1, 1)
+    assert pack.read_bytes() == before  # the first job's pack: no delta of another directory's
+    (own,) = [path for path in packs(directory) if path != pack]
+    monkeypatch.chdir(tmp_path / "builds")
+    third = _checkout_at(second / "sources", tmp_path / "builds" / "2")
+    monkeypatch.chdir(third)
+    latest, result = same_as_uncached(Path("sources"), directory)  # the pointer names the newest
+    assert (latest.hits, latest.packs_written) == (records(third / "sources"), 0)
+    assert sorted(packs(directory)) == sorted([pack, own])
+
+
+def test_another_tree_with_the_same_relative_sources_keeps_a_pack_of_its_own(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two repositories on one workstation, each rendering `sources`: the second finds the first's
+    pack through the pointer, takes nothing from it (other records) and writes its own; each then
+    renders from its own pack, and neither rewrites the other's."""
+    directory = tmp_path / "cache"
+    one = _checkout_at(source, tmp_path / "one")
+    other = _checkout_at(source, tmp_path / "other")
+    for path in (other / "sources" / "tenants").glob("customer-*.yaml"):
+        path.unlink()
+    for index in range(60, 66):
+        write(other / "sources", tenant(index))
+    age(other / "sources")
+    monkeypatch.chdir(one)
+    same_as_uncached(Path("sources"), directory)
+    (first,) = packs(directory)
+    monkeypatch.chdir(other)
+    cache, _ = same_as_uncached(Path("sources"), directory)
+    assert cache.packs_written == 1
+    (second,) = [path for path in packs(directory) if path != first]
+    kept = {path: path.read_bytes() for path in (first, second)}
+    for where in (one, other, one):
+        monkeypatch.chdir(where)
+        again, _ = same_as_uncached(Path("sources"), directory)
+        assert (again.hits, again.packs_written) == (records(where / "sources"), 0)
+    assert {path: path.read_bytes() for path in (first, second)} == kept
+
+
+def _pointers(directory: Path) -> list[Path]:
+    return sorted((directory / render_pack.DIRECTORY).glob("*.latest"))
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        b"not a pack name\n",
+        b"../" + b"a" * 61 + b"\n",
+        b"f" * 64 + b"\n",  # names no pack
+        b"0" * 5000,  # too long to be read
+        "link",
+    ],
+)
+def test_a_damaged_pointer_is_ignored(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planted: bytes | str
+) -> None:
+    directory = tmp_path / "cache"
+    first, second = _checkout_at(source, tmp_path / "a"), _checkout_at(source, tmp_path / "b")
+    monkeypatch.chdir(first)
+    same_as_uncached(Path("sources"), directory)
+    (pointer,) = _pointers(directory)
+    (pack,) = packs(directory)
+    pointer.unlink()
+    if planted == "link":  # to the pack's name, written elsewhere: not followed
+        (tmp_path / "elsewhere").write_text(pack.stem + "\n")
+        pointer.symlink_to(tmp_path / "elsewhere")
+    else:
+        assert isinstance(planted, bytes)
+        pointer.write_bytes(planted)
+    monkeypatch.chdir(second)
+    cold, _ = same_as_uncached(Path("sources"), directory)  # rendered as without a pack
+    assert (cold.hits, cold.packs_written) == (0, 1)
+    assert len(packs(directory)) == 2
+
+
 def test_an_application_input_changed_renders_the_apps_again(source: Path, tmp_path: Path) -> None:
     directory = tmp_path / "cache"
     same_as_uncached(source, directory)
@@ -473,13 +582,16 @@ def test_only_the_latest_packs_are_kept(
     monkeypatch.setattr(render_pack, "KEEP_PACKS", 2)
     same_as_uncached(source, directory)
     first = packs(directory)
-    os.utime(first[0], ns=(HOUR_AGO, HOUR_AGO))
+    (pointer,) = _pointers(directory)
+    for written in (first[0], pointer):
+        os.utime(written, ns=(HOUR_AGO, HOUR_AGO))
     other = tmp_path / "other"
     shutil.copytree(source, other)
     same_as_uncached(other, directory)
     same_as_uncached(source, directory, FLUX_TARGET)
     left = packs(directory)
     assert len(left) == 2 and first[0] not in left
+    assert len(_pointers(directory)) == 2 and pointer not in _pointers(directory)  # as many pointers
 
 
 def test_concurrent_renders_write_whole_packs(source: Path, tmp_path: Path) -> None:
