@@ -12,6 +12,7 @@ from btp_gitops.generator.cli.options import (
     add_source_options,
     add_target_options,
     kyma_options,
+    print_cache_use,
     render_cache,
     target_options,
 )
@@ -65,6 +66,7 @@ def run_diff(args: argparse.Namespace) -> int:
         result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas), progress)
     finally:
         progress.finish()
+    print_cache_use(request.cache, args)
     print_skipped(result.render.skipped, sys.stderr, args.quiet)
     result.render.raise_if_strict(args.strict)
     if not args.quiet or structured(args):

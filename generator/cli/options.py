@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -414,6 +415,13 @@ def render_cache(args: argparse.Namespace) -> RenderCache | None:
 
     directory = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     return RenderCache(directory, pack_place=getattr(args, "pack_place", None))
+
+
+def print_cache_use(cache: RenderCache | None, args: argparse.Namespace) -> None:
+    """--verbose: on stderr, how much the render took from the render cache (RenderCache.summary)."""
+    summary = cache.summary() if cache is not None and args.verbose else ""
+    if summary:
+        print(summary, file=sys.stderr)
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,7 @@ from btp_gitops.generator.cli.options import (
     add_validation_options,
     flux_sync_options,
     kyma_options,
+    print_cache_use,
     render_cache,
     seconds,
     target_options,
@@ -53,6 +54,7 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
     # by building the parser (`--help`, a usage error refused before any work).
     from btp_gitops.generator.pipeline.render import cluster_stream, render_cluster, validate_render  # noqa: PLC0415
 
+    cache = render_cache(args)
     result = render_cluster(
         tuple(Path(s) for s in args.sources),
         args.cluster,
@@ -60,8 +62,9 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
         load_schema_registry(args.schemas),
         kyma=kyma_options(args),
         allow_paths=allow_paths(args),
-        cache=render_cache(args),
+        cache=cache,
     )
+    print_cache_use(cache, args)
     print_skipped(result.skipped, sys.stderr, args.quiet)
     result.raise_if_strict(args.strict)
     if args.validate:
@@ -111,6 +114,7 @@ def run_render(args: argparse.Namespace) -> int:
         )
     finally:
         progress.finish()
+    print_cache_use(request.cache, args)
     print_skipped(result.skipped, sys.stderr, args.quiet)
     if structured(args):
         print_result(result.report(), args.output, sys.stdout)

@@ -265,6 +265,27 @@ class RenderCache:
         self.written_bytes = 0
         self.scans = 0  # of the whole directory, to bound it
         self.packs_written = 0
+        self.records = 0  # tenant records in the sources
+        self.pack_found = ""  # "own", "pointer" (io.render_pack.find_pack) or "" (none)
+        self.pack_saved = ""  # what became of the pack (io.render_pack.save_pack), "" if not asked
+
+    def summary(self) -> str:
+        """What this render took from the cache, for `--verbose`: a user can tell whether a CI
+        job's or the Argo CD plugin's cache is found and used. Empty when the sources hold no tenant
+        record (the cache holds nothing else)."""
+        if not self.records:
+            return ""
+        from btp_gitops.generator.io.render_pack import NOT_WRITTEN, UNCHANGED, WRITTEN  # noqa: PLC0415
+
+        if self.secret is None:
+            return "render cache: not used (no cache key could be read or made)"
+        found = {
+            "own": "the pack of this source tree",
+            "pointer": "the pack another directory wrote last (found through the pointer)",
+        }.get(self.pack_found, "no pack")
+        saved = {UNCHANGED: "left as it was", WRITTEN: "written", NOT_WRITTEN: "could not be written"}
+        outcome = f"; pack {saved[self.pack_saved]}" if self.pack_saved in saved else ""
+        return f"render cache: {self.hits} of {self.records} tenant record(s) reused, from {found}{outcome}"
 
     @property
     def secret(self) -> bytes | None:

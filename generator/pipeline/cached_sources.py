@@ -331,6 +331,7 @@ class CachedSources:
         saved = save_pack(
             cache.directory, self.pack_name, self.stamp, records, self.pack, secret=secret, names=names
         )
+        cache.pack_saved = saved
         if saved == NOT_WRITTEN:
             return {}
         if saved == WRITTEN:
@@ -392,15 +393,22 @@ def thawed() -> None:
     gc.unfreeze()
 
 
+def _with_pack(paths: Sequence[Path], cache: RenderCache, scope: str) -> CachedSources:
+    """Nothing loaded yet, the render pack found for these sources (io.render_pack.find_pack)."""
+    names = pack_names(scope, paths, [display_path(path) for path in paths], cache.pack_place)
+    secret = cache.secret
+    name, pack = find_pack(cache.directory, names, secret) if secret is not None else (names.own, None)
+    cache.pack_found = "" if pack is None else "own" if name == names.own else "pointer"
+    return CachedSources([], [], pack=pack, pack_name=name, pack_names=names, stamp=time.time_ns())
+
+
 def _load(
     paths: Sequence[Path], cache: RenderCache, scope: str, progress: Progress, sorting: SourceSorting | None
 ) -> CachedSources:
     problems: list[Problem] = []
-    names = pack_names(scope, paths, [display_path(path) for path in paths], cache.pack_place)
-    secret = cache.secret
-    name, pack = find_pack(cache.directory, names, secret) if secret is not None else (names.own, None)
+    loaded = _with_pack(paths, cache, scope)
+    pack = loaded.pack
     packed = pack.records if pack is not None else {}
-    loaded = CachedSources([], [], pack=pack, pack_name=name, pack_names=names, stamp=time.time_ns())
     files = source_file_names(paths, sorting=sorting)
     directories: dict[str, tuple[str, Path]] = {}  # a parent -> as shown, resolved
     for path in counted(files, progress, "reading sources", len(files)):
@@ -447,6 +455,7 @@ def _load(
         if len(found) == 1 and len(problems) == before and _is_record(found[0]):
             loaded.records[(shown, found[0].document)] = Record(key, found[0], None, identity)
     raise_if_problems(SourceSyntaxError, "cannot read source documents", problems)
+    cache.records += len(loaded.packed) + len(loaded.records)
     return loaded
 
 

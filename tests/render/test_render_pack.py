@@ -634,6 +634,48 @@ def test_a_rendered_tree_through_the_cli_is_the_same_with_the_pack(source: Path,
     assert files[0] == files[1]
 
 
+def test_verbose_says_what_the_render_took_from_the_cache(source: Path, tmp_path: Path) -> None:
+    """`-v` on `render --out`, `render --stdout` and `diff`: how many tenant records came from the
+    cache, from which pack, and what became of it; a CI job or the Argo CD plugin can be checked
+    to find its cache. Nothing of it without -v."""
+    directory, repo = tmp_path / "cache", tmp_path / "repo"
+    builds = _checkout_at(source, tmp_path / "builds" / "0")
+    other = _checkout_at(source, tmp_path / "builds" / "1")
+    tenants = records(source)
+
+    def cli(where: Path, *args: str) -> str:
+        done = subprocess.run(
+            [str(CLI), *args, "--cluster", "demo", "--cache-dir", str(directory)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=where,
+        )
+        return done.stderr
+
+    def said(stderr: str) -> list[str]:
+        return [line for line in stderr.splitlines() if line.startswith("render cache:")]
+
+    assert said(cli(builds, "render", "sources", "--out", str(repo), "-v")) == [
+        f"render cache: 0 of {tenants} tenant record(s) reused, from no pack; pack written"
+    ]
+    assert said(cli(builds, "render", "sources", "--out", str(repo), "-v")) == [
+        f"render cache: {tenants} of {tenants} tenant record(s) reused, from the pack of this source tree; "
+        "pack left as it was"
+    ]
+    assert said(cli(builds, "render", "sources", "--out", str(repo))) == []
+    assert said(cli(other, "render", "sources", "--stdout", "-v")) == [
+        f"render cache: {tenants} of {tenants} tenant record(s) reused, from the pack another directory "
+        "wrote last (found through the pointer); pack left as it was"
+    ]
+    write(builds / "sources", tenant(60))
+    age(builds / "sources")
+    assert said(cli(builds, "diff", "sources", "--against", str(repo), "-v")) == [
+        f"render cache: {tenants} of {tenants + 1} tenant record(s) reused, from the pack of this source "
+        "tree; pack written"
+    ]
+
+
 def test_objects_a_forged_pack_cannot_decode_fail_with_an_error_naming_the_pack(
     source: Path, tmp_path: Path
 ) -> None:
