@@ -674,6 +674,18 @@ def test_verbose_says_what_the_render_took_from_the_cache(source: Path, tmp_path
         f"render cache: {tenants} of {tenants + 1} tenant record(s) reused, from the pack of this source "
         "tree; pack written"
     ]
+    # No key to sign with (its directory cannot be made, no BTP_GITOPS_CACHE_KEY): said, not hidden.
+    (tmp_path / "a-file").write_text("")
+    keyless = {key: value for key, value in os.environ.items() if key != "BTP_GITOPS_CACHE_KEY"}
+    done = subprocess.run(
+        [str(CLI), "render", "sources", "--stdout", "--cluster", "demo", "--cache-dir", str(directory), "-v"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=builds,
+        env={**keyless, "XDG_STATE_HOME": str(tmp_path / "a-file" / "state")},
+    )
+    assert said(done.stderr) == ["render cache: not used (no cache key could be read or made)"]
 
 
 def test_objects_a_forged_pack_cannot_decode_fail_with_an_error_naming_the_pack(
