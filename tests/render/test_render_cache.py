@@ -8,6 +8,7 @@ taken from it and what was written.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.render_cache import Entry, RenderCache
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.io.sources import source_files
+from btp_gitops.generator.pipeline import render as render_module
 from btp_gitops.generator.pipeline.cached_sources import CachedSources, Record
 from btp_gitops.generator.pipeline.render import RenderResult, render_cluster
 from btp_gitops.generator.pipeline.tenant_renders import TenantRenders
@@ -486,3 +488,46 @@ def test_a_checkout_elsewhere_rendered_from_its_own_directory_finds_the_entries(
     assert again.returncode == 0, again.stderr
     assert again.stdout == done.stdout
     assert {p: p.stat().st_mtime_ns for p in entries(directory)} == written  # every entry found, none written
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["no-cache", "cache"])
+def test_the_cycle_collector_rests_during_a_render(
+    source: Path, tmp_path: Path, cached: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A render, with the cache or without, runs with Python's cycle collector off (it would go
+    over every tenant's objects again and again and find nothing to free: a fifth of a full
+    render's CPU) and turns it back on after, also when the render fails. The thresholds are set
+    so low that a collector left on would run many times during the render."""
+    collections: list[str] = []
+    spans: list[tuple[int, int]] = []
+    rendering = render_module._render_cluster
+
+    def observed(*args: Any, **kwargs: Any) -> RenderResult:
+        start = len(collections)
+        try:
+            return rendering(*args, **kwargs)
+        finally:
+            spans.append((start, len(collections)))
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(phase)
+
+    monkeypatch.setattr(render_module, "_render_cluster", observed)
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(count)
+    gc.set_threshold(1, 1, 1)
+    try:
+        result = render(source, RenderCache(tmp_path / "cache") if cached else None)
+        assert gc.isenabled()
+        write(source, {**tenant(99), "spec": {"subDomain": "customer-099"}})  # fails its schema
+        with pytest.raises(SchemaViolation):
+            render(source, RenderCache(tmp_path / "cache") if cached else None)
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+    assert [end - start for start, end in spans] == [0, 0]
+    assert collections  # around the renders, the collector ran (and the counter saw it)
+    assert result.files
