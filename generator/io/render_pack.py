@@ -379,9 +379,37 @@ def exact_json(value: Any) -> str | None:
     render cache's entries are put together from these texts (io.render_cache.entry_json)."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError, RecursionError):  # another type, a NaN, a cycle, too deep
         return None
-    return text if json.loads(text) == value else None
+    return text if _reads_back(value) else None
+
+
+def _reads_back(value: Any) -> bool:
+    """Whether `value`, which `json.dumps` took (so it holds no cycle and no type JSON lacks),
+    reads back from its JSON equal. The encoder changes only two things silently: a map's key
+    that is not a string (1, 1.5, True, None become "1", "1.5", "true", "null") and a tuple (a
+    list). Looked for in one walk: reading the text back and comparing would cost a render that
+    fills the cache twice as much (20,000 records and apps)."""
+    if isinstance(value, tuple):
+        return False
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str):
+                    return False
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        for child in children:
+            if isinstance(child, (dict, list)):
+                pending.append(child)
+            elif isinstance(child, tuple):
+                return False
+    return True
 
 
 def objects_text(objects: Iterable[tuple[dict[str, Any], str]]) -> str | None:
