@@ -54,6 +54,10 @@ def test_cap_tenants_benchmark_runs() -> None:
     assert "on a fresh clone of the committed repository of 30 tenants" in done.stdout
     assert "more tenant in the sources (checked out anew)" in done.stdout
     assert "render --no-cache (the full render), this revision:" in done.stdout
+    # the same render with an empty cache, which it fills: its ratio to the full render's CPU
+    assert "render --cache-dir, empty: the render fills it, this revision:" in done.stdout
+    assert "this revision, the cold render filling an empty cache: " in done.stdout
+    assert "x the full render's" in done.stdout
     assert "render --cache-dir, warmed by the render before, this revision:" in done.stdout
     assert "diff --against HEAD --cache-dir, warmed likewise, this revision:" in done.stdout
     assert "this revision, render: " in done.stdout
