@@ -401,7 +401,7 @@ def render_cluster(
     )
     # A render makes few reference cycles, and most of what it makes lives until it returns: the
     # cycle collector, run again and again over 20,000 tenants' objects, would find nothing to
-    # free and cost a fifth of a full render and a tenth of a warm one (see
+    # free and cost a tenth or more of a full render and of a warm one (see
     # cached_sources.load_cached_sources for the loading). What a render leaves is collected once
     # the collector runs again after it.
     enabled = gc.isenabled()

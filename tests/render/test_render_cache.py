@@ -495,8 +495,8 @@ def test_the_cycle_collector_rests_during_a_render(
     source: Path, tmp_path: Path, cached: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A render, with the cache or without, runs with Python's cycle collector off (it would go
-    over every tenant's objects again and again and find nothing to free: a fifth of a full
-    render's CPU) and turns it back on after, also when the render fails. The thresholds are set
+    over every tenant's objects again and again and find nothing to free: a tenth or more of
+    a full render's CPU) and turns it back on after, also when the render fails. The thresholds are set
     so low that a collector left on would run many times during the render."""
     collections: list[str] = []
     spans: list[tuple[int, int]] = []
