@@ -74,16 +74,21 @@ def read_whole_at(dir_fd: int, name: str, limit: int, *, touch_after: float | No
     return data if len(data) == status.st_size else None
 
 
-def atomic_write_at(dir_fd: int, name: str, data: bytes) -> bool:
-    """Put `data` at `name` under `dir_fd` (mode 0600) through a temporary file renamed over it;
-    False, and no temporary file left, when that cannot be done."""
+def _write_all(fd: int, data: bytes | list[bytes]) -> None:
+    for part in [data] if isinstance(data, bytes) else data:
+        view = memoryview(part)
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+def atomic_write_at(dir_fd: int, name: str, data: bytes | list[bytes]) -> bool:
+    """Put `data` (or its parts, one after the other) at `name` under `dir_fd` (mode 0600) through
+    a temporary file renamed over it; False, and no temporary file left, when that cannot be done."""
     temporary = f"{TEMPORARY_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
     try:
         fd = os.open(temporary, _WRITE_FLAGS, 0o600, dir_fd=dir_fd)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, data)
         finally:
             os.close(fd)
         os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -107,9 +112,7 @@ def create_at(dir_fd: int, name: str, data: bytes) -> bool:
         return False
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, data)
         finally:
             os.close(fd)
     except OSError:

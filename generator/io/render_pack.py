@@ -11,8 +11,8 @@ passed every check:
 - the document as validated;
 - the digest of the application inputs its app was rendered with, and that app as written: its
   files (name in the app directory -> text, and the Git blob id of the text's UTF-8 bytes), the
-  keys of its objects (for the duplicate check), its notes, its Flux stages, and its objects as
-  JSON text, decoded only when asked for.
+  keys of its objects (for the duplicate check), its notes, its Flux stages and its objects'
+  origins (the objects are read back from its files when asked for, io.packed_app).
 
 The blob ids let a warm render tell the files a Git work tree or commit already holds without
 hashing 80,000 texts (io.git_blobs compares them with the ids Git lists). An id is a claim of the
@@ -40,9 +40,9 @@ body under the user's cache key, io.cache_key: the key is not in the cache direc
 can write a pack there cannot sign one, and a pack whose MAC does not hold is not used), an index
 (JSON: the records, each app compact, io.packed_app: its keys, file names and blob ids as a few
 joined strings and the span of its texts) and a blob (each app's texts, UTF-8, NUL between them,
-and its objects as compressed JSON): reading a pack decodes the index, not the texts nor the
-objects. An app's texts are decoded once, when its files are first asked for (every render lays
-every app out); its objects only when asked for.
+): reading a pack decodes the index, not the texts. An app's texts are decoded once, when its
+files are first asked for (every render lays every app out); its objects are read from them only
+when asked for.
 
 A pack is named by the scope (code digest, schemas, target) and the source arguments, so two
 source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
@@ -50,14 +50,14 @@ written least recently are removed). It is untrusted input like an entry: a file
 regular file, a link, larger than `MAX_PACK_BYTES`, truncated, corrupt, of another shape or
 another name's, unsigned, whose apps name paths or directories a render would not write, or
 whose index is at odds with itself (an app with more names than blob ids, an id not of a SHA-1's
-form, an empty name, a span of texts or objects outside the blob) is ignored (the render
+form, an empty name, a span of texts outside the blob) is ignored (the render
 proceeds without it). Only a pack signed with the key (stolen) can fail a render, with an error
 naming the pack and the app (PackDamaged, exit 3), and only the render that asks for what is
 damaged: an app's texts not UTF-8, not as many as its names (a NUL too many or too few), a name
 listed twice or a kustomization.yaml other than the one the layout writes for the files beside
-it (found when its files are first asked for, before anything is written or shown); its objects
-not decoding, decompressing beyond `packed_app.MAX_OBJECTS_BYTES`, lacking an object's shape or not being
-the ones its keys name (found when its objects are asked for); a text leaving the process whose
+it (found when its files are first asked for, before anything is written or shown); its files
+not reading back as objects, within the limits of any YAML read, of an object's shape, the ones
+its keys name, as many as its origins (found when its objects are asked for); a text leaving the process whose
 bytes are not its blob id. The files of every app it hands the render pass the output guard
 (pipeline.reused_output). Written to a temporary file renamed into place, so concurrent renders
 each read whole files (the last one written wins).
@@ -71,7 +71,6 @@ import json
 import os
 import re
 import secrets
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,8 +95,9 @@ from btp_gitops.generator.io.packed_app import (
 )
 
 # 3: an HMAC (io.cache_key) instead of a CRC-32; 4: each file's Git blob id; 5: each app's keys,
-# names, ids and texts as a few joined strings and one span (io.packed_app), not lists per file
-FORMAT = 5
+# names, ids and texts as a few joined strings and one span (io.packed_app), not lists per file;
+# 6: the objects' origins instead of their compressed JSON (read back from the files instead)
+FORMAT = 6
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
 DELTA_SHARE = 8  # a delta holds at most 1/DELTA_SHARE of the records (or DELTA_MIN), else a new base
@@ -201,12 +201,14 @@ class _File:
     removed: list[str]
 
 
-def _mac(secret: bytes, header: dict[str, Any], body: bytes | memoryview) -> str:
-    """The MAC of a pack file: its header's other fields (canonical JSON) and its body."""
+def _mac(secret: bytes, header: dict[str, Any], *body: bytes | bytearray | memoryview) -> str:
+    """The MAC of a pack file: its header's other fields (canonical JSON) and its body (in parts,
+    one after the other)."""
     mac = new_mac(secret)
     fields = {key: value for key, value in header.items() if key != "mac"}
     mac.update(json.dumps(fields, sort_keys=True).encode() + b"\n")
-    mac.update(body)
+    for part in body:
+        mac.update(part)
     return mac.hexdigest()
 
 
@@ -333,7 +335,7 @@ def _record(item: Any, blob: memoryview, stamp: int) -> PackedRecord | None:
 def _app(item: Any, blob: memoryview) -> PackedApp | None:
     if type(item) is not list or len(item) != 7:
         return None
-    name, group, notes, keys, files, stages, objects = item
+    name, group, notes, keys, files, stages, origins = item
     if type(name) is not str or (group is not None and type(group) is not str) or type(notes) is not list:
         return None
     if group is None and name == TENANTS_DIR:
@@ -362,12 +364,9 @@ def _app(item: Any, blob: memoryview) -> PackedApp | None:
         or not all(type(s) is str and "/" not in s and path_message(s) is None for s in stages)
     ):
         return None
-    if type(objects) is not list or len(objects) != 2:
-        return None
-    start, end = objects
-    if type(start) is not int or type(end) is not int or not 0 <= start <= end <= size:
-        return None
-    return PackedApp(name, group, notes, content, stages, blob, (start, end))
+    if type(origins) is not str:
+        return None  # as many as the objects: counted when they are asked for (io.packed_app)
+    return PackedApp(name, group, notes, content, stages, origins)
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -413,25 +412,9 @@ def _reads_back(value: Any) -> bool:
 
 
 def objects_text(objects: Iterable[tuple[dict[str, Any], str]]) -> str | None:
-    """The objects of an app as the pack keeps them, `[[body, origin], ...]`, in JSON; None when
-    JSON cannot hold them exactly."""
+    """The objects of an app as a render cache entry keeps them, `[[body, origin], ...]`, in JSON
+    (io.render_cache.entry_json); None when JSON cannot hold them exactly."""
     return exact_json([[body, origin] for body, origin in objects])
-
-
-def compressed(text: str) -> bytes:
-    # Compressed: a fifth of the size, and a pack is read (and hashed) whole on every render.
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
-
-
-def objects_json(objects: Iterable[tuple[dict[str, Any], str]]) -> bytes | None:
-    """The objects of an app for a pack, compressed; None when JSON cannot hold them exactly."""
-    text = objects_text(objects)
-    return compressed(text) if text is not None else None
-
-
-def exact_in_json(value: Any) -> bool:
-    """Whether `value` reads back from JSON equal (a record's document, before it is packed)."""
-    return exact_json(value) is not None
 
 
 def _encode(
@@ -443,21 +426,28 @@ def _encode(
     removed: list[str],
     base: str,
     secret: bytes,
-) -> bytes | None:
-    """A pack file's bytes; None when it cannot be written."""
-    blob = bytearray()
+) -> list[bytes] | None:
+    """A pack file's bytes, in parts to write one after the other; None when it cannot be written."""
+    texts_of_apps: list[bytes] = []
+    size = 0  # of the blob so far
     index = []
     for record in records:
         app = None
         if record.app is not None:
             packed, content = record.app, record.app.content
             texts = content.texts_bytes()
-            files = [content.names_text, content.ids_text, len(blob), len(blob) + len(texts)]
-            blob += texts
-            objects = packed.objects_bytes()
-            span = [len(blob), len(blob) + len(objects)]
-            blob += objects
-            app = [packed.app, packed.group, packed.notes, content.keys_text, files, packed.stages, span]
+            files = [content.names_text, content.ids_text, size, size + len(texts)]
+            texts_of_apps.append(texts)
+            size += len(texts)
+            app = [
+                packed.app,
+                packed.group,
+                packed.notes,
+                content.keys_text,
+                files,
+                packed.stages,
+                packed.origins,
+            ]
         index.append(
             [
                 record.shown,
@@ -476,7 +466,8 @@ def _encode(
     except (TypeError, ValueError, RecursionError):
         return None
     encoded = text.encode("utf-8", "surrogatepass")
-    body = encoded + bytes(blob)
+    blob = b"".join(texts_of_apps)
+    length = len(encoded) + len(blob)
     header = {
         "format": FORMAT,
         "name": name,
@@ -485,11 +476,13 @@ def _encode(
         "base": base,
         "stamp": stamp,
         "index": len(encoded),
-        "length": len(body),
+        "length": length,
     }
-    header["mac"] = _mac(secret, header, body)
-    data = json.dumps(header).encode() + b"\n" + body
-    return data if len(data) <= MAX_PACK_BYTES else None
+    header["mac"] = _mac(secret, header, encoded, blob)
+    # The parts as they are, written one after the other: joining them would copy a pack of
+    # 20,000 apps (some 80 MB) twice more.
+    parts = [json.dumps(header).encode() + b"\n", encoded, blob]
+    return parts if sum(map(len, parts)) <= MAX_PACK_BYTES else None
 
 
 def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:
@@ -577,7 +570,7 @@ def save_pack(
     return WRITTEN
 
 
-def _store(directory: Path, filename: str, data: bytes) -> bool:
+def _store(directory: Path, filename: str, data: bytes | list[bytes]) -> bool:
     packs = _directory_fd(directory, create=True)
     if packs is None:
         return False

@@ -16,7 +16,8 @@ Before all that, the render pack (io.render_pack) of the same scope and sources:
 file whose identity (or, when that changed or is racy, whose bytes) is the one the pack recorded
 is taken from it without parsing or an entry, and its app, when the application inputs are
 today's, as a `ReusedApp`: its files, object keys and Flux stages as the render that wrote the
-pack laid them out and checked them; its objects are decoded only when something asks for them.
+pack laid them out and checked them; its objects are read back from its files only when
+something asks for them.
 After a render that passed every check, the pack is written again when anything in it changed.
 
 The one seam with the CAP domain is `pipeline.tenant_renders.TenantRenders`: `CachedSources.renders`
@@ -47,7 +48,7 @@ from btp_gitops.generator.core.validation import SchemaRegistry, problems_in
 from btp_gitops.generator.domains.cap import CAP_TENANT
 from btp_gitops.generator.io.git_blobs import blob_id
 from btp_gitops.generator.io.input_files import UnreadableInput, decoded_text, read_input_bytes
-from btp_gitops.generator.io.packed_app import AppFiles, PackedApp
+from btp_gitops.generator.io.packed_app import AppFiles, PackedApp, origins_text
 from btp_gitops.generator.io.render_cache import Entry, RenderCache, app_payload, entry_json, rendered_app
 from btp_gitops.generator.io.render_pack import (
     NOT_WRITTEN,
@@ -56,7 +57,6 @@ from btp_gitops.generator.io.render_pack import (
     Pack,
     PackedRecord,
     PackNames,
-    compressed,
     exact_json,
     find_pack,
     identity_of,
@@ -72,7 +72,7 @@ RecordKey = tuple[str, int]
 
 class ReusedApp(AppRender):
     """A tenant's app taken from the render pack: what the layout, the wiring and the output
-    checks need is at hand (`packed`); its objects are decoded from the pack when first asked
+    checks need is at hand (`packed`); its objects are read back from its files when first asked
     for (a report, a diff), never on the way to the written files."""
 
     __slots__ = ("_objects", "packed")
@@ -114,24 +114,36 @@ def reused_app(packed: PackedApp) -> ReusedApp | None:
     return ReusedApp(packed, notes)
 
 
+@dataclass(slots=True)
+class PackLayout:
+    """What the render laid out and checked, by app name, for the pack: each app's files (named
+    inside its directory), its object keys (as the duplicate check had them) and its Flux stages
+    (Flux target, else None)."""
+
+    files: dict[str, dict[str, str]] = field(default_factory=dict)
+    keys: dict[str, list[str]] = field(default_factory=dict)
+    stages: dict[str, list[str]] | None = None
+
+
 def packed_app(
-    app: AppRender, files: Mapping[str, str], stages: list[str] | None, text: str | None
+    app: AppRender, files: Mapping[str, str], stages: list[str] | None, keys: list[str] | None
 ) -> PackedApp | None:
-    """A tenant app rendered now, as the pack keeps it (`text`: its objects' JSON, `objects_text`);
-    None when JSON cannot hold its objects, or a key, file name or text holds a NUL (which the
-    pack's index joins them with)."""
+    """A tenant app rendered now, as the pack keeps it (`keys`: its objects' keys, made here when
+    None); None when a key, file name, text or origin holds a NUL (which the pack's index joins
+    them with)."""
     if isinstance(app, ReusedApp):
         return app.packed
-    if text is None:
+    origins = origins_text([m.origin for m in app.manifests])
+    if origins is None:
         return None
-    keys = [object_key(m.body).text() for m in app.manifests]
+    if keys is None:
+        keys = [object_key(m.body).text() for m in app.manifests]
     blob_ids = {name: blob_id(text.encode("utf-8", "surrogatepass")) for name, text in files.items()}
     content = AppFiles.rendered(keys, dict(files), blob_ids)
     if content is None:
         return None
-    objects = compressed(text)
     notes = [note.as_dict() for note in app.notes]
-    return PackedApp(app.app, app.group, notes, content, stages, objects, (0, len(objects)))
+    return PackedApp(app.app, app.group, notes, content, stages, origins)
 
 
 @dataclass(slots=True)
@@ -163,8 +175,8 @@ class CachedSources:
     pack_name: str = ""  # the name `pack` was found under, or the render's own (io.render_pack.find_pack)
     pack_names: PackNames | None = None
     stamp: int = 0  # when reading the sources started (time.time_ns())
-    # The JSON of record documents and of apps' objects, by id (the value kept, so that the id
-    # stays its own): made once after a render for both its entry and the pack.
+    # The JSON of record documents (for entries and the pack) and of apps' objects (for entries),
+    # by id (the value kept, so that the id stays its own): made once after a render.
     _json: dict[int, tuple[object, str | None]] = field(default_factory=dict)
 
     def _body_json(self, body: dict[str, Any]) -> str | None:
@@ -261,12 +273,10 @@ class CachedSources:
         self,
         renders: TenantRenders,
         inputs: dict[tuple[str, str], str],
-        files: Mapping[str, Mapping[str, str]],
-        stages: Mapping[str, list[str]] | None,
+        layout: PackLayout,
     ) -> list[PackedRecord]:
-        """Every tenant record of this render for the next pack: `files` are the apps' files
-        (by app, named inside its directory), `stages` their Flux stages (Flux target). A record
-        read now whose document JSON cannot hold exactly is left out."""
+        """Every tenant record of this render for the next pack, its app as `layout` has it. A
+        record read now whose document JSON cannot hold exactly is left out."""
         found: list[PackedRecord] = []
         rows = []
         for where, hit in self.packed.items():
@@ -302,9 +312,8 @@ class CachedSources:
             app = renders.rendered.get(where) if where in renders.rendered else renders.known.get(where)
             packed = None
             if app is not None and digest:
-                app_stages = None if stages is None else stages.get(app.app, [])
-                text = None if isinstance(app, ReusedApp) else self._objects_json(app)
-                packed = packed_app(app, files.get(app.app, {}), app_stages, text)
+                stages = None if layout.stages is None else layout.stages.get(app.app, [])
+                packed = packed_app(app, layout.files.get(app.app, {}), stages, layout.keys.get(app.app))
             digest = digest if packed is not None else ""
             found.append(
                 PackedRecord(
@@ -318,12 +327,11 @@ class CachedSources:
         cache: RenderCache,
         renders: TenantRenders,
         inputs: dict[tuple[str, str], str],
-        files: Mapping[str, Mapping[str, str]],
-        stages: Mapping[str, list[str]] | None,
+        layout: PackLayout,
     ) -> dict[RecordKey, PackedRecord]:
         """After a render that passed every check: what changed in the pack (io.render_pack.save_pack).
         The records the pack holds now (none when it could not be written): they need no entry."""
-        records = self.pack_records(renders, inputs, files, stages)
+        records = self.pack_records(renders, inputs, layout)
         secret = cache.secret
         if secret is None:
             return {}

@@ -92,6 +92,7 @@ from btp_gitops.generator.io.repo import (
 from btp_gitops.generator.io.sources import load_sources
 from btp_gitops.generator.pipeline.cached_sources import (
     CachedSources,
+    PackLayout,
     ReusedApp,
     check_cached_records,
     load_cached_sources,
@@ -278,18 +279,20 @@ def reject_unsafe_paths(apps: list[AppRender], files: dict[str, str]) -> None:
     raise_if_problems(InvalidSpec, "the rendered tree would have unsafe paths", problems)
 
 
-def _object_keys(app: AppRender) -> list[str]:
+def object_keys(app: AppRender) -> list[str]:
+    """The keys of the app's objects (core.objects.ObjectKey.text), in its objects' order."""
     if isinstance(app, ReusedApp):
         return app.packed.keys  # as the render that packed it found them
     return [object_key(manifest.body).text() for manifest in app.manifests]
 
 
-def reject_duplicate_objects(apps: list[AppRender]) -> None:
-    """Two apps, or one app twice, must never write the same cluster object."""
+def reject_duplicate_objects(apps: list[AppRender], keys: list[list[str]] | None = None) -> None:
+    """Two apps, or one app twice, must never write the same cluster object (`keys`: each app's
+    `object_keys`, when the caller has them)."""
     seen: dict[str, str] = {}
     problems = []
-    for app in apps:
-        for index, key in enumerate(_object_keys(app)):
+    for app, app_keys in zip(apps, keys if keys is not None else map(object_keys, apps), strict=True):
+        for index, key in enumerate(app_keys):
             if key in seen:
                 manifest = app.manifests[index]
                 problems.append(
@@ -454,7 +457,8 @@ def _render_cluster(
     if cached is not None and tenants is not None:
         check_cached_records(cached.rendered_again(tenants), schemas)
     apps = render_domains(source_set, engine, kyma_plan, roots, tenants=tenants, checks=checks)
-    checks.run(lambda: reject_duplicate_objects(apps), None)
+    keys = [object_keys(app) for app in apps]  # for the render pack too
+    checks.run(lambda: reject_duplicate_objects(apps, keys), None)
     checks.raise_if_any()
     layout_notes = [] if shard_tenants else keep_flat(apps)
     per_app = lay_out_apps(apps, target.target, progress)
@@ -477,7 +481,7 @@ def _render_cluster(
     check_reused_output(layout)
     reject_unsafe_paths(apps, {**checked, **kyma_plan.record_files})
     if cache is not None and cached is not None and tenants is not None:
-        packed = cached.write_pack(cache, tenants, inputs, *_pack_layout(apps, per_app, target.target))
+        packed = cached.write_pack(cache, tenants, inputs, _pack_layout(apps, per_app, keys, target.target))
         cache.write_all(cached.entries(tenants, inputs, packed))
     return RenderResult(
         cluster=cluster,
@@ -508,22 +512,21 @@ def _unchanged(previous: Mapping[str, str] | None) -> Unchanged | None:
 
 
 def _pack_layout(
-    apps: list[AppRender], per_app: list[dict[str, str]], target: str
-) -> tuple[dict[str, dict[str, str]], dict[str, list[str]] | None]:
-    """Each app's files by app name, and its Flux stages (Flux target), for the render pack: an
-    app name that two apps share is left out (its record's app is then not packed)."""
-    files: dict[str, dict[str, str]] = {}
+    apps: list[AppRender], per_app: list[dict[str, str]], keys: list[list[str]], target: str
+) -> PackLayout:
+    """Each app's files, object keys and Flux stages (Flux target) by app name, for the render
+    pack: an app name that two apps share is left out (its record's app is then not packed)."""
+    layout = PackLayout()
     shared: set[str] = set()
-    for app, named in zip(apps, per_app, strict=True):
-        if app.app in files:
+    for app, named, app_keys in zip(apps, per_app, keys, strict=True):
+        if app.app in layout.files:
             shared.add(app.app)
-        files[app.app] = named
+        layout.files[app.app], layout.keys[app.app] = named, app_keys
     for name in shared:
-        del files[name]
-    stages = None
+        del layout.files[name], layout.keys[name]
     if target == FLUX:
-        stages = {app.app: app_stages(app) for app in apps if app.app in files}
-    return files, stages
+        layout.stages = {app.app: app_stages(app) for app in apps if app.app in layout.files}
+    return layout
 
 
 def keep_flat(apps: list[AppRender]) -> list[Note]:

@@ -3,8 +3,8 @@
 Whoever can write the cache directory (a shared CI cache, another process of the user) is the
 attacker here: they rewrite entries and packs and fix up every checksum anyone can compute. A
 forgery without the user's cache key is not used (the render's bytes are those of `--no-cache`);
-one signed with the key (stolen) still cannot put a credential into the output, decompress
-without bound, or end in a traceback or exit 70. Each test forges the files the CLI wrote.
+one signed with the key (stolen) still cannot put a credential into the output, expand without
+bound, or end in a traceback or exit 70. Each test forges the files the CLI wrote.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import resource
 import subprocess
 import time
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from tests.support.forged_cache import (
     put_files,
     put_keys,
     put_texts,
-    set_objects,
+    replace_text,
     split_pack,
     without_packs,
 )
@@ -126,28 +125,31 @@ def test_a_pack_whose_keys_are_not_its_objects_is_an_input_error(source: Path, t
     assert "render pack" in run.stderr and run.stdout == ""
 
 
-def _compressed_spaces(size: int) -> bytes:
-    compressor = zlib.compressobj(1)  # a few MB for GiBs of spaces, and fast to make
-    chunk = b" " * (1 << 20)
-    parts = [compressor.compress(chunk) for _ in range(size >> 20)]
-    return b"".join([*parts, compressor.flush()])
+def _alias_bomb(levels: int) -> str:
+    """An object whose data expands to 10**levels strings through aliases: a few hundred bytes."""
+    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata:", "  name: bomb", "data:"]
+    lines.append(
+        '  l0: &l0 ["laugh", "laugh", "laugh", "laugh", "laugh", "laugh", "laugh", "laugh", "laugh", "laugh"]'
+    )
+    lines += [f"  l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 10)}]" for n in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
 
 
 def _limit_memory() -> None:
-    limit = 1 << 30  # the render needs less than 100 MiB; the bomb decompresses to 2 GiB
+    limit = 1 << 30  # the render needs less than 100 MiB; the bomb expands to far more
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def test_a_decompression_bomb_in_a_pack_stops_at_the_bound(source: Path, tmp_path: Path) -> None:
-    """A few MB of compressed spaces as an app's objects (signed, with a duplicate key so that
-    the render decodes them): refused at the bound, within a memory limit far below the bomb."""
+def test_an_alias_bomb_in_a_packed_file_stops_at_the_bound(source: Path, tmp_path: Path) -> None:
+    """An object file of a packed app that expands to 10**12 strings through YAML aliases (signed,
+    its blob id right, with a duplicate key so that the render reads the app's objects back from
+    its files): refused at the alias bound, within a memory limit far below the expansion."""
     directory = tmp_path / "cache"
     warm(source, directory)
     (pack,) = packs(directory)
-    bomb = _compressed_spaces(2 << 30)
 
     def plant(app: list[Any], blob: bytearray) -> None:
-        set_objects(app, blob, bomb)
+        replace_text(app, blob, _alias_bomb(12))
         put_keys(app, [*app_keys(app), app_keys(app)[0]])
 
     forge_app(pack, plant, sign=True)
@@ -157,7 +159,7 @@ def test_a_decompression_bomb_in_a_pack_stops_at_the_bound(source: Path, tmp_pat
     assert run.returncode == ExitCode.INPUT, run.stderr
     assert "render pack" in run.stderr
     seconds = time.monotonic() - started
-    print(f"a pack of 2 GiB compressed spaces: {seconds:.2f} s under a 1 GiB address-space limit")  # figures
+    print(f"a packed file of 10**12 aliased strings: {seconds:.2f} s under a 1 GiB address-space limit")
     assert seconds < 120
 
 

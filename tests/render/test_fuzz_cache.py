@@ -4,7 +4,7 @@ Each example takes a cache directory a real render filled (entries and a pack fo
 and its records), damages or forges it at random, and renders again through the CLI in process
 (`render --stdout --cache-dir`): bit flips, truncation, an index field of another type, keys that
 are not the objects', an app's file names, blob ids, texts or their span at odds with each other,
-a decompression bomb, a file planted in an app (a Secret with the canary, a private key, a
+an alias bomb or another object in an app's file, origins at odds with its objects, a file planted in an app (a Secret with the canary, a private key, a
 privileged Pod), an entry's payload changed, and links, FIFOs and directories where files were.
 A forgery is sealed with whatever checksum anyone can compute, and half of them also with the
 user's cache key (a stolen key), so that the checks behind the MAC are reached.
@@ -22,7 +22,6 @@ import os
 import shutil
 import stat
 import tempfile
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,14 +37,15 @@ from tests.support.forged_cache import (
     PRIVILEGED_POD,
     add_file,
     aged_example,
+    app_files,
     app_keys,
     entries,
     packs,
     put_keys,
     put_texts,
+    replace_text,
     seal_entry,
     seal_pack,
-    set_objects,
     split_pack,
     without_packs,
     write_pack,
@@ -192,11 +192,18 @@ def _plant(app: list[Any], blob: bytearray, draw: Draw) -> None:
 
 
 def _bomb(app: list[Any], blob: bytearray, draw: Draw) -> None:
-    compressor = zlib.compressobj(1)
-    chunk = b" " * (1 << 20)
-    size = draw(st.sampled_from([9, 64]))  # MiB: over the 8 MiB bound
-    set_objects(app, blob, b"".join([*(compressor.compress(chunk) for _ in range(size)), compressor.flush()]))
-    put_keys(app, [*app_keys(app), app_keys(app)[0]])  # a duplicate key: the render decodes the objects
+    levels = draw(st.sampled_from([6, 12]))  # 10**6 strings: past the alias bound; 10**12
+    lines = [
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "metadata:",
+        "  name: bomb",
+        "data:",
+        '  l0: &l0 ["x", "x"]',
+    ]
+    lines += [f"  l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 10)}]" for n in range(1, levels + 1)]
+    replace_text(app, blob, "\n".join(lines) + "\n", draw(st.integers(min_value=0, max_value=7)))
+    put_keys(app, [*app_keys(app), app_keys(app)[0]])  # a duplicate key: the render reads the objects
 
 
 def _keys(app: list[Any], blob: bytearray, draw: Draw) -> None:
@@ -232,10 +239,16 @@ def _files(app: list[Any], blob: bytearray, draw: Draw) -> None:
 
 
 def _objects(app: list[Any], blob: bytearray, draw: Draw) -> None:
-    objects = json.loads(zlib.decompress(bytes(blob[app[6][0] : app[6][1]])))
-    path = draw(st.sampled_from(_paths(objects)))
-    objects = _replace_at(objects, path, draw(values))
-    set_objects(app, blob, zlib.compress(json.dumps(objects).encode()))
+    """An object file holding another object (a value replaced somewhere in it), or the origins
+    at odds with the objects; a duplicate key, so that the render reads the objects back."""
+    if draw(st.booleans()):
+        at = draw(st.integers(min_value=0, max_value=7))
+        files = [entry for entry in app_files(app, blob) if not entry[0].endswith("kustomization.yaml")]
+        body = yaml.safe_load(files[at % len(files)][1])
+        body = _replace_at(body, draw(st.sampled_from(_paths(body))), draw(values))
+        replace_text(app, blob, json.dumps(body, default=repr), at)
+    else:
+        app[6] = draw(st.sampled_from(["", "\0", "a\0b\0c", app[6] + "\0" + app[6]]) | st.text(max_size=20))
     put_keys(app, [*app_keys(app), app_keys(app)[0]])
 
 

@@ -126,11 +126,11 @@ def forge_app(
     pack: Path, change: Callable[[list[Any], bytearray], None], *, record: int = 0, sign: bool = True
 ) -> None:
     """Rewrite the app of one record: `change(app, blob)` edits the index entry of the app and may
-    append to the blob. The entry is [name, group, notes, keys, files, stages, objects span]: the
+    append to the blob. The entry is [name, group, notes, keys, files, stages, origins]: the
     keys joined by a NUL, `files` [names joined by a NUL, their Git blob ids (40 characters each)
-    in one string, start, end of the span of the blob holding their texts, NUL between them];
-    `app_files`, `put_files`, `app_keys` and `put_keys` read and write these as a key's thief
-    would."""
+    in one string, start, end of the span of the blob holding their texts, NUL between them],
+    the objects' origins (one for all, or each after a NUL); `app_files`, `put_files`,
+    `replace_text`, `app_keys` and `put_keys` read and write these as a key's thief would."""
     fields, index, blob = split_pack(pack)
     data = bytearray(blob)
     change(index["records"][record][6], data)
@@ -185,15 +185,15 @@ def add_file(app: list[Any], blob: bytearray, name: str, text: str) -> None:
     put_files(app, blob, files)
 
 
-def set_objects(app: list[Any], blob: bytearray, compressed: bytes) -> None:
-    app[6] = [len(blob), len(blob) + len(compressed)]
-    blob += compressed
-
-
-def objects_of(app: list[Any], blob: bytes | bytearray) -> list[Any]:
-    start, end = app[6]
-    objects: list[Any] = json.loads(zlib.decompress(bytes(blob[start:end])))
-    return objects
+def replace_text(app: list[Any], blob: bytearray, text: str, at: int | None = None) -> str:
+    """`text` as the text of one of the app's object files (the first, or the one at `at` among
+    them), with its blob id, as the key's thief would; the file's name."""
+    files = app_files(app, blob)
+    objects = [entry for entry in files if not entry[0].endswith("kustomization.yaml")]
+    entry = objects[0 if at is None else at % len(objects)]
+    entry[1:] = [text, blob_id(text.encode("utf-8", "surrogatepass"))]
+    put_files(app, blob, files)
+    return entry[0]
 
 
 def forge_entry(entry: Path, change: Callable[[dict[str, Any]], None], *, sign: bool = True) -> None:

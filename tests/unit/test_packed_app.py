@@ -9,7 +9,7 @@ import pytest
 
 from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.io.git_blobs import blob_id
-from btp_gitops.generator.io.packed_app import AppFiles, PackDamaged, PackedApp
+from btp_gitops.generator.io.packed_app import AppFiles, PackDamaged, PackedApp, origins_text
 
 FILES = {
     "captenant-acme.yaml": "kind: CAPTenant\nname: é\n",  # not ASCII: spans are in bytes, texts in characters
@@ -43,7 +43,7 @@ def test_an_app_reads_back_as_it_was_packed() -> None:
         list(_ids(FILES).values()),
     )
     assert read.files() is read.files()  # decoded once: every caller gets the same strings
-    app = PackedApp("cap-tenant.bookshop.acme", None, [], read, None, b"", (0, 0))
+    app = PackedApp("cap-tenant.bookshop.acme", None, [], read, None, "")
     copy = app.regrouped("bookshop.bookshop")
     assert copy.files["empty.yaml"] is app.files["empty.yaml"]
     directory = app_directory("cap-tenant.bookshop.acme", "bookshop.bookshop")
@@ -86,3 +86,90 @@ def test_texts_at_odds_with_the_names_fail_naming_the_app() -> None:
         PackDamaged, match=re.escape("texts of app cap-tenant.bookshop.acme that are not as many")
     ):
         _ = app.files
+
+
+OBJECTS = {
+    "configmap-b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: shop\ndata:\n  'on': 'yes'\n",
+    "kustomization.yaml": (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+        "- configmap-b.yaml\n- job-a.yaml\n"
+    ),
+    "job-a.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: a\n  namespace: shop\nspec: {}\n",
+}
+OBJECT_KEYS = ["5:batch3:Job4:shopa", "0:9:ConfigMap4:shopb"]  # the render's order, not the files'
+
+
+def _app(origins: str, keys: list[str] = OBJECT_KEYS, files: dict[str, str] = OBJECTS) -> PackedApp:
+    made = AppFiles.rendered(keys, dict(files), _ids(files))
+    assert made is not None
+    return PackedApp("cap-tenant.shop.a", None, [], _read_back(made), None, origins)
+
+
+def test_an_apps_objects_read_back_from_its_files_in_the_order_of_its_keys() -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "a", "namespace": "shop"},
+        "spec": {},
+    }
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "b", "namespace": "shop"},
+        "data": {"on": "yes"},
+    }
+    assert _app("tenants/a.yaml#1").objects_payload() == [
+        (job, "tenants/a.yaml#1"),
+        (configmap, "tenants/a.yaml#1"),
+    ]
+    assert _app("x.yaml#1\0y.yaml#2").objects_payload() == [(job, "x.yaml#1"), (configmap, "y.yaml#2")]
+    assert _app("", [], {}).objects_payload() == []
+
+
+@pytest.mark.parametrize(
+    ("origins", "keys", "files", "damage"),
+    [
+        ("a\0b\0c", OBJECT_KEYS, OBJECTS, "origins of app .* are not as many as its objects"),
+        ("o", OBJECT_KEYS[:1], OBJECTS, "files of app .* do not hold the objects its index names"),
+        ("o", [*OBJECT_KEYS, OBJECT_KEYS[0]], OBJECTS, "files of app .* do not hold the objects"),
+        ("o", OBJECT_KEYS, {**OBJECTS, "job-a.yaml": OBJECTS["configmap-b.yaml"]}, "files of app .* do not hold"),
+        (
+            "o",
+            OBJECT_KEYS,
+            {**OBJECTS, "job-a.yaml": "kind: [\n"},
+            "the file job-a.yaml of app .* does not hold",
+        ),
+        (
+            "o",
+            OBJECT_KEYS,
+            {**OBJECTS, "job-a.yaml": "- a list\n"},
+            "the file job-a.yaml of app .* does not hold",
+        ),
+        (
+            "o",
+            OBJECT_KEYS,
+            {**OBJECTS, "job-a.yaml": "kind: Job\n"},
+            "the file job-a.yaml of app .* does not hold",
+        ),
+    ],
+    ids=["origins", "a-key-less", "a-key-twice", "an-object-twice", "not-yaml", "a-list", "no-name"],
+)
+def test_files_at_odds_with_the_keys_or_origins_fail_naming_the_app(
+    origins: str, keys: list[str], files: dict[str, str], damage: str
+) -> None:
+    with pytest.raises(PackDamaged, match=f"render pack holds {damage}"):
+        _app(origins, keys, files).objects_payload()
+
+
+@pytest.mark.parametrize(
+    ("origins", "kept"),
+    [
+        ([], ""),
+        (["t/a.yaml#1"], "t/a.yaml#1"),
+        (["t/a.yaml#1", "t/a.yaml#1", "t/a.yaml#1"], "t/a.yaml#1"),
+        (["t/a.yaml#1", "chart/x.yaml", "t/a.yaml#1"], "t/a.yaml#1\0chart/x.yaml\0t/a.yaml#1"),
+        (["t/a\0.yaml#1"], None),
+    ],
+)
+def test_origins_are_kept_once_when_every_object_shares_one(origins: list[str], kept: str | None) -> None:
+    assert origins_text(origins) == kept
