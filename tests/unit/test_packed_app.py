@@ -132,7 +132,12 @@ def test_an_apps_objects_read_back_from_its_files_in_the_order_of_its_keys() -> 
         ("a\0b\0c", OBJECT_KEYS, OBJECTS, "origins of app .* are not as many as its objects"),
         ("o", OBJECT_KEYS[:1], OBJECTS, "files of app .* do not hold the objects its index names"),
         ("o", [*OBJECT_KEYS, OBJECT_KEYS[0]], OBJECTS, "files of app .* do not hold the objects"),
-        ("o", OBJECT_KEYS, {**OBJECTS, "job-a.yaml": OBJECTS["configmap-b.yaml"]}, "files of app .* do not hold"),
+        (
+            "o",
+            OBJECT_KEYS,
+            {**OBJECTS, "job-a.yaml": OBJECTS["configmap-b.yaml"]},
+            "files of app .* do not hold",
+        ),
         (
             "o",
             OBJECT_KEYS,
