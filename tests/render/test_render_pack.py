@@ -21,7 +21,6 @@ import yaml
 
 from btp_gitops.generator.core.errors import InvalidSpec
 from btp_gitops.generator.io import render_pack
-from btp_gitops.generator.io.packed_app import PackDamaged
 from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.render_pack import Pack, PackedRecord
 from btp_gitops.generator.pipeline.cached_sources import ReusedApp
@@ -32,10 +31,6 @@ from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, FLUX, TargetOpti
 from tests.conftest import CLI, EXAMPLES
 from tests.render.test_render_cache import ENGINE, SCHEMAS, outcome, records, tenant, write
 from tests.support.forged_cache import (
-    app_keys,
-    forge_app,
-    put_keys,
-    replace_text,
     secret,
     split_pack,
     write_pack,
@@ -693,56 +688,6 @@ def test_verbose_says_what_the_render_took_from_the_cache(source: Path, tmp_path
         env={**keyless, "XDG_STATE_HOME": str(tmp_path / "a-file" / "state")},
     )
     assert said(done.stderr) == ["render cache: not used (no cache key could be read or made)"]
-
-
-def _forged_and_rendered(source: Path, tmp_path: Path, change: Any) -> ReusedApp:
-    """The first record's app after `change(app, blob)`, signed (the key stolen: its MAC holds)."""
-    directory = tmp_path / "cache"
-    same_as_uncached(source, directory)
-    (pack,) = packs(directory)
-    forge_app(pack, change, sign=True)
-    _, index, _ = split_pack(pack)
-    result = render(source, RenderCache(directory))
-    (app,) = [app for app in reused(result) if app.app == index["records"][0][6][0]]
-    return app
-
-
-@pytest.mark.parametrize(
-    ("change", "damage"),
-    [
-        (lambda app, blob: replace_text(app, blob, "not: [an object"), "does not hold an object"),
-        (lambda app, blob: replace_text(app, blob, "- a list\n"), "does not hold an object"),
-        (
-            lambda app, blob: replace_text(
-                app, blob, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n"
-            ),
-            "do not hold the objects its index names",
-        ),
-        (lambda app, blob: put_keys(app, app_keys(app)[1:]), "do not hold the objects its index names"),
-        (lambda app, blob: app.__setitem__(6, "a\0b"), "are not as many as its objects"),
-    ],
-    ids=["not-yaml", "not-an-object", "another-object", "a-key-less", "origins"],
-)
-def test_objects_a_forged_pack_cannot_read_back_fail_with_an_error_naming_the_pack(
-    source: Path, tmp_path: Path, change: Any, damage: str
-) -> None:
-    """The objects are not read on the way to the files: a pack forged with a correct MAC (the
-    key stolen) whose files do not read back as the objects its keys and origins name renders
-    (its files, keys and checks come from elsewhere in it), and fails with a clear error naming
-    the app only when something asks for those objects."""
-    damaged = _forged_and_rendered(source, tmp_path, change)
-    with pytest.raises(PackDamaged, match=f"render pack holds .* of app {damaged.app} that {damage}"):
-        _ = damaged.manifests
-
-
-def test_the_origins_of_a_packed_app_name_each_object(source: Path, tmp_path: Path) -> None:
-    """An app whose objects come from more than one place keeps each object's origin."""
-
-    def per_object(app: list[Any], blob: bytearray) -> None:
-        app[6] = "\0".join(f"elsewhere.yaml#{n}" for n in range(len(app_keys(app))))
-
-    app = _forged_and_rendered(source, tmp_path, per_object)
-    assert [m.origin for m in app.manifests] == [f"elsewhere.yaml#{n}" for n in range(app.object_count)]
 
 
 def refused_alike(source: Path, cache: RenderCache) -> str:
