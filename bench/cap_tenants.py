@@ -36,7 +36,7 @@ cache (what the pull-request comment runs), each followed by `git status`; and A
 `render . --stdout --argocd-parameters` in a new directory for the request (the CMP server unpacks
 the repository into one per request), the sidecar's cache warmed by a request for N. The repository
 is packed before it is cloned, as a fetch receives it. The warm runs are printed as a ratio of the
-full render's CPU (goal: at most 10 %). The sources are copied anew for each of those runs, as CI
+full render's CPU (goal: at most 10 %). The sources are cloned anew with Git for each of those runs, as CI
 checks them out (new inodes and mtimes; `--kept-sources`: the same files every run). With
 `--baseline-src DIR` (another revision's source tree, e.g. `git archive main | tar -x -C DIR`) the
 same runs of that code, interleaved with ours. `--end-to-end-only` runs only those,
@@ -314,7 +314,8 @@ def plugin_request(
     repository into and removes after; the Application in the build environment; the sidecar's
     cache under its `home`."""
     app = work / f"cmp-request-{request}" / "apps" / "bench"
-    shutil.copytree(source, app, copy_function=shutil.copyfile)
+    # The files, not the repository's `.git`: the CMP server hands the plugin the files.
+    shutil.copytree(source, app, copy_function=shutil.copyfile, ignore=shutil.ignore_patterns(".git"))
     application = {
         "ARGOCD_APP_NAME": "bench",
         "ARGOCD_APP_NAMESPACE": "argocd",
@@ -399,16 +400,24 @@ def end_to_end(
     of another revision, e.g. `git archive main | tar -x -C DIR`), the same runs of that code,
     interleaved, and each run's ratio to the baseline's run beside it in the same round.
 
-    The sources are checked out anew for every run too (copied to one path, every file with a new
-    inode and mtime, as CI clones them), unless `kept_sources` (the same files every run, as on a
-    workstation between two renders)."""
+    The sources are checked out anew for every run too (a `git clone` of the N sources, committed
+    once, to one path: every file with a new inode and mtime, as CI clones them; the added record
+    copied in), unless `kept_sources` (the same files every run, as on a workstation between two
+    renders)."""
     checkout = work / "e2e-sources"
+    # The N sources committed, as the repository CI checks out; the added record is a file of the
+    # checkout that Git does not vouch for (it is read, as a record the pack lacks always is).
+    run_git(source, "init", "-q", "-b", "main")
+    run_git(source, "add", "-A")
+    run_git(source, "commit", "-qm", "N tenants")
 
     def sources() -> Path:
         if kept_sources:
             return source
         shutil.rmtree(checkout, ignore_errors=True)
-        shutil.copytree(source, checkout, copy_function=shutil.copyfile)  # new mtimes, as a checkout
+        run_git(work, "clone", "-q", "--no-hardlinks", str(source), str(checkout))  # new inodes, mtimes
+        if extra.exists():
+            shutil.copyfile(extra, checkout / extra.relative_to(source))
         return checkout
 
     repo_n = work / "repo-n"

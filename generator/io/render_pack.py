@@ -6,8 +6,9 @@ the output guards over every object. A pack holds, for each tenant record file o
 passed every check:
 
 - the file's path as shown, its document number, an identity of the file (size, mtime, inode,
-  ctime, as Git's index keeps them) and the render cache key of its bytes (a sha256 of the scope,
-  the path and the bytes);
+  ctime, as Git's index keeps them), the render cache key of its bytes (a sha256 of the scope,
+  the path and the bytes) and their Git blob id (a render in a Git work tree takes a record file
+  Git vouches holds those bytes without reading it: a fresh checkout has new identities);
 - the document as validated;
 - the digest of the application inputs its app was rendered with, and that app as written: its
   files (name in the app directory -> text, and the Git blob id of the text's UTF-8 bytes), the
@@ -96,8 +97,9 @@ from btp_gitops.generator.io.packed_app import (
 
 # 3: an HMAC (io.cache_key) instead of a CRC-32; 4: each file's Git blob id; 5: each app's keys,
 # names, ids and texts as a few joined strings and one span (io.packed_app), not lists per file;
-# 6: the objects' origins instead of their compressed JSON (read back from the files instead)
-FORMAT = 6
+# 6: the objects' origins instead of their compressed JSON (read back from the files instead);
+# 7: each record file's Git blob id
+FORMAT = 7
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
 DELTA_SHARE = 8  # a delta holds at most 1/DELTA_SHARE of the records (or DELTA_MIN), else a new base
@@ -166,6 +168,9 @@ class PackedRecord:
     inputs: str  # the application inputs digest `app` was rendered with; "" when none
     app: PackedApp | None
     stamp: int = 0  # the stamp of the file (base or delta) it was read from
+    # The Git (SHA-1) blob id of the file's bytes: a Git work tree vouching for this id at the
+    # file's path holds those bytes (pipeline.cached_sources); "" when not known.
+    blob: str = ""
 
 
 @dataclass(slots=True)
@@ -308,11 +313,13 @@ def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
 
 def _record(item: Any, blob: memoryview, stamp: int) -> PackedRecord | None:
     """One record of an index, its types checked (inline: 20,000 of them are read per render)."""
-    if type(item) is not list or len(item) != 7:
+    if type(item) is not list or len(item) != 8:
         return None
-    shown, document, identity, key, body, inputs, app = item
+    shown, document, identity, key, body, inputs, app, file_blob = item
     if (
-        type(shown) is not str
+        type(file_blob) is not str
+        or len(file_blob) not in (0, BLOB_ID_WIDTH)
+        or type(shown) is not str
         or type(document) is not int
         or type(identity) is not list
         or len(identity) != 4
@@ -329,7 +336,8 @@ def _record(item: Any, blob: memoryview, stamp: int) -> PackedRecord | None:
         packed = _app(app, blob)
         if packed is None:
             return None
-    return PackedRecord(shown, document, (size, mtime, inode, ctime), key, body, inputs, packed, stamp)
+    seen = (size, mtime, inode, ctime)
+    return PackedRecord(shown, document, seen, key, body, inputs, packed, stamp, file_blob)
 
 
 def _app(item: Any, blob: memoryview) -> PackedApp | None:
@@ -457,6 +465,7 @@ def _encode(
                 record.body,
                 record.inputs,
                 app,
+                record.blob,
             ]
         )
     try:

@@ -1,0 +1,169 @@
+"""Sources in a Git work tree: a tenant record file whose blob id Git vouches for, the one the
+render pack recorded for it, is taken from the pack without being read (pipeline.cached_sources,
+io.git_blobs). This is CI's case: a fresh checkout gives every file a new inode and mtime, so
+without Git's word all 20,000 records would be read and hashed on every run.
+
+Real Git, a real pack in a real cache directory, the pipeline in process. Each source tree is
+checked out again before the warm render (every tracked file removed and restored by Git: new
+identities, an index Git wrote). What must hold, whatever the index says: the output is the
+bytes of a render without any cache, and a record whose file does not hold the recorded bytes
+is read: edited in the work tree, edited behind Git's back (assume-unchanged), converted on
+checkout by a committed `.gitattributes`, or in a repository that is not Git's SHA-1 kind.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from btp_gitops.generator.io import render_pack
+from btp_gitops.generator.io.input_files import read_input_bytes
+from btp_gitops.generator.io.render_cache import RenderCache
+from btp_gitops.generator.pipeline import cached_sources
+from tests.render.test_render_cache import outcome, records
+from tests.render.test_render_pack import packs, render, source
+from tests.support.forged_cache import split_pack, write_pack
+
+__all__ = ["source"]  # the fixture, taken from test_render_pack
+
+IDENTITY = ("-c", "user.name=t", "-c", "user.email=t@localhost")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *IDENTITY, *args], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+def committed(source: Path, *, object_format: str = "sha1", attributes: str | None = None) -> Path:
+    git(source, "init", "-q", f"--object-format={object_format}")
+    if attributes is not None:
+        (source / ".gitattributes").write_text(attributes)
+    git(source, "add", "-A")
+    git(source, "commit", "-qm", "sources")
+    return source
+
+
+def checked_out_again(source: Path) -> None:
+    """Every tracked file removed and restored by Git, as a fresh clone would write it."""
+    for path in git(source, "ls-files", "-z").split("\0"):
+        if path:
+            (source / path).unlink()
+    git(source, "checkout", "-q", "--", ".")
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The source files a render reads, by name (`read_input_bytes` as pipeline.cached_sources
+    calls it)."""
+    seen: list[str] = []
+    read = read_input_bytes
+
+    def counted(path: str | Path, *args: int) -> bytes:
+        seen.append(Path(path).name)
+        return read(path, *args)
+
+    monkeypatch.setattr(cached_sources, "read_input_bytes", counted)
+    yield seen
+
+
+def tenant_files(source: Path) -> set[str]:
+    return {path.name for path in (source / "tenants").glob("*.yaml")}
+
+
+def warm(source: Path, directory: Path, reads: list[str]) -> tuple[RenderCache, set[str]]:
+    """A render with the cache that the render before filled, compared with one without a cache;
+    the tenant record files it read."""
+    reads.clear()
+    cache = RenderCache(directory)
+    cached = render(source, cache)
+    assert outcome(cached) == outcome(render(source, None))
+    return cache, set(reads) & tenant_files(source)
+
+
+def test_a_fresh_checkout_reads_no_unchanged_record(source: Path, tmp_path: Path, reads: list[str]) -> None:
+    committed(source)
+    directory = tmp_path / "cache"
+    render(source, RenderCache(directory))  # fills the pack
+    checked_out_again(source)
+    cache, read = warm(source, directory, reads)
+    assert read == set()
+    assert cache.hits == records(source)
+    assert reads, "the files that are no tenant records are read as without a cache"
+    _, read = warm(source, directory, reads)
+    assert read == set()  # the pack was not rewritten for identities: still Git's word
+    checked_out_again(source)
+    git(source, "rm", "-q", "--cached", "-r", ".")  # nothing tracked: Git vouches for nothing
+    _, read = warm(source, directory, reads)
+    assert read == tenant_files(source)
+
+
+def test_a_record_edited_in_the_work_tree_is_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
+    committed(source)
+    directory = tmp_path / "cache"
+    render(source, RenderCache(directory))
+    checked_out_again(source)
+    edited = sorted((source / "tenants").glob("*.yaml"))[2]
+    text = edited.read_text()
+    edited.write_text(text.replace("subDomain: ", "subDomain: x"))
+    assert edited.read_text() != text
+    _, read = warm(source, directory, reads)
+    assert read == {edited.name}
+
+
+def test_a_record_edited_behind_gits_back_is_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
+    """assume-unchanged: Git would not compare the file with its index, so it vouches for nothing."""
+    committed(source)
+    directory = tmp_path / "cache"
+    render(source, RenderCache(directory))
+    checked_out_again(source)
+    edited = sorted((source / "tenants").glob("*.yaml"))[1]
+    git(source, "update-index", "--assume-unchanged", f"tenants/{edited.name}")
+    text = edited.read_text()
+    edited.write_text(text.replace("subDomain: ", "subDomain: y"))
+    assert edited.read_text() != text
+    assert git(source, "diff-files", "--name-only") == ""  # Git itself does not see it
+    _, read = warm(source, directory, reads)
+    assert read == {edited.name}
+
+
+def test_files_converted_on_checkout_are_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
+    """A committed `.gitattributes` makes the checked-out bytes differ from the blobs: no record
+    file is then taken on Git's word (the bytes are compared instead)."""
+    committed(source, attributes="*.yaml text eol=crlf\n")
+    checked_out_again(source)  # the bytes the pack is filled with are the converted ones
+    directory = tmp_path / "cache"
+    render(source, RenderCache(directory))
+    checked_out_again(source)
+    assert b"\r\n" in next((source / "tenants").glob("*.yaml")).read_bytes()
+    cache, read = warm(source, directory, reads)
+    assert read == tenant_files(source)
+    assert cache.hits == records(source)  # the same bytes as when the pack was written
+
+
+def test_a_sha256_repository_is_not_taken_at_its_word(source: Path, tmp_path: Path, reads: list[str]) -> None:
+    """The pack keeps SHA-1 blob ids: a repository of SHA-256 objects vouches for other ids."""
+    committed(source, object_format="sha256")
+    directory = tmp_path / "cache"
+    render(source, RenderCache(directory))
+    checked_out_again(source)
+    _, read = warm(source, directory, reads)
+    assert read == tenant_files(source)
+
+
+@pytest.mark.parametrize("blob", ["0" * 39, 7, None], ids=["short", "number", "null"])
+def test_a_pack_with_a_malformed_blob_id_is_not_used(source: Path, tmp_path: Path, blob: object) -> None:
+    directory = tmp_path / "cache"
+    render(source, RenderCache(directory))
+    (pack,) = packs(directory)
+    fields, index, data = split_pack(pack)
+    assert len(index["records"][0]) == 8 and len(index["records"][0][7]) == 40
+    index["records"][0][7] = blob
+    write_pack(pack, fields, index, data, sign=True)
+    assert render_pack.read_pack(directory, pack.stem, RenderCache(directory).secret or b"") is None
+    cache = RenderCache(directory)
+    render(source, cache)
+    assert cache.pack_found == ""
