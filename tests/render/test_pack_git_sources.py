@@ -7,8 +7,9 @@ Real Git, a real pack in a real cache directory, the pipeline in process. Each s
 checked out again before the warm render (every tracked file removed and restored by Git: new
 identities, an index Git wrote). What must hold, whatever the index says: the output is the
 bytes of a render without any cache, and a record whose file does not hold the recorded bytes
-is read: edited in the work tree, edited behind Git's back (assume-unchanged), converted on
-checkout by a committed `.gitattributes`, or in a repository that is not Git's SHA-1 kind.
+is read: edited in the work tree, edited and committed, edited behind Git's back
+(assume-unchanged), converted on checkout by a committed `.gitattributes`, or in a repository
+that is not Git's SHA-1 kind.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from btp_gitops.generator.io import render_pack
 from btp_gitops.generator.io.input_files import read_input_bytes
 from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.pipeline import cached_sources
-from tests.render.test_render_cache import outcome, records
+from tests.conftest import CLI
+from tests.render.test_render_cache import outcome, records, tenant, write
 from tests.render.test_render_pack import packs, render, source
 from tests.support.forged_cache import split_pack, write_pack
 
@@ -114,6 +116,22 @@ def test_a_record_edited_in_the_work_tree_is_read(source: Path, tmp_path: Path, 
     assert read == {edited.name}
 
 
+def test_a_record_edited_and_committed_is_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
+    """Git vouches for the file, with the id of the bytes committed now: not the pack's."""
+    committed(source)
+    directory = tmp_path / "cache"
+    render(source, RenderCache(directory))
+    edited = sorted((source / "tenants").glob("*.yaml"))[4]
+    text = edited.read_text()
+    edited.write_text(text.replace("subDomain: ", "subDomain: z"))
+    assert edited.read_text() != text
+    git(source, "commit", "-qam", "edited")
+    checked_out_again(source)
+    assert git(source, "diff-files", "--name-only") == ""
+    _, read = warm(source, directory, reads)
+    assert read == {edited.name}
+
+
 def test_a_record_edited_behind_gits_back_is_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
     """assume-unchanged: Git would not compare the file with its index, so it vouches for nothing."""
     committed(source)
@@ -167,3 +185,27 @@ def test_a_pack_with_a_malformed_blob_id_is_not_used(source: Path, tmp_path: Pat
     cache = RenderCache(directory)
     render(source, cache)
     assert cache.pack_found == ""
+
+
+def test_the_cli_in_a_fresh_checkout_prints_what_a_render_without_a_cache_prints(
+    source: Path, tmp_path: Path
+) -> None:
+    """The installed CLI, `render --stdout` with the cache (a tenant added and one edited and
+    committed since the pack was written, the sources checked out again): the bytes of
+    `--no-cache`, every unchanged record reused."""
+    committed(source)
+    directory = tmp_path / "cache"
+    command = [str(CLI), "render", str(source), "--stdout", "--cluster", "demo", "-v"]
+    subprocess.run([*command, "--cache-dir", str(directory)], capture_output=True, check=True)
+    write(source, tenant(60))
+    edited = sorted((source / "tenants").glob("*.yaml"))[3]
+    edited.write_text(edited.read_text().replace("subDomain: ", "subDomain: w"))
+    git(source, "add", "-A")
+    git(source, "commit", "-qm", "one added, one edited")
+    checked_out_again(source)
+    warm = subprocess.run(
+        [*command, "--cache-dir", str(directory)], capture_output=True, text=True, check=True
+    )
+    cold = subprocess.run([*command, "--no-cache"], capture_output=True, text=True, check=True)
+    assert warm.stdout == cold.stdout
+    assert f"{records(source) - 2} of {records(source)} tenant record(s) reused" in warm.stderr
