@@ -103,49 +103,70 @@ def test_a_fresh_checkout_reads_no_unchanged_record(source: Path, tmp_path: Path
     assert read == tenant_files(source)
 
 
-def test_a_record_edited_in_the_work_tree_is_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
+def filled(source: Path, tmp_path: Path) -> Path:
+    """The sources committed and a cache filled by rendering them: the cache directory."""
     committed(source)
     directory = tmp_path / "cache"
     render(source, RenderCache(directory))
+    return directory
+
+
+def edited(source: Path, index: int, mark: str) -> Path:
+    """The `index`th record file (by name) with other bytes: its subdomain prefixed with `mark`."""
+    record = sorted((source / "tenants").glob("*.yaml"))[index]
+    text = record.read_text()
+    record.write_text(text.replace("subDomain: ", f"subDomain: {mark}"))
+    assert record.read_text() != text
+    return record
+
+
+def test_a_record_edited_in_the_work_tree_is_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
+    directory = filled(source, tmp_path)
     checked_out_again(source)
-    edited = sorted((source / "tenants").glob("*.yaml"))[2]
-    text = edited.read_text()
-    edited.write_text(text.replace("subDomain: ", "subDomain: x"))
-    assert edited.read_text() != text
+    record = edited(source, 2, "x")
     _, read = warm(source, directory, reads)
-    assert read == {edited.name}
+    assert read == {record.name}
 
 
 def test_a_record_edited_and_committed_is_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
     """Git vouches for the file, with the id of the bytes committed now: not the pack's."""
-    committed(source)
-    directory = tmp_path / "cache"
-    render(source, RenderCache(directory))
-    edited = sorted((source / "tenants").glob("*.yaml"))[4]
-    text = edited.read_text()
-    edited.write_text(text.replace("subDomain: ", "subDomain: z"))
-    assert edited.read_text() != text
+    directory = filled(source, tmp_path)
+    record = edited(source, 4, "z")
     git(source, "commit", "-qam", "edited")
     checked_out_again(source)
     assert git(source, "diff-files", "--name-only") == ""
     _, read = warm(source, directory, reads)
-    assert read == {edited.name}
+    assert read == {record.name}
 
 
 def test_a_record_edited_behind_gits_back_is_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
     """assume-unchanged: Git would not compare the file with its index, so it vouches for nothing."""
-    committed(source)
-    directory = tmp_path / "cache"
-    render(source, RenderCache(directory))
+    directory = filled(source, tmp_path)
     checked_out_again(source)
-    edited = sorted((source / "tenants").glob("*.yaml"))[1]
-    git(source, "update-index", "--assume-unchanged", f"tenants/{edited.name}")
-    text = edited.read_text()
-    edited.write_text(text.replace("subDomain: ", "subDomain: y"))
-    assert edited.read_text() != text
+    name = sorted((source / "tenants").glob("*.yaml"))[1].name
+    git(source, "update-index", "--assume-unchanged", f"tenants/{name}")
+    record = edited(source, 1, "y")
     assert git(source, "diff-files", "--name-only") == ""  # Git itself does not see it
     _, read = warm(source, directory, reads)
-    assert read == {edited.name}
+    assert read == {record.name}
+
+
+def test_a_record_committed_as_a_link_is_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
+    """A tracked symbolic link is no regular file: Git's id for it is its target's name, never
+    taken for the bytes it leads to (the link is followed and read as the sources always are)."""
+    directory = filled(source, tmp_path)
+    record = sorted((source / "tenants").glob("*.yaml"))[0]
+    kept = source / ".kept" / record.name  # hidden: not a source of its own
+    kept.parent.mkdir()
+    record.rename(kept)
+    record.symlink_to(f"../.kept/{record.name}")
+    edited(source, 0, "v")  # through the link: the bytes it leads to are no longer the packed ones
+    git(source, "add", "-A")
+    git(source, "commit", "-qm", "a link")
+    checked_out_again(source)
+    assert record.is_symlink()
+    _, read = warm(source, directory, reads)
+    assert read == {record.name}
 
 
 def test_files_converted_on_checkout_are_read(source: Path, tmp_path: Path, reads: list[str]) -> None:
@@ -198,8 +219,7 @@ def test_the_cli_in_a_fresh_checkout_prints_what_a_render_without_a_cache_prints
     command = [str(CLI), "render", str(source), "--stdout", "--cluster", "demo", "-v"]
     subprocess.run([*command, "--cache-dir", str(directory)], capture_output=True, check=True)
     write(source, tenant(60))
-    edited = sorted((source / "tenants").glob("*.yaml"))[3]
-    edited.write_text(edited.read_text().replace("subDomain: ", "subDomain: w"))
+    edited(source, 3, "w")
     git(source, "add", "-A")
     git(source, "commit", "-qm", "one added, one edited")
     checked_out_again(source)
