@@ -48,12 +48,25 @@ print_phases() {
 }
 trap print_phases EXIT
 
+# Two bounds on a hang. pyproject.toml's per-test `timeout` fails a test that runs over it, with
+# the stacks of its threads, and the run goes on. This one bounds each pytest run as a whole (a hang
+# that bound cannot interrupt: in a worker's exit, in xdist itself): SIGINT at the limit, so pytest
+# still prints its summary of what failed so far, and CI's 90 minutes are never reached silently.
+run_limit=${BTP_GITOPS_TEST_RUN_LIMIT:-2700}
+if ! [[ $run_limit =~ ^[1-9][0-9]*$ ]]; then
+  echo "test.sh: BTP_GITOPS_TEST_RUN_LIMIT must be a whole number of seconds (got '$run_limit')" >&2
+  exit 2
+fi
+bounded() {  # bounded COMMAND...: COMMAND, interrupted after run_limit seconds
+  bash scripts/bounded.sh "$run_limit" "$@"
+}
+
 # pytest exits 5 when it selected no test: for one of the two main runs that is expected (the
 # arguments named only serial tests, or none), for both it means nothing ran.
 main_runs_empty=0
 pytest_main() {
   local status=0
-  .venv/bin/python -m pytest "$@" || status=$?
+  bounded .venv/bin/python -m pytest --durations=15 "$@" || status=$?
   if [ "$status" -eq 5 ]; then
     main_runs_empty=$((main_runs_empty + 1))
     [ "$main_runs_empty" -lt 2 ] && return 0
@@ -97,7 +110,8 @@ types() {
 #   pytest 8.0, syrupy 5, hypothesis 6.100: all of the above (with snapshots and fuzzers, in parallel)
 #     and the plugins of tests/support (test_tiers.py, test_parallel.py).
 # Not here: ruff, mypy and the type stubs (lint tools; the lint phases run the pins);
-# kubernetes-validate, aiohttp, urllib3, import-linter, pytest-xdist, mkdocs, mkdocs-material
+# kubernetes-validate, aiohttp, urllib3, import-linter, pytest-xdist, pytest-timeout, mkdocs,
+# mkdocs-material
 # (their floor is their pin).
 FLOOR_TESTS=(
   tests/unit/test_yamlio.py
@@ -133,7 +147,7 @@ FLOOR_TESTS=(
 )
 
 floor_tests() {
-  .venv-floor/bin/python -m pytest -p no:cacheprovider "${parallel[@]}" "${FLOOR_TESTS[@]}"
+  bounded .venv-floor/bin/python -m pytest -p no:cacheprovider "${parallel[@]}" "${FLOOR_TESTS[@]}"
 }
 
 phase "setup and tools" bash scripts/setup.sh --with-tools

@@ -36,6 +36,8 @@ from tests.support.tiers import require_marker
 BUILD_SCRIPT = ROOT / "scripts" / "build-image.sh"
 BUILD_TIMEOUT = 2400  # a cold build takes about 3 minutes on 2 cores; the script bounds itself too
 RUN_TIMEOUT = 300
+# pytest-timeout's bound for one test of this folder (pyproject.toml's is 300 s): a cold build, then a run
+TEST_TIMEOUT = BUILD_TIMEOUT + RUN_TIMEOUT
 
 
 def as_root() -> list[str]:

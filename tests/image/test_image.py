@@ -22,9 +22,9 @@ import yaml
 
 import btp_gitops
 from tests.conftest import CHART, CLI, EXAMPLES, ROOT, read_tree
-from tests.image.conftest import BuiltImage, Bundle
+from tests.image.conftest import TEST_TIMEOUT, BuiltImage, Bundle
 
-pytestmark = [pytest.mark.image, pytest.mark.tools]
+pytestmark = [pytest.mark.image, pytest.mark.tools, pytest.mark.timeout(TEST_TIMEOUT)]
 
 LABELS = (
     "org.opencontainers.image.source",

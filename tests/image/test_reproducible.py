@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.image.conftest import BuiltImage, build_image
+from tests.image.conftest import TEST_TIMEOUT, BuiltImage, build_image
 
-pytestmark = [pytest.mark.image, pytest.mark.tools, pytest.mark.slow]
+pytestmark = [pytest.mark.image, pytest.mark.tools, pytest.mark.slow, pytest.mark.timeout(TEST_TIMEOUT)]
 
 
 def sha256(path: Path) -> str:

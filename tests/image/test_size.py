@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from tests.conftest import CLI, EXAMPLES
-from tests.image.conftest import BUILD_SCRIPT, BuiltImage, Bundle
+from tests.image.conftest import BUILD_SCRIPT, TEST_TIMEOUT, BuiltImage, Bundle
 
-pytestmark = [pytest.mark.image, pytest.mark.tools]
+pytestmark = [pytest.mark.image, pytest.mark.tools, pytest.mark.timeout(TEST_TIMEOUT)]
 
 MAX_UNPACKED_BYTES = 250 * 1000 * 1000
 

@@ -50,6 +50,7 @@ pytestmark = [pytest.mark.kube, pytest.mark.slow]
 TENANTS = 90
 UNSUBSCRIBED = frozenset(range(0, TENANTS, 3))  # every third tenant is unsubscribed after its 202
 KILL_AFTER = 25  # subscribes answered before replica A is killed
+SUBSCRIBES_WITHIN = 300.0  # seconds for each of them, at most (send_with_retry gives up at 120)
 TENANTS_DIR = f"apps/{APP}/tenants/"
 DEPROVISION = "btp-gitops.io/deprovision"
 
@@ -129,8 +130,11 @@ def test_a_replica_killed_mid_burst_loses_nothing_and_leaves_nothing_half_writte
         return answers
 
     def killer() -> tuple[list[int], list[str], float]:
-        for _ in range(KILL_AFTER):
-            subscribed.acquire()
+        for answered in range(KILL_AFTER):
+            # bounded: a subscribe that fails never releases, and an unbounded wait here would
+            # turn that failure into a hang of the pool's shutdown (and of the whole test run)
+            if not subscribed.acquire(timeout=SUBSCRIBES_WITHIN):
+                raise AssertionError(f"only {answered} subscribes answered: replica A was not killed")
         victim = cluster.members["a"]
         wait_for_child(victim, timeout=10)  # best effort: a kill during a Git command tests the most
         pids = kill_container(victim)
