@@ -116,8 +116,7 @@ types() {
 #     and the plugins of tests/support (test_tiers.py, test_parallel.py).
 # Not here: ruff, mypy and the type stubs (lint tools; the lint phases run the pins);
 # kubernetes-validate, aiohttp, urllib3, import-linter, pytest-xdist, pytest-timeout, mkdocs,
-# mkdocs-material
-# (their floor is their pin).
+# mkdocs-material (their floor is their pin).
 FLOOR_TESTS=(
   tests/unit/test_yamlio.py
   tests/unit/test_yaml_block_writer.py

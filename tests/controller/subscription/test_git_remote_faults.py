@@ -71,20 +71,18 @@ def subscribe(running: Running, tokens: TokenFactory) -> tuple[int, dict[str, st
 
 def subscribe_as_the_registry_retries(
     running: Running, tokens: TokenFactory, seconds: float = 30
-) -> tuple[int, object, int]:
+) -> tuple[int, object]:
     """The SaaS registry's retry: the same request again after each 503 (at most a second apart
-    here, whatever its Retry-After), until another answer or `seconds`: (status, body, attempts).
+    here, whatever its Retry-After), until another answer or `seconds`: (status, body).
 
     Needed after the remote recovers: a request the remote held when `serve()` let it go is closed
     unanswered (as a recovering remote drops what it held), and a Git command of the server that
     sent it just before then fails; that request is a 503, and its retry is what must succeed."""
     deadline = time.monotonic() + seconds
-    attempts = 0
     while True:
         status, headers, body, _ = subscribe(running, tokens)
-        attempts += 1
         if status != 503 or time.monotonic() > deadline:
-            return status, body, attempts
+            return status, body
         time.sleep(min(float(headers.get("Retry-After", "1")), 1.0))
 
 
@@ -140,7 +138,7 @@ def test_a_remote_that_does_not_answer_is_a_quick_503_and_readyz_follows_it(
     else:
         remote.reopen()
     wait_for(lambda: readyz(running)[0] == 200, 15, "/readyz to recover")
-    status, body, _ = subscribe_as_the_registry_retries(running, tokens)
+    status, body = subscribe_as_the_registry_retries(running, tokens)
     assert status == 202, body
     assert sources.show(RECORD) is not None
 
@@ -178,7 +176,7 @@ def test_a_push_that_may_have_landed_keeps_its_callback_and_the_retry_finds_the_
 
     remote.serve()
     wait_for(lambda: readyz(running)[0] == 200, 15, "/readyz to recover")
-    status, body, _ = subscribe_as_the_registry_retries(running, tokens)
+    status, body = subscribe_as_the_registry_retries(running, tokens)
     assert status == 202, body
     assert sources.head() == landed  # the record was there: nothing committed again
     assert provisioning_callback(running)["callbackPath"] == CALLBACK
