@@ -26,11 +26,18 @@ pipeline with `--domain cap|kyma`, GitPython with `render --commit` (never with 
 the Kubernetes client with `--from-cluster`. The embedded Helm engine is never imported here:
 io.helm_process starts io.helm_worker, a child process that loads it; io.helm loads that process
 code when it renders its first chart.
+
+The console script is `run`: `main`, then the process ends without freeing its heap object by
+object (what `render` and `diff` made is kept to the end, cli.output.keep_until_exit), after
+what the interpreter's shutdown would do that anyone sees (output flushed, atexit functions run,
+other threads waited for).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import importlib
 import os
 import sys
@@ -39,7 +46,14 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, NoReturn
 
 from btp_gitops import __version__
-from btp_gitops.generator.cli.output import STRUCTURED, TEXT, error_document, print_result, requested_output
+from btp_gitops.generator.cli.output import (
+    STRUCTURED,
+    TEXT,
+    error_document,
+    forget_kept,
+    print_result,
+    requested_output,
+)
 from btp_gitops.generator.core.errors import BtpGitopsError, Problem, UsageError
 from btp_gitops.generator.core.exit_codes import ExitCode, exit_code_for
 from btp_gitops.generator.core.redact import printable, redact
@@ -159,6 +173,7 @@ def commands_needed(argv: Sequence[str]) -> set[str] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
+    forget_kept()
     parser = build_parser(commands_needed(arguments))
     if not arguments:
         # As kubectl and helm: the bare command is a request for help, not a mistake.
@@ -228,5 +243,35 @@ def _print_error(output: str, kind: str, message: str, problems: Sequence[Proble
         print_result(error_document(kind, message, problems, code), output, sys.stdout)
 
 
+def run(argv: Sequence[str] | None = None) -> NoReturn:
+    """The `btp-gitops` console script: `main`, then out of the process without taking its heap
+    apart. A warm render of 20,000 tenants ends holding millions of objects (what the command
+    kept, cli.output.keep_until_exit), and the interpreter's shutdown would free them one by one
+    and run a last collection over them: a tenth of a warm `diff`'s CPU that changes nothing
+    (docs/benchmarks.md). What shutdown does that matters is done first: stdout and stderr
+    flushed (a reader that went away ends the command as `main` ends it for one, see
+    `BrokenPipeError` there), the atexit functions run (the Helm worker stopped, logging flushed,
+    temporary directories removed). While another thread that is not a daemon still runs (a
+    controller command that returned before its workers ended), the usual shutdown, which waits
+    for it."""
+    code = main(argv)
+    threads = sys.modules.get("threading")  # never imported: no other thread was started
+    if threads is not None and any(
+        thread is not threads.current_thread() and not thread.daemon and thread.is_alive()
+        for thread in threads.enumerate()
+    ):
+        sys.exit(code)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError as error:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = exit_code_for(error)
+    atexit._run_exitfuncs()  # what shutdown would run, in its order (last registered first)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed, or its reader gone: nothing to keep
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -21,6 +21,7 @@ from btp_gitops.generator.cli.output import (
     TEXT,
     YAML,
     add_output_options,
+    keep_until_exit,
     print_module_problems,
     print_notes,
     print_skipped,
@@ -66,6 +67,7 @@ def run_diff(args: argparse.Namespace) -> int:
         result = diff_cluster(request, chart_engine(args), load_schema_registry(args.schemas), progress)
     finally:
         progress.finish()
+    keep_until_exit(result, request)
     print_cache_use(request.cache, args)
     print_skipped(result.render.skipped, sys.stderr, args.quiet)
     result.render.raise_if_strict(args.strict)

@@ -63,6 +63,24 @@ def add_verbosity_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# What a command made, left to the end of the process (`keep_until_exit`).
+_KEPT: list[object] = []
+
+
+def keep_until_exit(*made: object) -> None:
+    """Leave what a command made (a render's result: its apps, files and records, millions of
+    objects at 20,000 tenants) to be freed with the process, not one object at a time as the
+    command returns: the console script ends the process without taking its heap apart
+    (`generator.cli.run`). A caller of `main` in the same process (a test) frees it when `main`
+    runs the next command."""
+    _KEPT.extend(made)
+
+
+def forget_kept() -> None:
+    """Drop what the previous command in this process kept (`keep_until_exit`)."""
+    _KEPT.clear()
+
+
 def structured(args: argparse.Namespace) -> bool:
     return getattr(args, "output", TEXT) in STRUCTURED
 

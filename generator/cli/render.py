@@ -24,6 +24,7 @@ from btp_gitops.generator.cli.options import (
 )
 from btp_gitops.generator.cli.output import (
     add_output_options,
+    keep_until_exit,
     print_changed_files,
     print_module_problems,
     print_notes,
@@ -64,6 +65,7 @@ def run_render_to_stdout(args: argparse.Namespace) -> int:
         allow_paths=allow_paths(args),
         cache=cache,
     )
+    keep_until_exit(result, cache)
     print_cache_use(cache, args)
     print_skipped(result.skipped, sys.stderr, args.quiet)
     result.raise_if_strict(args.strict)
@@ -114,6 +116,7 @@ def run_render(args: argparse.Namespace) -> int:
         )
     finally:
         progress.finish()
+    keep_until_exit(result, request)
     print_cache_use(request.cache, args)
     print_skipped(result.skipped, sys.stderr, args.quiet)
     if structured(args):
