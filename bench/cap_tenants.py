@@ -261,7 +261,8 @@ def run_cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path = RO
     forbids it (PYTHONDONTWRITEBYTECODE) would have every run compile ~180 modules again."""
     run_env = {key: value for key, value in (env or os.environ).items() if key != "PYTHONDONTWRITEBYTECODE"}
     before, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    subprocess.run([str(CLI), *map(str, args)], capture_output=True, check=True, cwd=cwd, env=run_env)
+    script = [str(console_script(env)), *map(str, args)]
+    subprocess.run(script, capture_output=True, check=True, cwd=cwd, env=run_env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, time.perf_counter() - wall
@@ -277,6 +278,15 @@ def run_git(repo: Path, *args: str) -> tuple[float, float]:
     subprocess.run(command, capture_output=True, check=True, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), time.perf_counter() - wall
+
+
+def console_script(env: dict[str, str] | None) -> Path:
+    """The `btp-gitops` script of the code `env` runs: a baseline's own, installed with it
+    (`install_baseline`: its folder first on PYTHONPATH), so that each revision starts and ends its
+    process as its own console script does; this revision's otherwise."""
+    installed = (env or {}).get("PYTHONPATH", "").split(os.pathsep)[0]
+    script = Path(installed) / "bin" / "btp-gitops" if installed else None
+    return script if script is not None and script.is_file() else CLI
 
 
 def install_baseline(tree: Path, work: Path) -> Path:
@@ -303,6 +313,8 @@ def install_baseline(tree: Path, work: Path) -> Path:
     ).stdout.strip()
     if not Path(where).is_relative_to(target):
         raise SystemExit(f"--baseline-src {tree}: its package does not come first ({where})")
+    if console_script({"PYTHONPATH": str(target)}) == CLI:
+        raise SystemExit(f"--baseline-src {tree}: pip installed no btp-gitops script into {target}/bin")
     return target
 
 
