@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from btp_gitops.generator.cli import main
 from btp_gitops.generator.cli import output as cli_output
 from btp_gitops.generator.cli.output import keep_until_exit
 from btp_gitops.generator.core.exit_codes import ExitCode
+from tests.support.contributed import contributed_command_env
 
 CLI = Path(sys.executable).parent / "btp-gitops"
 
@@ -65,21 +64,11 @@ def handle(args):
 
 
 @pytest.fixture
-def probe_env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    (tmp_path / "end_probe.py").write_text(PROBE)
-    dist_info = tmp_path / "end_probe-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: end-probe\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(
-        textwrap.dedent("""\
-            [btp_gitops.commands]
-            end-probe = end_probe:register
-        """)
-    )
+def probe_env(tmp_path: Path) -> dict[str, str]:
     # stdout buffered, as a shell's user has it (not PYTHONUNBUFFERED): the end of the process writes
     # what the command left in the buffer.
     environment = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
-    yield {**environment, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    return contributed_command_env(tmp_path, "end_probe", "end-probe", PROBE, environment)
 
 
 def test_all_of_stdout_is_written_and_the_atexit_functions_run(

@@ -5,13 +5,9 @@ documents exactly that table, every error class's code is listed there, exit 1 b
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 import re
 import subprocess
-import sys
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +18,7 @@ from btp_gitops.controller.errors import ConfigurationError, ControllerError, Te
 from btp_gitops.generator.core.errors import BtpGitopsError, GitError, InstallationBroken, UsageError
 from btp_gitops.generator.core.exit_codes import MEANINGS, ExitCode, exit_code_for
 from tests.conftest import CLI, ROOT
+from tests.support.contributed import contributed_command_env
 
 DOC = ROOT / "docs" / "errors.md"
 
@@ -137,18 +134,8 @@ def handle(args):
 
 
 @pytest.fixture
-def probe_env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    (tmp_path / "exit_code_probe.py").write_text(PROBE)
-    dist_info = tmp_path / "exit_code_probe-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: exit-code-probe\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(
-        textwrap.dedent("""\
-            [btp_gitops.commands]
-            exit-probe = exit_code_probe:register
-        """)
-    )
-    yield {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+def probe_env(tmp_path: Path) -> dict[str, str]:
+    return contributed_command_env(tmp_path, "exit_code_probe", "exit-probe", PROBE)
 
 
 @pytest.mark.parametrize(
