@@ -9,6 +9,7 @@ one place that turns controller errors into exit codes and messages is `run_comm
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -229,17 +230,20 @@ class StopSignal:
 
     def __init__(self) -> None:
         self.event = threading.Event()
+        self._received = itertools.count()
         for number in (signal.SIGTERM, signal.SIGINT):
             signal.signal(number, self._handle)
 
     def _handle(self, number: int, frame: FrameType | None) -> None:
         # A supervisor may deliver the stop more than once (`timeout` signals the process and then
-        # its process group): the stop is one event, reported once.
-        if self.event.is_set():
+        # its process group): the stop is one event, reported once. The second signal's handler
+        # can run inside the first's (between any two of its bytecodes, as while it logs): the
+        # count is taken in one call, so exactly one of them is the first.
+        if next(self._received):
             log.debug("received signal %d: already stopping", number)
             return
-        log.info("received signal %d: stopping", number)
         self.event.set()
+        log.info("received signal %d: stopping", number)
 
 
 # The top-level modules of the `controller` extra (pip install 'btp-gitops[controller]'); the
