@@ -69,6 +69,12 @@ def run_diff(args: argparse.Namespace) -> int:
         progress.finish()
     keep_until_exit(result, request)
     print_cache_use(request.cache, args)
+    if args.verbose and result.render.held:
+        print(
+            f"diff: {len(result.render.held)} app(s) at {result.title.against} hold the files the render "
+            "pack gives them (the same Git tree ids): not compared",
+            file=sys.stderr,
+        )
     print_skipped(result.render.skipped, sys.stderr, args.quiet)
     result.render.raise_if_strict(args.strict)
     if not args.quiet or structured(args):

@@ -43,7 +43,7 @@ from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.objects import object_key
 from btp_gitops.generator.core.yaml_limits import AliasBudget
 from btp_gitops.generator.core.yamlio import load_trusted_document
-from btp_gitops.generator.io.git_blobs import blob_id
+from btp_gitops.generator.io.git_blobs import blob_id, tree_id
 
 BLOB_ID_WIDTH = 40  # a SHA-1 Git blob id in hexadecimal
 
@@ -136,6 +136,7 @@ class AppFiles:
         "_files",
         "_ids",
         "_keys",
+        "_tree",
         "blob",
         "ids_text",
         "keys_text",
@@ -154,6 +155,7 @@ class AppFiles:
         self._keys: list[Key] | None = None
         self._files: dict[str, str] | None = None
         self._ids: list[str] | None = None
+        self._tree: str | None = None
 
     @classmethod
     def rendered(cls, keys: list[Key], files: dict[str, str], blob_ids: dict[str, str]) -> AppFiles | None:
@@ -209,6 +211,14 @@ class AppFiles:
         if self._ids is None:
             self._ids = _BLOB_ID.findall(self.ids_text)
         return self._ids
+
+    def tree_id(self) -> str | None:
+        """The Git tree id of a directory holding these files as the index names them (names and
+        blob ids; the texts are not decoded); None when the names cannot be one directory's."""
+        if self._tree is None:
+            names, ids = _split(self.names_text), self.ids()
+            self._tree = (tree_id(zip(names, ids, strict=True)) if len(names) == len(ids) else None) or ""
+        return self._tree or None
 
 
 def names_hold(apps: list[AppFiles]) -> bool:

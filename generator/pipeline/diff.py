@@ -190,7 +190,12 @@ def diff_cluster(
         shard_tenants=shards_tenants(tree.manifest, old.keys(), request.migrate_layout),
         cache=request.cache,
         progress=progress,
+        leave_out_held=True,
     )
+    if result.held and isinstance(old, CommitBlobs):
+        # The apps the commit holds as the pack gives them (by tree id) are on neither side: the
+        # render left them out, and so does the comparison (reused_output.held_directories).
+        old = old.without_directories(result.held)
     new = {**result.files, **result.records}
     # Only the apps in which a file differs are compared: the others' files are the same bytes on
     # both sides, so they hold the same objects (compare_changed_apps). At a ref, the files

@@ -34,6 +34,12 @@ class KnownBlobs(Protocol):
     def known_blob_ids(self) -> Mapping[str, str]: ...
 
 
+class KnownTrees(Protocol):
+    """Directories whose Git tree ids are known without reading them (io.git_blobs.CommitBlobs)."""
+
+    def known_tree_ids(self) -> Mapping[str, str]: ...
+
+
 class DecodedFiles(Mapping[str, str]):
     """Files by path (those of `data` in `paths`, or all), each decoded (UTF-8, undecodable bytes
     replaced) when it is first read: of the 80,000 files a cluster directory of 20,000 tenants
@@ -82,6 +88,16 @@ class DecodedFiles(Mapping[str, str]):
         if hasattr(data, "known_blob_ids"):
             blobs: KnownBlobs = data
             return blobs.known_blob_ids()
+        return {}
+
+    def known_tree_ids(self) -> Mapping[str, str]:
+        """The Git tree id of each directory of the files, by path, where Git lists them without
+        reading a file (a commit's tree: `diff --against REF`); empty otherwise. Only for all the
+        files (`paths` not given): a tree id names every file of its directory."""
+        data = self._data
+        if self._paths is None and hasattr(data, "known_tree_ids"):
+            trees: KnownTrees = data
+            return trees.known_tree_ids()
         return {}
 
     def __iter__(self) -> Iterator[str]:

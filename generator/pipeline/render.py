@@ -103,6 +103,7 @@ from btp_gitops.generator.pipeline.reused_output import (
     HeldBlobs,
     Unchanged,
     check_reused_output,
+    held_directories,
     lay_out_cluster,
 )
 from btp_gitops.generator.pipeline.source_checks import checked_sources
@@ -161,6 +162,9 @@ class RenderResult:
     module_problems: list[Problem] = field(default_factory=list)  # Kyma modules not resolved (apps kept)
     skipped: list[Skipped] = field(default_factory=list)  # what under the source paths is no source
     blob_ids: dict[str, str] = field(default_factory=dict)  # the pack's (reused_output.ClusterLayout.claims)
+    # With `leave_out_held`: the app directories the previous tree holds as the pack gives them,
+    # whose files are not in `files` (reused_output.held_directories).
+    held: frozenset[str] = frozenset()
 
     def report(self) -> dict[str, Any]:
         data = report_dict(self.cluster, self.apps, self.notes)
@@ -318,14 +322,18 @@ def lay_out_app(manifests: list[Manifest], target: str) -> dict[str, str]:
 
 
 def lay_out_apps(
-    apps: list[AppRender], target: str = ARGOCD, progress: Progress = NO_PROGRESS
+    apps: list[AppRender],
+    target: str = ARGOCD,
+    progress: Progress = NO_PROGRESS,
+    held: frozenset[str] = frozenset(),
 ) -> list[dict[str, str]]:
     """Each app's files, named inside its directory (an app reused from the render pack: as the
-    render that packed it laid them out)."""
+    render that packed it laid them out; none for one whose directory is `held`)."""
     laid_out: list[dict[str, str]] = []
     for app in counted(apps, progress, "writing apps", len(apps)):
         if isinstance(app, ReusedApp):
-            laid_out.append(app.packed.files)
+            left_out = held and app_directory(app.app, app.group) in held
+            laid_out.append({} if left_out else app.packed.files)
         elif not app.manifests:
             laid_out.append({})
         else:
@@ -384,6 +392,7 @@ def render_cluster(
     allow_paths: tuple[Path, ...] = (),
     shard_tenants: bool = True,  # ownership.shards_tenants: False keeps a flat repository flat
     cache: RenderCache | None = None,
+    leave_out_held: bool = False,  # diff: RenderResult.held's apps are not laid out
 ) -> RenderResult:
     """Everything up to, not including, writing: pure apart from reading the sources and charts,
     and, with a `cache`, reading tenant records rendered before and keeping the new ones
@@ -401,6 +410,7 @@ def render_cluster(
         allow_paths=allow_paths,
         cache=cache,
         shard_tenants=shard_tenants,
+        leave_out_held=leave_out_held,
     )
     # A render makes few reference cycles, and most of what it makes lives until it returns: the
     # cycle collector, run again and again over 20,000 tenants' objects, would find nothing to
@@ -432,6 +442,7 @@ def _render_cluster(
     allow_paths: tuple[Path, ...],
     cache: RenderCache | None,
     shard_tenants: bool,
+    leave_out_held: bool,
 ) -> RenderResult:
     where = cluster_subtree(cluster)
     roots = source_roots(sources, kyma, allow_paths)
@@ -461,7 +472,8 @@ def _render_cluster(
     checks.run(lambda: reject_duplicate_objects(apps, keys), None)
     checks.raise_if_any()
     layout_notes = [] if shard_tenants else keep_flat(apps)
-    per_app = lay_out_apps(apps, target.target, progress)
+    held = held_directories(apps, _held_trees(previous)) if leave_out_held else frozenset()
+    per_app = lay_out_apps(apps, target.target, progress, held)
     layout = lay_out_cluster(apps, per_app, _unchanged(previous), _held_blobs(previous))
     laid_out = carry_over(layout.files, kyma_plan.untouched_apps, previous or {})
     wiring = cluster_wiring(cluster, apps, target)
@@ -493,7 +505,12 @@ def _render_cluster(
         notes=[*layout_notes, *kyma_plan.notes],
         skipped=sorting.sorted_skipped(),
         blob_ids=layout.claims_in(files, wiring if laid_out is layout.files else None),
+        held=held,
     )
+
+
+def _held_trees(previous: Mapping[str, str] | None) -> Mapping[str, str]:
+    return previous.known_tree_ids() if isinstance(previous, DecodedFiles) else {}
 
 
 def _held_blobs(previous: Mapping[str, str] | None) -> HeldBlobs | None:

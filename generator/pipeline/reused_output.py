@@ -29,12 +29,13 @@ the files it hands the layout pass the same guard as a fresh app's, checked on t
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from btp_gitops.generator.core.errors import CredentialInOutput, InvalidSpec, Problem, raise_if_problems
 from btp_gitops.generator.core.keys import private_key_in
-from btp_gitops.generator.core.layout import app_directory
+from btp_gitops.generator.core.layout import app_directory, app_path
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
@@ -136,6 +137,32 @@ def lay_out_cluster(
     if paths != sorted(paths):  # in order as a rule: sorting a sorted list is one pass
         layout.files = {path: files[path] for path in sorted(paths)}
     return layout
+
+
+def held_directories(apps: Sequence[AppRender], trees: Mapping[str, str]) -> frozenset[str]:
+    """The directories of apps reused from the render pack that the compared tree already holds
+    as the pack gives them: the tree id Git lists for the directory (`trees`, a commit's) is the
+    one the pack's file names and blob ids make (io.packed_app), so every file there is the one
+    the render would show, and `diff` neither lays the app out nor compares it. Only an app that
+    is the one of its name on both sides: an app with another directory in the compared tree
+    (flat and sharded, or in two groups) or a namesake in this render is compared file by file,
+    as objects may move between its directories."""
+    if not trees:
+        return frozenset()
+    compared: Counter[str] = Counter()
+    for directory in trees:
+        found = app_path(directory + "/-")  # the app a file in it would belong to
+        if found.directory == directory:
+            compared[found.app] += 1
+    rendered = Counter(app.app for app in apps)
+    held = set()
+    for app in apps:
+        if isinstance(app, ReusedApp) and rendered[app.app] == 1 and compared[app.app] == 1:
+            directory = app_directory(app.app, app.group)
+            claimed = trees.get(directory)
+            if claimed is not None and claimed == app.packed.content.tree_id():
+                held.add(directory)
+    return frozenset(held)
 
 
 def check_claims(texts: Mapping[str, str], claims: Mapping[str, str], paths: Iterable[str]) -> None:

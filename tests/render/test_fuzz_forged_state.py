@@ -174,6 +174,17 @@ def _flip(data: bytes, at: int) -> bytes:
     return data[:index] + bytes([data[index] ^ (1 << (at % 8))]) + data[index + 1 :]
 
 
+def _staged_bytes(staged: Path | None) -> bytes:
+    """The bytes staged at a path of the plan, b"" when none are: no regular file there, or a
+    name the file system refuses (pathlib's is_file raises on a name over 255 bytes)."""
+    try:
+        if staged is not None and staged.is_file() and not staged.is_symlink():
+            return staged.read_bytes()
+    except OSError:
+        pass
+    return b""
+
+
 def plant_journal(clusters: Path, journal: dict[str, Any], outside: Path) -> None:
     directory = clusters / f".{CLUSTER}.journal-fz"
     new = directory / "new"
@@ -185,8 +196,7 @@ def plant_journal(clusters: Path, journal: dict[str, Any], outside: Path) -> Non
         digests = []
         for path in journal["write"]:
             staged = new / path if path and not path.startswith("/") else None
-            regular = staged is not None and staged.is_file() and not staged.is_symlink()
-            digests.append(digest_of(staged.read_bytes() if regular and staged else b""))
+            digests.append(digest_of(_staged_bytes(staged)))
         body["digests"] = digests
     else:
         body["digests"] = journal["digests"]

@@ -1,0 +1,111 @@
+"""io.git_blobs.tree_id and CommitBlobs' trees: the id Git gives a directory, computed from file
+names and blob ids alone, must be the one real Git writes (`git write-tree` of an index holding
+the same files), or a `diff` would take an app for unchanged when it is not, or compare one it
+could have left out. And leaving app directories out of a commit's files keeps every other file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from btp_gitops.generator.io.git_blobs import blob_id, commit_blobs, tree_id
+from tests.unit.test_git_blobs import git
+
+# Names whose order in a tree is not plain string order: Git orders a directory as if its name
+# ended in a slash, so `a-b.yaml` ('-') and `a.yaml` ('.') come before the directory `a` ('/'),
+# and `a0` ('0') after it.
+LAYOUTS = {
+    "flat": ["kustomization.yaml", "deployment-web.yaml", "service-web.yaml", "a-b.yaml", "a.yaml", "a0"],
+    "stages": ["a-b.yaml", "a.yaml", "a/x.yaml", "a0", "10-crds/crd.yaml", "20-apps/deep/x.yaml", "z.yaml"],
+    "one file": ["only.yaml"],
+}
+
+
+def written_tree(tmp_path: Path, files: dict[str, bytes]) -> str:
+    """The tree id real Git gives a directory holding `files`."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for path, data in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_bytes(data)
+    git(repo, "add", "-A")
+    return git(repo, "write-tree").strip()
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_the_tree_id_is_the_one_git_writes(tmp_path: Path, layout: str) -> None:
+    files = {path: f"kind: ConfigMap\nname: {index}\n".encode() for index, path in enumerate(LAYOUTS[layout])}
+    listed = [(path, blob_id(data)) for path, data in files.items()]
+    assert tree_id(listed) == written_tree(tmp_path, files)
+    assert tree_id(list(reversed(listed))) == tree_id(listed)  # the order given does not matter
+
+
+def test_another_byte_or_name_is_another_tree(tmp_path: Path) -> None:
+    files = {"a.yaml": b"one\n", "b.yaml": b"two\n"}
+    base = tree_id([(path, blob_id(data)) for path, data in files.items()])
+    assert base == written_tree(tmp_path, files)
+    assert tree_id([("a.yaml", blob_id(b"one\n")), ("b.yaml", blob_id(b"two!\n"))]) != base
+    assert tree_id([("a.yaml", blob_id(b"one\n")), ("c.yaml", blob_id(b"two\n"))]) != base
+    assert tree_id([("a.yaml", blob_id(b"one\n"))]) != base
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        [("a.yaml", "0" * 40), ("a.yaml", "1" * 40)],  # a path twice
+        [("a", "0" * 40), ("a/x.yaml", "1" * 40)],  # a file and a directory of one name
+        [("a/x.yaml", "1" * 40), ("a", "0" * 40)],
+        [("", "0" * 40)],
+        [("../x.yaml", "0" * 40), ("y/z", "0" * 40)],
+        [("a//x.yaml", "0" * 40)],
+        [("a.yaml", "0" * 39)],  # not an id
+        [("a.yaml", "zz" * 20)],
+        [("a.yaml", "00 " * 13 + "0")],  # fromhex skips spaces: 13 bytes, not 20
+        [("d/a.yaml", "0" * 38)],
+    ],
+)
+def test_paths_no_directory_holds_or_ids_no_blob_has_no_tree(listed: list[tuple[str, str]]) -> None:
+    assert tree_id(listed) is None
+
+
+def test_a_commit_lists_the_tree_of_every_directory(tmp_path: Path) -> None:
+    files = {
+        "kustomization.yaml": b"root\n",
+        "tenants/g/3a/app-one/cm.yaml": b"one\n",
+        "tenants/g/3a/app-one/kustomization.yaml": b"list one\n",
+        "tenants/g/3a/app-one0/cm.yaml": b"one zero\n",
+        "tenants/g/5c/app-two/cm.yaml": b"two\n",
+        "flat/cm.yaml": b"flat\n",
+    }
+    top = tmp_path / "repo"
+    written_tree(tmp_path, files)
+    git(top, "commit", "-qm", "rendered")
+    head = git(top, "rev-parse", "HEAD^{tree}").strip()
+    blobs = commit_blobs(top, head, "sha1", ("", "HEAD"))
+    trees = blobs.known_tree_ids()
+    assert set(trees) == {"tenants", "tenants/g", "tenants/g/3a", "tenants/g/5c", "flat"} | {
+        "tenants/g/3a/app-one",
+        "tenants/g/3a/app-one0",
+        "tenants/g/5c/app-two",
+    }
+    one = {path: blobs.blobs[path] for path in blobs if path.startswith("tenants/g/3a/app-one/")}
+    assert trees["tenants/g/3a/app-one"] == tree_id([(p.rsplit("/", 1)[1], oid) for p, oid in one.items()])
+    assert trees["tenants/g/3a/app-one"] == git(top, "rev-parse", "HEAD:tenants/g/3a/app-one").strip()
+
+    # Leaving app directories out: exactly the files below them go (not `app-one0/`, whose name
+    # begins with the same letters), with their trees and the trees above them.
+    left = blobs.without_directories(["tenants/g/3a/app-one", "flat"])
+    assert list(left) == [
+        "kustomization.yaml",
+        "tenants/g/3a/app-one0/cm.yaml",
+        "tenants/g/5c/app-two/cm.yaml",
+    ]
+    assert left[("tenants/g/3a/app-one0/cm.yaml")] == b"one zero\n"
+    assert set(left.known_tree_ids()) == {"tenants/g/3a/app-one0", "tenants/g/5c", "tenants/g/5c/app-two"}
+    # A file left out the other way (`without`): the directories above it are no longer the trees.
+    fewer = blobs.without(["tenants/g/5c/app-two/cm.yaml"])
+    assert "tenants/g/5c/app-two" not in fewer.known_tree_ids() and "tenants" not in fewer.known_tree_ids()
+    assert fewer.known_tree_ids()["tenants/g/3a/app-one"] == trees["tenants/g/3a/app-one"]
