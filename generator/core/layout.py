@@ -191,6 +191,19 @@ class AppPath:
         return self.directory != self.app
 
 
+def app_of_directory(directory: str) -> str | None:
+    """The app whose directory `directory` is (`app_path(directory + "/x").directory` is it),
+    None for any other directory: worked out from the count of its parts first, as a listing of
+    20,000 app directories asks for each."""
+    depth = directory.count("/")
+    if depth == 0:
+        return directory or None
+    if depth == 3 and directory.startswith(TENANTS_DIR + "/"):
+        parts = directory.split("/")
+        return parts[3] if _SHARD.fullmatch(parts[2]) else None
+    return None
+
+
 def app_path(path: str) -> AppPath:
     """The app directory `path` (relative to the cluster directory) lies in. Paths under
     `tenants/<group>/<shard>/<app>/` belong to `<app>`; any other path to its first directory

@@ -90,8 +90,10 @@ def tree_id(files: Iterable[tuple[str, str]]) -> str | None:
     (an empty or dot part, a file and a directory of one name, a path twice). Entries are ordered
     as Git orders them: by their bytes, a directory's name as if it ended in a slash."""
     listed = list(files)
+    if any(len(oid) != 40 for _, oid in listed):
+        return None
     if not any("/" in path for path, _ in listed):
-        return _flat_tree_id(listed)
+        return flat_tree_id([path for path, _ in listed], "".join(oid for _, oid in listed))
     root: _TreeNode = {}
     for path, oid in listed:
         *directories, name = path.split("/")
@@ -107,19 +109,30 @@ def tree_id(files: Iterable[tuple[str, str]]) -> str | None:
     return _tree_of(root)
 
 
-def _flat_tree_id(files: list[tuple[str, str]]) -> str | None:
-    """`tree_id` of files none of which is in a subdirectory (a tenant app laid out for Argo CD:
-    20,000 of them per `diff`), without building the nested form."""
-    files.sort()
+def flat_tree_id(names: list[str], ids: str) -> str | None:
+    """`tree_id` of files none of which is in a subdirectory, their SHA-1 blob ids one string of
+    40 hexadecimal digits each, in the order of `names` (as the render pack keeps a tenant's app
+    laid out for Argo CD: 20,000 of them per `diff`); None as for `tree_id`."""
+    distinct = set(names)
+    if len(ids) != 40 * len(names) or len(distinct) != len(names) or not distinct.isdisjoint(_NOT_NAMES):
+        return None
     try:
-        raw = [bytes.fromhex(oid) for _, oid in files]
+        raw = bytes.fromhex(ids)
     except ValueError:
         return None
-    names = [path.encode("utf-8", "surrogateescape") for path, _ in files]
-    if any(len(oid) != 20 for oid in raw) or len(set(names)) != len(names) or set(names) & {b"", b".", b".."}:
-        return None  # an id not of 20 bytes, a path twice, a name no directory holds
-    body = b"".join([_FILE_MODE + name + b"\0" + oid for name, oid in zip(names, raw, strict=True)])
+    joined = "".join(names)
+    if len(raw) != 20 * len(names) or "/" in joined or "\0" in joined:
+        return None  # fromhex passes over spaces; no name in a tree holds a slash or a NUL
+    entries = [
+        _FILE_MODE + name.encode("utf-8", "surrogateescape") + b"\0" + raw[20 * i : 20 * i + 20]
+        for i, name in enumerate(names)
+    ]
+    entries.sort()  # by name: each entry is the same mode, then its name and a NUL (in no name)
+    body = b"".join(entries)
     return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
+
+
+_NOT_NAMES = frozenset({"", ".", ".."})
 
 
 def _tree_of(node: _TreeNode) -> str | None:

@@ -43,7 +43,7 @@ from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.objects import object_key
 from btp_gitops.generator.core.yaml_limits import AliasBudget
 from btp_gitops.generator.core.yamlio import load_trusted_document
-from btp_gitops.generator.io.git_blobs import blob_id, tree_id
+from btp_gitops.generator.io.git_blobs import blob_id, flat_tree_id, tree_id
 
 BLOB_ID_WIDTH = 40  # a SHA-1 Git blob id in hexadecimal
 
@@ -216,8 +216,12 @@ class AppFiles:
         """The Git tree id of a directory holding these files as the index names them (names and
         blob ids; the texts are not decoded); None when the names cannot be one directory's."""
         if self._tree is None:
-            names, ids = _split(self.names_text), self.ids()
-            self._tree = (tree_id(zip(names, ids, strict=True)) if len(names) == len(ids) else None) or ""
+            names = _split(self.names_text)
+            if "/" in self.names_text:  # in stage directories (Flux)
+                ids = self.ids()
+                self._tree = (tree_id(zip(names, ids, strict=True)) if len(names) == len(ids) else None) or ""
+            else:
+                self._tree = flat_tree_id(names, self.ids_text) or ""
         return self._tree or None
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from btp_gitops.generator.core.errors import CredentialInOutput, InvalidSpec, Problem, raise_if_problems
 from btp_gitops.generator.core.keys import private_key_in
-from btp_gitops.generator.core.layout import app_directory, app_path
+from btp_gitops.generator.core.layout import app_directory, app_of_directory
 from btp_gitops.generator.core.objects import Manifest
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
@@ -149,11 +149,7 @@ def held_directories(apps: Sequence[AppRender], trees: Mapping[str, str]) -> fro
     as objects may move between its directories."""
     if not trees:
         return frozenset()
-    compared: Counter[str] = Counter()
-    for directory in trees:
-        found = app_path(directory + "/-")  # the app a file in it would belong to
-        if found.directory == directory:
-            compared[found.app] += 1
+    compared = Counter(app_of_directory(directory) for directory in trees)
     rendered = Counter(app.app for app in apps)
     held = set()
     for app in apps:

@@ -18,6 +18,8 @@ import yaml
 from btp_gitops.generator.core.layout import (
     KUSTOMIZATION,
     app_files,
+    app_of_directory,
+    app_path,
     file_names,
     kustomization,
     sort_manifests,
@@ -290,3 +292,24 @@ def test_app_files_of_nothing_is_an_empty_kustomization() -> None:
 def test_app_files_keeps_origin_out_of_the_text() -> None:
     found = [Manifest({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, "chart/t.yaml")]
     assert app_files(found)["configmap-x.yaml"] == "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
+
+
+@pytest.mark.parametrize(
+    "directory",
+    [
+        "cap.bookshop.bookshop",
+        "tenants",
+        ".wiring",
+        "tenants/bookshop.bookshop",
+        "tenants/bookshop.bookshop/3a",
+        "tenants/bookshop.bookshop/3a/cap-tenant.bookshop.acme",
+        "tenants/bookshop.bookshop/zz/cap-tenant.bookshop.acme",
+        "tenants/bookshop.bookshop/3a/cap-tenant.bookshop.acme/10-crds",
+        "cap-tenant.bookshop.acme/10-crds",
+        "other/g/3a/app",
+    ],
+)
+def test_the_app_of_a_directory_is_the_one_app_path_gives_its_files(directory: str) -> None:
+    found = app_path(directory + "/file.yaml")
+    expected = found.app if found.directory == directory else None
+    assert app_of_directory(directory) == expected

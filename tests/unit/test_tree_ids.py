@@ -62,6 +62,7 @@ def test_another_byte_or_name_is_another_tree(tmp_path: Path) -> None:
         [("../x.yaml", "0" * 40), ("y/z", "0" * 40)],
         [("a//x.yaml", "0" * 40)],
         [("a.yaml", "0" * 39)],  # not an id
+        [("a\0b.yaml", "0" * 40)],
         [("a.yaml", "zz" * 20)],
         [("a.yaml", "00 " * 13 + "0")],  # fromhex skips spaces: 13 bytes, not 20
         [("d/a.yaml", "0" * 38)],
@@ -109,3 +110,9 @@ def test_a_commit_lists_the_tree_of_every_directory(tmp_path: Path) -> None:
     fewer = blobs.without(["tenants/g/5c/app-two/cm.yaml"])
     assert "tenants/g/5c/app-two" not in fewer.known_tree_ids() and "tenants" not in fewer.known_tree_ids()
     assert fewer.known_tree_ids()["tenants/g/3a/app-one"] == trees["tenants/g/3a/app-one"]
+
+
+def test_ids_that_do_not_split_into_forty_digits_have_no_tree() -> None:
+    """Two ids of 39 and 41 digits are 80 digits together, but not two blob ids."""
+    assert tree_id([("a.yaml", "0" * 39), ("b.yaml", "1" * 41)]) is None
+    assert tree_id([("a.yaml", "0" * 40), ("b.yaml", "1" * 40)]) is not None
