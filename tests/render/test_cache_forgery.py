@@ -342,6 +342,37 @@ def test_diff_refuses_a_pack_lying_about_a_blob_id_in_an_app_it_shows(source: Pa
     assert_no_canary([run.stdout, run.stderr])
 
 
+def test_diff_leaves_out_an_app_a_signed_pack_gives_the_committed_tree_and_shows_none_of_it(
+    source: Path, tmp_path: Path
+) -> None:
+    """A pack signed with a stolen key that puts a Secret behind the blob ids the commit holds
+    makes the app's tree id the commit's: `diff --against HEAD` leaves the app out as unchanged
+    (reused_output.held_directories). The lie can only hide a change: nothing of the Secret is
+    shown or logged, and the report is the one without the cache."""
+    directory, repo = tmp_path / "cache", tmp_path / "repo"
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    assert out_render(source, repo, directory).returncode == ExitCode.OK
+    _committed(repo)
+    (pack,) = packs(directory)
+    forge_app(pack, lambda app, blob: _lie_about_first_file(app, blob, None), sign=True)
+    command = [str(CLI), "diff", str(source), "--against", "HEAD", "--repo", str(repo), "--cluster", "demo"]
+    run = subprocess.run(
+        [*command, "--cache-dir", str(directory), "-v", "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert_clean(run)
+    assert run.returncode == ExitCode.OK, run.stderr
+    assert "hold the files the render pack gives them" in run.stderr
+    assert_no_canary([run.stdout, run.stderr])
+    uncached = subprocess.run(
+        [*command, "--no-cache", "-o", "json"], capture_output=True, text=True, check=False
+    )
+    assert uncached.returncode == ExitCode.OK, uncached.stderr
+    assert run.stdout == uncached.stdout
+
+
 def test_diff_refuses_a_credential_a_signed_pack_adds(source: Path, tmp_path: Path) -> None:
     """diff searches the reused files it shows (those whose text is not the compared tree's): a
     Secret file a forged pack adds to an app is a change, so searched and refused (exit 5)."""
