@@ -464,9 +464,7 @@ class CommitBlobs(Mapping[str, bytes]):
         kept, trees = dict(self.blobs), dict(self.trees)
         for path in paths:
             if kept.pop(path, None) is not None:
-                directory = path.rpartition("/")[0]
-                while directory and trees.pop(directory, None) is not None:
-                    directory = directory.rpartition("/")[0]
+                _drop_trees_from(trees, path.rpartition("/")[0])
         return CommitBlobs(self._top, kept, self.object_format, self._where, self._read, trees=trees)
 
     def without_directories(self, directories: Iterable[str]) -> CommitBlobs:
@@ -478,9 +476,7 @@ class CommitBlobs(Mapping[str, bytes]):
         kept = _without_spans(self.blobs, chosen)
         trees = _without_spans(self.trees, chosen)
         for directory in chosen:
-            above = directory
-            while above and trees.pop(above, None) is not None:
-                above = above.rpartition("/")[0]
+            _drop_trees_from(trees, directory)
         return CommitBlobs(self._top, kept, self.object_format, self._where, self._read, trees=trees)
 
     def holds(self, path: str, data: bytes) -> bool:
@@ -555,6 +551,13 @@ class CommitBlobs(Mapping[str, bytes]):
             if blob_id(data, self.object_format) != self.blobs[path]:
                 raise GitError(f"cannot read {self._shown(path)}: its bytes are not its blob id's")
             self._read[path] = data
+
+
+def _drop_trees_from(trees: dict[str, str], directory: str) -> None:
+    """Drop the tree of `directory` and of each directory above it, which no longer hold what
+    Git listed (up to the first one dropped before: those above it went with it)."""
+    while directory and trees.pop(directory, None) is not None:
+        directory = directory.rpartition("/")[0]
 
 
 def _without_spans(entries: Mapping[str, str], directories: list[str]) -> dict[str, str]:

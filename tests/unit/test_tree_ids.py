@@ -104,7 +104,7 @@ def test_a_commit_lists_the_tree_of_every_directory(tmp_path: Path) -> None:
         "tenants/g/3a/app-one0/cm.yaml",
         "tenants/g/5c/app-two/cm.yaml",
     ]
-    assert left[("tenants/g/3a/app-one0/cm.yaml")] == b"one zero\n"
+    assert left["tenants/g/3a/app-one0/cm.yaml"] == b"one zero\n"
     assert set(left.known_tree_ids()) == {"tenants/g/3a/app-one0", "tenants/g/5c", "tenants/g/5c/app-two"}
     # A file left out the other way (`without`): the directories above it are no longer the trees.
     fewer = blobs.without(["tenants/g/5c/app-two/cm.yaml"])
