@@ -214,7 +214,13 @@ class AppFiles:
 
     def tree_id(self) -> str | None:
         """The Git tree id of a directory holding these files as the index names them (names and
-        blob ids; the texts are not decoded); None when the names cannot be one directory's."""
+        blob ids; the texts are not decoded); None when the names cannot be one directory's.
+
+        Made from the names and ids on every `diff`, never kept in the pack: a stored id could
+        name another directory than the files the pack gives the render, so a signed but forged
+        pack could make `diff` leave out an app whose files `render --out` then writes (a file
+        added or renamed). Made here, a false id can only be a false blob id, whose file is then
+        neither shown nor written (see io.render_pack)."""
         if self._tree is None:
             names = _split(self.names_text)
             if "/" in self.names_text:  # in stage directories (Flux)
