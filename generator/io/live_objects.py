@@ -216,6 +216,10 @@ class ClusterSource:
         return shown + (f", context {self.context})" if self.context else ")")
 
 
+class _Forbidden(Exception):
+    """The API server refused to show an object these credentials may not read (403)."""
+
+
 class _ClusterSession:
     """One API client for the whole read; raw JSON answers, so that their size is known."""
 
@@ -245,10 +249,10 @@ class _ClusterSession:
         self.api_client.close()
 
     def get(
-        self, path: str, what: str, query: list[tuple[str, Any]], budget: int
+        self, path: str, what: str, query: list[tuple[str, Any]], budget: int, forbidden_ok: bool = False
     ) -> tuple[dict[str, Any], int] | None:
         """The JSON answer to GET `path` and its size (at most `budget` bytes are read), or None for
-        404; ClusterUnreachable otherwise."""
+        404; `_Forbidden` for 403 when `forbidden_ok`; ClusterUnreachable otherwise."""
         from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
         from urllib3.exceptions import HTTPError  # noqa: PLC0415
 
@@ -267,6 +271,8 @@ class _ClusterSession:
             try:
                 if response.status == 404:
                     return None
+                if response.status == 403 and forbidden_ok:
+                    raise _Forbidden(what)
                 if response.status >= 400:
                     raise ClusterUnreachable(
                         f"cannot read {what}",
@@ -328,20 +334,31 @@ def _read_kind(session: _ClusterSession, kind: LiveKind, read: LiveRead, limits:
 
 
 def _read_named_objects(session: _ClusterSession, read: LiveRead, limits: ReadLimits) -> None:
-    """BTP Manager's Secret and ConfigMap, each by name (a 404 is none), when their namespace is read."""
+    """The objects read by name (migration.kinds.NAMED_OBJECTS), each when its namespace is read
+    (a cluster-wide one always): a 404 is none; a 403 for an optional one is noted as passed over."""
     namespaces = session.source.namespaces
+    where = session.source.where()
     for named in NAMED_OBJECTS:
-        if namespaces and named.namespace not in namespaces:
+        if named.namespace and namespaces and named.namespace not in namespaces:
             continue
-        path = f"/api/v1/namespaces/{named.namespace}/{named.plural}/{named.name}"
-        answered = session.get(path, named.describe(), [], read.budget(limits))
+        try:
+            answered = session.get(named.path(), named.describe(), [], read.budget(limits), named.optional)
+        except _Forbidden:
+            read.passed_over.append(
+                Skipped(
+                    named.describe(),
+                    session.origin,
+                    "not readable with these credentials (403): what it would tell is not known",
+                )
+            )
+            continue
         if answered is None:
             continue
         body, size = answered
-        read.count_bytes(size, limits, session.source.where())
-        body.setdefault("apiVersion", "v1")
+        read.count_bytes(size, limits, where)
+        body.setdefault("apiVersion", named.api_version)
         body.setdefault("kind", named.kind)
-        sort_object(body, session.origin, read, limits, session.source.where())
+        sort_object(body, session.origin, read, limits, where)
 
 
 def read_cluster(

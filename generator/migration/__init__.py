@@ -4,10 +4,11 @@ what a render of those sources would do to the live objects. Pure (kernel only):
 the dumps are read by `io`, the files are written by the pipeline.
 
 model         what every part shares: a live object with its origin, the imported files, the skips
-kinds         the kinds import reads (group, version, plural, scope) and the one Secret it reads by name
+kinds         the kinds import reads (group, version, plural, scope) and the objects it reads by name
 cap           CAP Operator's objects (applications, versions, tenants with their status, domains) -> `cap/`
 kyma          Lifecycle Manager's Kyma, ModuleTemplates, ModuleReleaseMetas -> `kyma/`
 btp_operator  BTP Manager's BtpOperator and the settings of its Secret -> `btp-operator/`
+certificate_managers  which certificate managers the cluster runs, from the two CRDs read by name
 live_meta     what the translators share: metadata kept or left out, fields checked as the schemas accept them
 """
 

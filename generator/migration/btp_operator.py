@@ -16,6 +16,11 @@ into a message; not even a key's name is, unless it is one of BTP Manager's own.
 stay in the cluster: the imported BtpOperatorConfig names that Secret as
 `spec.credentials.sourceSecret`, and the render copies it in-cluster with an ExternalSecret.
 
+The webhook certificates BTP Manager issued itself come from a certificate manager after the
+move: cert-manager when its Certificate CRD was read, else Gardener cert-management when its
+CRD was, else cert-manager, with a comment saying it must be installed
+(migration.certificate_managers).
+
 BTP Manager acts on `kyma-system/btpoperator` only (others get Warning WrongNamespaceOrName):
 any other BtpOperator is listed as skipped. Without a cluster id (no Secret, no ConfigMap), no
 BtpOperatorConfig can be written, and the render refuses a BtpOperator without one: the
@@ -31,6 +36,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from btp_gitops.generator.core.names import NameRule, name_message
+from btp_gitops.generator.migration.certificate_managers import (
+    CERT_MANAGER,
+    GARDENER,
+    CertificateManagers,
+    installed_managers,
+)
 from btp_gitops.generator.migration.kyma_fields import section, type_word
 from btp_gitops.generator.migration.live_meta import (
     Refused,
@@ -192,7 +203,28 @@ def _configmap_settings(live: LiveObject) -> _Settings:
     )
 
 
-def _config_document(secret: _Settings, configmap: _Settings) -> ImportedDocument | None:
+def _certificate_mode(managers: CertificateManagers) -> tuple[str, str]:
+    """spec.certificates.mode for the certificate managers found installed, and the comment why."""
+    issued = "BTP Manager issued the webhook certificates itself; the render has"
+    if managers.cert_manager:
+        return CERT_MANAGER, f"{issued} cert-manager issue them (its Certificate CRD is installed)."
+    if managers.gardener:
+        return GARDENER, (
+            f"{issued} Gardener cert-management issue them: its Certificate CRD is installed, "
+            "cert-manager's is not. The webhooks get their CA from Gardener's CA injector "
+            "(shoot-cert-service caInjector.enabled); or install cert-manager and set "
+            "spec.certificates.mode: cert-manager."
+        )
+    return CERT_MANAGER, (
+        f"{issued} cert-manager issue them: install it before the hand-over. Neither its "
+        "Certificate CRD nor Gardener's was among the objects read (with Gardener "
+        "cert-management instead, set spec.certificates.mode: gardener)."
+    )
+
+
+def _config_document(
+    secret: _Settings, configmap: _Settings, managers: CertificateManagers
+) -> ImportedDocument | None:
     """The BtpOperatorConfig, or None when no cluster id was read."""
     comment = list(secret.comment) + list(configmap.comment)
     cluster_id = secret.cluster_id
@@ -215,11 +247,9 @@ def _config_document(secret: _Settings, configmap: _Settings) -> ImportedDocumen
             f"Warning: Secret {NAMESPACE}/{SECRET_NAME} was not read; the render's ExternalSecret reads "
             "the credentials from it in the cluster: it must exist there."
         )
-    spec["certificates"] = {"mode": "cert-manager"}
-    comment.append(
-        "BTP Manager issued the webhook certificates itself; the render has cert-manager issue them "
-        "(spec.certificates.mode: cert-manager, or gardener)."
-    )
+    mode, why = _certificate_mode(managers)
+    spec["certificates"] = {"mode": mode}
+    comment.append(why)
     body = {
         "apiVersion": CONFIG_API,
         "kind": "BtpOperatorConfig",
@@ -282,7 +312,8 @@ def import_btp_operator(objects: Sequence[LiveObject]) -> ImportResult:
         except Refused as refusal:
             skips.append(refused(holder, refusal))
     files: list[ImportedFile] = []
-    config = _config_document(read.get("Secret", _Settings()), read.get("ConfigMap", _Settings()))
+    managers = installed_managers(objects)
+    config = _config_document(read.get("Secret", _Settings()), read.get("ConfigMap", _Settings()), managers)
     if config is not None:
         files.append(ImportedFile(CONFIG_FILE, (config,)))
     for live in requests:

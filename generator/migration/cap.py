@@ -34,6 +34,12 @@ A version without those marks (one btp-gitops applied) gets none, so a round tri
 bytes; one without a usable generation gets none and a comment that its Deployments would be
 recreated.
 
+A Domain or ClusterDomain names the certificate manager CAP Operator issued its certificate
+with, where the import can tell: `btp-gitops.io/certificate-manager: cert-manager` when only
+cert-manager's Certificate CRD is installed (migration.certificate_managers); the render's default,
+Gardener's, when only Gardener's is; a comment saying how to choose otherwise (CAP Operator's
+CERT_MANAGER setting is in no object the import reads).
+
 A comment above each document says where the object came from and what was left out. An object
 that cannot be expressed (a version or tenant whose application was not read, a name that cannot
 be a file name, the same object read twice) is in `skipped` with the reason. No Secret is read
@@ -50,6 +56,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from btp_gitops.generator.core.names import NameRule, name_message
+from btp_gitops.generator.migration.certificate_managers import (
+    CERT_MANAGER,
+    CertificateManagers,
+    installed_managers,
+)
 from btp_gitops.generator.migration.kinds import CAP_GROUP
 from btp_gitops.generator.migration.model import (
     ImportedDocument,
@@ -103,6 +114,9 @@ RECONCILED_LABELS = (f"{_PREFIX}owner-identifier-hash", f"{_PREFIX}btp-app-ident
 # created its Deployments, whose pod selectors hold it and cannot change.
 CAP_OPERATOR_GENERATION_ANNOTATION = "btp-gitops.io/cap-operator-generation"
 MAX_GENERATION = 2**63 - 1  # metadata.generation is an int64
+# The render's (domains.cap.model): which certificate manager issues a domain's certificate,
+# gardener unless it says cert-manager. Set on import where only cert-manager is installed.
+CERTIFICATE_MANAGER_ANNOTATION = "btp-gitops.io/certificate-manager"
 APP_LABEL = "app"  # a render labels a tenant with its application's btpAppName
 KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 TENANT_STATUS_FIELDS = (
@@ -271,6 +285,8 @@ def _owning_application(
 def import_cap(objects: Iterable[LiveObject]) -> ImportResult:
     """The CAP objects among `objects` as source files, and the ones that cannot be expressed."""
     result = _Import()
+    objects = list(objects)
+    managers = installed_managers(objects)
     applications: dict[tuple[str, str], _Application] = {}
     domains: dict[str, list[LiveObject]] = {}
     cluster_domains: list[LiveObject] = []
@@ -299,9 +315,9 @@ def import_cap(objects: Iterable[LiveObject]) -> ImportResult:
     for application in applications.values():
         _import_application(application, result)
     for namespace, found in sorted(domains.items()):
-        result.add(f"{ROOT}/{namespace}/domains.yaml", *(_domain(live) for live in found))
+        result.add(f"{ROOT}/{namespace}/domains.yaml", *(_domain(live, managers) for live in found))
     if cluster_domains:
-        result.add(f"{ROOT}/cluster-domains.yaml", *(_domain(live) for live in cluster_domains))
+        result.add(f"{ROOT}/cluster-domains.yaml", *(_domain(live, managers) for live in cluster_domains))
     _refuse_clashing_paths(result)
     return ImportResult(
         files=tuple(sorted(result.files, key=lambda f: f.path)), skipped=tuple(result.skipped)
@@ -341,11 +357,33 @@ def _refuse_clashing_paths(result: _Import) -> None:
     result.files[:] = kept
 
 
-def _domain(live: LiveObject) -> ImportedDocument:
+def _domain(live: LiveObject, managers: CertificateManagers) -> ImportedDocument:
     notes = _Notes()
     body = _cleaned(live, notes)
     if "status" in live.body:
         notes.dropped.append("status")
+    metadata = body["metadata"]
+    annotations = metadata.get("annotations", {})
+    if isinstance(annotations, dict) and CERTIFICATE_MANAGER_ANNOTATION not in annotations:
+        if managers.cert_manager and not managers.gardener:
+            metadata["annotations"] = dict(
+                sorted({**annotations, CERTIFICATE_MANAGER_ANNOTATION: CERT_MANAGER}.items())
+            )
+            notes.remarks.append(
+                f"{CERTIFICATE_MANAGER_ANNOTATION}: {CERT_MANAGER}, the certificate manager installed "
+                "(cert-manager's Certificate CRD was read, Gardener's was not)"
+            )
+        elif not managers.gardener or managers.cert_manager:
+            which = (
+                "cert-manager and Gardener cert-management are both installed"
+                if managers.cert_manager
+                else "neither certificate manager's Certificate CRD was among the objects read"
+            )
+            notes.remarks.append(
+                f"{which}: the render issues this domain's certificate with Gardener cert-management "
+                f"(its default). Where CAP Operator ran with CERT_MANAGER=cert-manager, annotate "
+                f"{CERTIFICATE_MANAGER_ANNOTATION}: {CERT_MANAGER}, or the TLS Secret changes at the switch"
+            )
     return ImportedDocument(body, notes.lines(live.origin))
 
 

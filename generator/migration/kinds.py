@@ -1,10 +1,16 @@
-"""The kinds `btp-gitops import` reads from a cluster or a dump, and the two objects it reads by name.
+"""The kinds `btp-gitops import` reads from a cluster or a dump, and the objects it reads by name.
 
 Each kind is listed through its plural (the API path), namespaced or not. BTP Manager's two
 objects are read by name only, never listed: the Secret `kyma-system/sap-btp-manager` (BTP Manager
 keeps its non-secret settings, cluster id and credentials namespace, next to the credentials
 there) and the ConfigMap `kyma-system/sap-btp-operator-config` (the flags it derived). No other
 Secret is ever listed or read; in a dump directory any other Secret is passed over unread.
+
+Two CustomResourceDefinitions are read by name too, to tell which certificate manager the cluster
+runs: cert-manager's `certificates.cert-manager.io` and Gardener cert-management's
+`certificates.cert.gardener.cloud` (the imported sources choose the one installed, see
+migration.certificate_managers). Credentials without the right to read them are no error: the
+import then does not know, says so, and keeps its defaults.
 """
 
 from __future__ import annotations
@@ -45,24 +51,48 @@ IMPORTED_KINDS: tuple[LiveKind, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class NamedObject:
-    """A core (`v1`) object read by name: `/api/v1/namespaces/<namespace>/<plural>/<name>`."""
+    """An object read by name: a core (`v1`) one in its namespace,
+    `/api/v1/namespaces/<namespace>/<plural>/<name>`, or a cluster-wide one of an API group,
+    `/apis/<group>/<version>/<plural>/<name>` (`namespace` empty). `optional`: one the
+    credentials may not be allowed to read (403: noted, not an error)."""
 
     kind: str
     plural: str
     namespace: str
     name: str
+    api_version: str = "v1"
+    optional: bool = False
 
     def describe(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+    def path(self) -> str:
+        if self.namespace:
+            return f"/api/{self.api_version}/namespaces/{self.namespace}/{self.plural}/{self.name}"
+        return f"/apis/{self.api_version}/{self.plural}/{self.name}"
 
     def is_this(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
-        return api_version == "v1" and (kind, namespace, name) == (self.kind, self.namespace, self.name)
+        wanted = (self.api_version, self.kind, self.namespace, self.name)
+        return (api_version, kind, namespace, name) == wanted
 
 
 # BTP Manager's settings: read by name, never listed (see the module's docstring).
 BTP_MANAGER_SECRET = NamedObject("Secret", "secrets", "kyma-system", "sap-btp-manager")
 BTP_OPERATOR_CONFIG_MAP = NamedObject("ConfigMap", "configmaps", "kyma-system", "sap-btp-operator-config")
-NAMED_OBJECTS: tuple[NamedObject, ...] = (BTP_MANAGER_SECRET, BTP_OPERATOR_CONFIG_MAP)
+CRD_API = "apiextensions.k8s.io/v1"
+CRD_KIND, CRD_PLURAL = "CustomResourceDefinition", "customresourcedefinitions"
+CERT_MANAGER_CRD = NamedObject(
+    CRD_KIND, CRD_PLURAL, "", "certificates.cert-manager.io", CRD_API, optional=True
+)
+GARDENER_CERT_CRD = NamedObject(
+    CRD_KIND, CRD_PLURAL, "", "certificates.cert.gardener.cloud", CRD_API, optional=True
+)
+NAMED_OBJECTS: tuple[NamedObject, ...] = (
+    BTP_MANAGER_SECRET,
+    BTP_OPERATOR_CONFIG_MAP,
+    CERT_MANAGER_CRD,
+    GARDENER_CERT_CRD,
+)
 
 
 def imported_kind(api_version: str, kind: str) -> LiveKind | None:
