@@ -35,10 +35,11 @@ bytes; one without a usable generation gets none and a comment that its Deployme
 recreated.
 
 A Domain or ClusterDomain names the certificate manager CAP Operator issued its certificate
-with, where the import can tell: `btp-gitops.io/certificate-manager: cert-manager` when only
-cert-manager's Certificate CRD is installed (migration.certificate_managers); the render's default,
-Gardener's, when only Gardener's is; a comment saying how to choose otherwise (CAP Operator's
-CERT_MANAGER setting is in no object the import reads).
+with. CAP Operator's chart chooses it from what the cluster serves (CERT_MANAGER: gardener where
+Gardener's cert.gardener.cloud API is served, else cert-manager), and so does the import, from
+the Certificate CRDs it read (migration.certificate_managers): Gardener's installed, the render's
+default, Gardener's; only cert-manager's, `btp-gitops.io/certificate-manager: cert-manager`;
+neither read, the default and a comment saying how to choose otherwise.
 
 A comment above each document says where the object came from and what was left out. An object
 that cannot be expressed (a version or tenant whose application was not read, a name that cannot
@@ -365,24 +366,24 @@ def _domain(live: LiveObject, managers: CertificateManagers) -> ImportedDocument
     metadata = body["metadata"]
     annotations = metadata.get("annotations", {})
     if isinstance(annotations, dict) and CERTIFICATE_MANAGER_ANNOTATION not in annotations:
+        # CAP Operator's chart sets CERT_MANAGER to gardener wherever the cluster serves Gardener's
+        # cert.gardener.cloud API, else to cert-manager: the render's default is the former.
         if managers.cert_manager and not managers.gardener:
             metadata["annotations"] = dict(
                 sorted({**annotations, CERTIFICATE_MANAGER_ANNOTATION: CERT_MANAGER}.items())
             )
             notes.remarks.append(
-                f"{CERTIFICATE_MANAGER_ANNOTATION}: {CERT_MANAGER}, the certificate manager installed "
-                "(cert-manager's Certificate CRD was read, Gardener's was not)"
+                f"{CERTIFICATE_MANAGER_ANNOTATION}: {CERT_MANAGER}, as CAP Operator issued it: "
+                "cert-manager's Certificate CRD is installed and Gardener's is not (CAP Operator's "
+                "chart then sets CERT_MANAGER to cert-manager)"
             )
-        elif not managers.gardener or managers.cert_manager:
-            which = (
-                "cert-manager and Gardener cert-management are both installed"
-                if managers.cert_manager
-                else "neither certificate manager's Certificate CRD was among the objects read"
-            )
+        elif not managers.gardener:
             notes.remarks.append(
-                f"{which}: the render issues this domain's certificate with Gardener cert-management "
-                f"(its default). Where CAP Operator ran with CERT_MANAGER=cert-manager, annotate "
-                f"{CERTIFICATE_MANAGER_ANNOTATION}: {CERT_MANAGER}, or the TLS Secret changes at the switch"
+                "neither certificate manager's Certificate CRD was among the objects read: the render "
+                "issues this domain's certificate with Gardener cert-management (its default, and CAP "
+                "Operator's where the cluster serves cert.gardener.cloud). Where CAP Operator ran with "
+                f"CERT_MANAGER=cert-manager, annotate {CERTIFICATE_MANAGER_ANNOTATION}: {CERT_MANAGER}, "
+                "or the TLS Secret changes at the switch"
             )
     return ImportedDocument(body, notes.lines(live.origin))
 

@@ -234,16 +234,16 @@ def _domains(result: ImportResult) -> list[tuple[dict[str, Any], str]]:
 def test_domains_of_a_cluster_with_only_cert_manager_render_with_cert_manager(
     run_cli: RunCli, tmp_path: Path
 ) -> None:
-    """CAP Operator can only have issued the domains' certificates with cert-manager where
-    Gardener's Certificate CRD is not installed: the domains say so, and the render keeps CAP
-    Operator's cert-manager Certificates and the TLS Secret names their Gateways read."""
+    """CAP Operator's chart sets CERT_MANAGER to cert-manager where the cluster does not serve
+    Gardener's cert.gardener.cloud API: the domains say so, and the render issues cert-manager
+    Certificates into the TLS Secrets CAP Operator's Gateways read (`...-cert-manager`)."""
     result = import_cap(_cap_objects(CERT_MANAGER))
     domains = _domains(result)
     assert domains and all(
         body["metadata"]["annotations"]["btp-gitops.io/certificate-manager"] == "cert-manager"
         for body, _ in domains
     )
-    assert all("the certificate manager installed" in comment for _, comment in domains)
+    assert all("as CAP Operator issued it" in comment for _, comment in domains)
     write_result(result, tmp_path / "sources")
     rendered = run_cli("render", tmp_path / "sources", "--out", tmp_path / "repo", "--cluster", "c1", "-q")
     assert rendered.returncode == 0, rendered.stderr
@@ -265,14 +265,16 @@ def test_domains_of_a_cluster_with_only_cert_manager_render_with_cert_manager(
     ("installed", "remark"),
     [
         ((GARDENER,), None),
-        ((GARDENER, CERT_MANAGER), "both installed"),
+        ((GARDENER, CERT_MANAGER), None),
         ((), "neither certificate manager's Certificate CRD was among the objects read"),
     ],
     ids=["gardener-only", "both", "none-read"],
 )
-def test_domains_keep_the_renders_default_where_cert_manager_is_not_the_only_one(
+def test_domains_keep_the_renders_default_where_gardener_is_installed_or_nothing_is_known(
     installed: tuple[str, ...], remark: str | None
 ) -> None:
+    """CAP Operator's chart sets CERT_MANAGER to gardener wherever the cluster serves Gardener's
+    cert.gardener.cloud API, cert-manager installed beside it or not: the render's default."""
     domains = _domains(import_cap(_cap_objects(*installed)))
     assert domains
     for body, comment in domains:
