@@ -495,6 +495,10 @@ def _render_cluster(
     if cache is not None and cached is not None and tenants is not None:
         packed = cached.write_pack(cache, tenants, inputs, _pack_layout(apps, per_app, keys, target.target))
         cache.write_all(cached.entries(tenants, inputs, packed))
+        layout.add_rendered(
+            (record.app for where, record in packed.items() if where in tenants.rendered and record.app),
+            _held_blobs(previous),
+        )
     return RenderResult(
         cluster=cluster,
         apps=apps,

@@ -82,6 +82,23 @@ class ClusterLayout:
     # which decides their fate (`PackedApp.verified_text`): (path, text, claimed id, app).
     unverified: list[tuple[str, str, str, PackedApp]] = field(default_factory=list)
 
+    def add_rendered(self, apps: Iterable[PackedApp], held_blobs: HeldBlobs | None) -> None:
+        """The blob ids of apps rendered now, which packing them just made from their texts (the
+        layout's own: `_pack_layout`), as claims too, made here rather than read, of the files Git
+        vouches the previous tree holds (`held_blobs`): the writer and `diff` tell those by id,
+        and a render that fills the cache does not hash 80,000 texts a second time. Only those:
+        a claimed file that is written is hashed again (`_checked_claims`), which would cost a
+        render into an empty directory as much. No path is another app's: an app whose name two
+        apps share is not packed (`_pack_layout`)."""
+        if not held_blobs:
+            return
+        made: dict[str, str] = {}
+        for packed in apps:
+            made.update(zip(packed.paths(), packed.content.ids(), strict=True))
+        for path in made.keys() - held_blobs.keys():  # the new files: a few, in one pass in C
+            del made[path]
+        self.claims.update(made)
+
     def claims_in(self, files: Mapping[str, str], replaced: Iterable[str] | None = None) -> dict[str, str]:
         """The claims of the paths whose text in `files` is still the pack's. `replaced`: the
         only paths that may hold another text there (the wiring's), when that is known; else

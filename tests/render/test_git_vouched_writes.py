@@ -242,3 +242,76 @@ def test_diff_against_head_refuses_a_blob_over_the_limit_before_reading_it(
     assert "too large" in done.stderr and path in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert os.path.getsize(cluster(clone) / path) == MAX_TREE_FILE_BYTES + 1
+
+
+def test_a_render_filling_the_cache_decides_each_file_as_one_without_a_cache(
+    run_cli: RunCli, committed: Path, clone: Path, tmp_path: Path
+) -> None:
+    """A render with an empty cache packs every tenant app it renders, and takes the blob ids it
+    made for packing as the ids of the rendered bytes (reused_output.ClusterLayout.add_rendered).
+    They are the ids the writer would hash: the same files are rewritten (edited in the work tree,
+    edited and committed, hidden from Git's comparison) and every other one is left as it is."""
+    tenant_files = [
+        path
+        for path in sorted(read_tree(cluster(clone)))
+        if app_path(path).app.startswith("cap-tenant.") and not path.endswith("kustomization.yaml")
+    ]
+    edited, committed_edit, hidden = tenant_files[:3]
+    (cluster(clone) / edited).write_bytes(b"kind: Edited\n")
+    (cluster(clone) / committed_edit).write_bytes(b"kind: Committed\n")
+    git(clone, "commit", "-qam", "an edit by hand")
+    git(clone, "update-index", "--assume-unchanged", f"clusters/{CLUSTER}/{hidden}")
+    (cluster(clone) / hidden).write_bytes(b"kind: Hidden\n")
+    before = identities(cluster(clone))
+    done = run_cli(
+        "render",
+        *SOURCES,
+        "--out",
+        clone,
+        "--cluster",
+        CLUSTER,
+        "--cache-dir",
+        tmp_path / "cache",
+        "-o",
+        "json",
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert list((tmp_path / "cache").rglob("*.pack"))  # the render filled the cache
+    assert read_tree(cluster(clone)) == read_tree(cluster(committed))
+    after = identities(cluster(clone))
+    assert {path for path in before if after.get(path) != before[path]} == {edited, committed_edit, hidden}
+    assert sorted(json.loads(done.stdout)["changes"]["changed"]) == sorted([edited, committed_edit, hidden])
+
+
+def _of_a_record(path: str) -> bool:
+    app = app_path(path).app
+    return app.startswith("cap-tenant.") and not app.endswith("-provider")
+
+
+def test_a_render_filling_the_cache_hashes_no_tenant_file_git_vouches_for(
+    committed: Path, clone: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process, to see what the writer asks Git's word about: with an empty cache, no file of
+    an app the render packs (a tenant record's) is hashed to compare it: the ids packing made are
+    used. The apps that are not packed still are: the application's, the domains', the wiring, and
+    the provider tenant's (derived from its application, it has no record)."""
+    from btp_gitops.generator.cli import main  # noqa: PLC0415
+    from btp_gitops.generator.io.git_blobs import VouchedBlobs  # noqa: PLC0415
+
+    asked: list[str] = []
+    holds = VouchedBlobs.holds
+
+    def recording(self: VouchedBlobs, path: str, data: bytes) -> bool:
+        asked.append(path)
+        return holds(self, path, data)
+
+    monkeypatch.setattr(VouchedBlobs, "holds", recording)
+    monkeypatch.chdir(ROOT)
+    arguments = ["render", *map(str, SOURCES), "--out", str(clone), "--cluster", CLUSTER, "-q"]
+    assert main([*arguments, "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert asked and not [path for path in asked if _of_a_record(path)]
+    asked.clear()
+    assert main([*arguments, "--no-cache"]) == 0  # without a cache, every file is hashed
+    assert [path for path in asked if _of_a_record(path)]
+    assert read_tree(cluster(clone)) == read_tree(cluster(committed))
