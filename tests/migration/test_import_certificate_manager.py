@@ -60,6 +60,19 @@ def installed_crd(name: str) -> dict[str, Any]:
     }
 
 
+def rendered_objects(run_cli: RunCli, tmp_path: Path, apps: str) -> list[dict[str, Any]]:
+    """`tmp_path/sources` rendered into `tmp_path/repo`: the objects of the app directories
+    matching `apps`."""
+    rendered = run_cli("render", tmp_path / "sources", "--out", tmp_path / "repo", "--cluster", "c1", "-q")
+    assert rendered.returncode == 0, rendered.stderr
+    return [
+        doc
+        for path in sorted((tmp_path / "repo/clusters/c1").glob(f"{apps}/*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and path.name != "kustomization.yaml"
+    ]
+
+
 def _config(objects: list[LiveObject]) -> tuple[dict[str, Any], str]:
     result = import_btp_operator(objects)
     (imported,) = [f for f in result.files if f.path == CONFIG]
@@ -117,14 +130,7 @@ def test_dumps_of_a_gardener_cluster_import_and_render_with_gardener_cert_manage
     assert imported.returncode == 0, imported.stderr
     config = yaml.safe_load((tmp_path / "sources" / CONFIG).read_text())
     assert config["spec"]["certificates"] == {"mode": "gardener"}
-    rendered = run_cli("render", tmp_path / "sources", "--out", tmp_path / "repo", "--cluster", "kyma", "-q")
-    assert rendered.returncode == 0, rendered.stderr
-    objects = [
-        doc
-        for path in sorted((tmp_path / "repo/clusters/kyma/btp-operator").glob("*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text())
-        if doc and path.name != "kustomization.yaml"
-    ]
+    objects = rendered_objects(run_cli, tmp_path, "btp-operator")
     issued = {(o["apiVersion"], o["kind"]) for o in objects if o["kind"] in ("Certificate", "Issuer")}
     assert issued == {
         ("cert.gardener.cloud/v1alpha1", "Certificate"),
@@ -245,14 +251,7 @@ def test_domains_of_a_cluster_with_only_cert_manager_render_with_cert_manager(
     )
     assert all("as CAP Operator issued it" in comment for _, comment in domains)
     write_result(result, tmp_path / "sources")
-    rendered = run_cli("render", tmp_path / "sources", "--out", tmp_path / "repo", "--cluster", "c1", "-q")
-    assert rendered.returncode == 0, rendered.stderr
-    objects = [
-        doc
-        for path in sorted((tmp_path / "repo/clusters/c1").glob("cap-*domain*/*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text())
-        if doc and path.name != "kustomization.yaml"
-    ]
+    objects = rendered_objects(run_cli, tmp_path, "cap-*domain*")
     certificates = {o["apiVersion"] for o in objects if o["kind"] == "Certificate"}
     assert certificates == {"cert-manager.io/v1"}
     credentials = [
