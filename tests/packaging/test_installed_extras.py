@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import EXAMPLES
 from tests.packaging.test_one_namespace import assert_one_tree, probe
@@ -82,6 +83,19 @@ def test_the_base_install_imports_dumps_and_names_the_extra_for_a_cluster(
     dumps.mkdir()
     application = EXAMPLES / "cap-app" / "capapplication.yaml"
     (dumps / "cap.yaml").write_text(application.read_text())
+    # A Domain of a cluster where only cert-manager's Certificate CRD is installed: the installed
+    # product tells the certificate manager from it (migration.certificate_managers).
+    domain = next(d for d in yaml.safe_load_all((EXAMPLES / "cap-app" / "domains.yaml").read_text()) if d)
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "certificates.cert-manager.io"},
+    }
+    (dumps / "domain.yaml").write_text(yaml.safe_dump_all([domain, crd]))
     from_dir = base.run("import", "--from-dir", dumps, "--out", tmp_path / "sources")
     assert from_dir.returncode == 0, from_dir.stderr
     assert (tmp_path / "sources" / "cap" / "bookshop" / "bookshop" / "capapplication.yaml").is_file()
+    (imported,) = [
+        d for d in yaml.safe_load_all((tmp_path / "sources/cap/bookshop/domains.yaml").read_text()) if d
+    ]
+    assert imported["metadata"]["annotations"] == {"btp-gitops.io/certificate-manager": "cert-manager"}
