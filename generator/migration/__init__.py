@@ -8,7 +8,7 @@ kinds         the kinds import reads (group, version, plural, scope) and the obj
 cap           CAP Operator's objects (applications, versions, tenants with their status, domains) -> `cap/`
 kyma          Lifecycle Manager's Kyma, ModuleTemplates, ModuleReleaseMetas -> `kyma/`
 btp_operator  BTP Manager's BtpOperator and the settings of its Secret -> `btp-operator/`
-certificate_managers  which certificate managers the cluster runs, from the two CRDs read by name
+cluster_managers  which certificate managers and DNS manager the cluster runs, from three CRDs read by name
 live_meta     what the translators share: metadata kept or left out, fields checked as the schemas accept them
 """
 

@@ -19,7 +19,7 @@ stay in the cluster: the imported BtpOperatorConfig names that Secret as
 The webhook certificates BTP Manager issued itself come from a certificate manager after the
 move: cert-manager when its Certificate CRD was read, else Gardener cert-management when its
 CRD was, else cert-manager, with a comment saying it must be installed
-(migration.certificate_managers).
+(migration.cluster_managers).
 
 BTP Manager acts on `kyma-system/btpoperator` only (others get Warning WrongNamespaceOrName):
 any other BtpOperator is listed as skipped. Without a cluster id (no Secret, no ConfigMap), no
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from btp_gitops.generator.core.names import NameRule, name_message
-from btp_gitops.generator.migration.certificate_managers import (
+from btp_gitops.generator.migration.cluster_managers import (
     CERT_MANAGER,
     GARDENER,
-    CertificateManagers,
+    InstalledManagers,
     installed_managers,
 )
 from btp_gitops.generator.migration.kyma_fields import section, type_word
@@ -203,7 +203,7 @@ def _configmap_settings(live: LiveObject) -> _Settings:
     )
 
 
-def _certificate_mode(managers: CertificateManagers) -> tuple[str, str]:
+def _certificate_mode(managers: InstalledManagers) -> tuple[str, str]:
     """spec.certificates.mode for the certificate managers found installed, and the comment why."""
     issued = "BTP Manager issued the webhook certificates itself; the render has"
     if managers.cert_manager:
@@ -223,7 +223,7 @@ def _certificate_mode(managers: CertificateManagers) -> tuple[str, str]:
 
 
 def _config_document(
-    secret: _Settings, configmap: _Settings, managers: CertificateManagers
+    secret: _Settings, configmap: _Settings, managers: InstalledManagers
 ) -> ImportedDocument | None:
     """The BtpOperatorConfig, or None when no cluster id was read."""
     comment = list(secret.comment) + list(configmap.comment)

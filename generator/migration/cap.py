@@ -37,7 +37,7 @@ recreated.
 A Domain or ClusterDomain names the certificate manager CAP Operator issued its certificate
 with. CAP Operator's chart chooses it from what the cluster serves (CERT_MANAGER: gardener where
 Gardener's cert.gardener.cloud API is served, else cert-manager), and so does the import, from
-the Certificate CRDs it read (migration.certificate_managers): Gardener's installed, the render's
+the Certificate CRDs it read (migration.cluster_managers): Gardener's installed, the render's
 default, Gardener's; only cert-manager's, `btp-gitops.io/certificate-manager: cert-manager`;
 neither read, the default and a comment saying how to choose otherwise.
 
@@ -57,9 +57,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from btp_gitops.generator.core.names import NameRule, name_message
-from btp_gitops.generator.migration.certificate_managers import (
+from btp_gitops.generator.migration.cluster_managers import (
     CERT_MANAGER,
-    CertificateManagers,
+    KUBERNETES_DNS,
+    InstalledManagers,
     installed_managers,
 )
 from btp_gitops.generator.migration.kinds import CAP_GROUP
@@ -118,6 +119,10 @@ MAX_GENERATION = 2**63 - 1  # metadata.generation is an int64
 # The render's (domains.cap.model): which certificate manager issues a domain's certificate,
 # gardener unless it says cert-manager. Set on import where only cert-manager is installed.
 CERTIFICATE_MANAGER_ANNOTATION = "btp-gitops.io/certificate-manager"
+# The render's too: who makes a domain's DNS records, gardener (DNSEntries per dnsMode) unless it
+# says kubernetes (none). Set on import where Gardener's DNS API is known not to be installed.
+DNS_MANAGER_ANNOTATION = "btp-gitops.io/dns-manager"
+DNS_MODE_NONE = "None"
 APP_LABEL = "app"  # a render labels a tenant with its application's btpAppName
 KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 TENANT_STATUS_FIELDS = (
@@ -358,12 +363,13 @@ def _refuse_clashing_paths(result: _Import) -> None:
     result.files[:] = kept
 
 
-def _domain(live: LiveObject, managers: CertificateManagers) -> ImportedDocument:
+def _domain(live: LiveObject, managers: InstalledManagers) -> ImportedDocument:
     notes = _Notes()
     body = _cleaned(live, notes)
     if "status" in live.body:
         notes.dropped.append("status")
     metadata = body["metadata"]
+    _choose_dns_manager(metadata, body.get("spec"), managers, notes)
     annotations = metadata.get("annotations", {})
     if isinstance(annotations, dict) and CERTIFICATE_MANAGER_ANNOTATION not in annotations:
         # CAP Operator's chart sets CERT_MANAGER to gardener wherever the cluster serves Gardener's
@@ -386,6 +392,36 @@ def _domain(live: LiveObject, managers: CertificateManagers) -> ImportedDocument
                 "or the TLS Secret changes at the switch"
             )
     return ImportedDocument(body, notes.lines(live.origin))
+
+
+def _choose_dns_manager(
+    metadata: dict[str, Any], spec: Any, managers: InstalledManagers, notes: _Notes
+) -> None:
+    """CAP Operator's chart sets DNS_MANAGER to gardener where the cluster serves Gardener's
+    dns.gardener.cloud API, else to kubernetes, and CAP Operator then makes no DNS entry for any
+    dnsMode. The render's default is the former; a domain already naming one keeps it."""
+    annotations = metadata.get("annotations", {})
+    if not isinstance(annotations, dict) or DNS_MANAGER_ANNOTATION in annotations or managers.gardener_dns:
+        return
+    mode = spec.get("dnsMode") if isinstance(spec, dict) else None
+    if managers.dns_known:
+        metadata["annotations"] = dict(
+            sorted({**annotations, DNS_MANAGER_ANNOTATION: KUBERNETES_DNS}.items())
+        )
+        ignored = f" (its dnsMode {mode} made none)" if mode not in (None, DNS_MODE_NONE) else ""
+        notes.remarks.append(
+            f"{DNS_MANAGER_ANNOTATION}: {KUBERNETES_DNS}, as CAP Operator ran: Gardener's DNSEntry CRD "
+            "is not installed (a certificate manager's CRD was read), so its chart set DNS_MANAGER to "
+            f"kubernetes and it made no DNS entries{ignored}; the render makes none either"
+        )
+    elif mode not in (None, DNS_MODE_NONE):
+        notes.remarks.append(
+            "no CRD telling the DNS manager was among the objects read: the render makes this domain's "
+            f"DNS entries for dnsMode {mode} with Gardener DNS (its default, and CAP Operator's where the "
+            "cluster serves dns.gardener.cloud). Where CAP Operator ran with DNS_MANAGER=kubernetes, "
+            f"annotate {DNS_MANAGER_ANNOTATION}: {KUBERNETES_DNS}, or the render adds DNSEntries the "
+            "cluster does not serve"
+        )
 
 
 def _import_application(application: _Application, result: _Import) -> None:

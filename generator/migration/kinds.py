@@ -6,10 +6,11 @@ keeps its non-secret settings, cluster id and credentials namespace, next to the
 there) and the ConfigMap `kyma-system/sap-btp-operator-config` (the flags it derived). No other
 Secret is ever listed or read; in a dump directory any other Secret is passed over unread.
 
-Two CustomResourceDefinitions are read by name too, to tell which certificate manager the cluster
-runs: cert-manager's `certificates.cert-manager.io` and Gardener cert-management's
-`certificates.cert.gardener.cloud` (the imported sources choose the one installed, see
-migration.certificate_managers). Credentials without the right to read them are no error: the
+Three CustomResourceDefinitions are read by name too, to tell which certificate manager and which
+DNS manager the cluster runs: cert-manager's `certificates.cert-manager.io`, Gardener
+cert-management's `certificates.cert.gardener.cloud` and Gardener DNS's
+`dnsentries.dns.gardener.cloud` (the imported sources choose the ones installed, see
+migration.cluster_managers). Credentials without the right to read them are no error: the
 import then does not know, says so, and keeps its defaults.
 """
 
@@ -87,11 +88,15 @@ CERT_MANAGER_CRD = NamedObject(
 GARDENER_CERT_CRD = NamedObject(
     CRD_KIND, CRD_PLURAL, "", "certificates.cert.gardener.cloud", CRD_API, optional=True
 )
+GARDENER_DNS_CRD = NamedObject(
+    CRD_KIND, CRD_PLURAL, "", "dnsentries.dns.gardener.cloud", CRD_API, optional=True
+)
 NAMED_OBJECTS: tuple[NamedObject, ...] = (
     BTP_MANAGER_SECRET,
     BTP_OPERATOR_CONFIG_MAP,
     CERT_MANAGER_CRD,
     GARDENER_CERT_CRD,
+    GARDENER_DNS_CRD,
 )
 
 

@@ -772,6 +772,14 @@ CASES: list[Any] = [
     ),
     pytest.param(
         multi_tenant,
+        annotate("domain", "btp-gitops.io/dns-manager", "kubernets"),
+        DOM,
+        "metadata.annotations.btp-gitops.io/dns-manager",
+        "must be one of 'gardener', 'kubernetes' (did you mean \"kubernetes\"?)",
+        id="dns-manager-choice",
+    ),
+    pytest.param(
+        multi_tenant,
         chain(
             annotate("domain", "btp-gitops.io/certificate-manager", "gardener"),
             set_spec("domain", certConfig={"certManager": {"issuerRef": {"name": "ca"}}}),

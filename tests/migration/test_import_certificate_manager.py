@@ -33,12 +33,15 @@ CONTEXT = "btp-gitops-test"
 CONFIG = "btp-operator/btpoperatorconfig.yaml"
 CERT_MANAGER = "certificates.cert-manager.io"
 GARDENER = "certificates.cert.gardener.cloud"
+GARDENER_DNS = "dnsentries.dns.gardener.cloud"
+FAMILIES = {CERT_MANAGER: "cert-manager", GARDENER: "gardener-cert", GARDENER_DNS: "gardener-dns"}
 
 
 def published_crd(name: str) -> dict[str, Any]:
     """The CRD `name` as its project publishes it, as a cluster that installed it returns it."""
-    family = "cert-manager" if name == CERT_MANAGER else "gardener-cert"
-    (crd,) = [doc for doc in load_crds(third_party_crd_files(family)) if doc["metadata"]["name"] == name]
+    (crd,) = [
+        doc for doc in load_crds(third_party_crd_files(FAMILIES[name])) if doc["metadata"]["name"] == name
+    ]
     served = copy.deepcopy(crd)
     served["metadata"].update(uid="0c9b8a7f-6e5d-4c3b-a291-8f7e6d5c4b3a", resourceVersion="731", generation=1)
     served["status"] = {"acceptedNames": crd["spec"]["names"], "storedVersions": ["v1"]}
@@ -143,7 +146,7 @@ def test_dumps_of_a_gardener_cluster_import_and_render_with_gardener_cert_manage
 @pytest.fixture(scope="module")
 def api(kube_api: KubeAPI) -> Iterator[k8s.ApiClient]:
     with kube_api.api_client() as client:
-        install_crds(client, load_crds(third_party_crd_files("cert-manager", "gardener-cert")))
+        install_crds(client, load_crds(third_party_crd_files(*FAMILIES.values())))
         yield client
 
 
@@ -154,7 +157,8 @@ def test_the_certificate_crds_are_read_by_name_whatever_namespaces_are_read(
 ) -> None:
     read = read_cluster(ClusterSource(str(kube_api.kubeconfig), CONTEXT, (kube_namespace,)), kinds=())
     crds = sorted(live.name for live in read.objects if live.kind == "CustomResourceDefinition")
-    assert crds == [CERT_MANAGER, GARDENER]  # not issuers.cert-manager.io, installed beside them
+    # not issuers.cert-manager.io nor dnsproviders.dns.gardener.cloud, installed beside them
+    assert crds == [CERT_MANAGER, GARDENER, GARDENER_DNS]
     body, _ = _config([*read.objects, *_btp_manager()])
     assert body["spec"]["certificates"] == {"mode": "cert-manager"}
 
@@ -196,7 +200,7 @@ def test_credentials_that_may_not_read_crds_import_on_and_say_so(
             f"CustomResourceDefinition {name}",
             "not readable with these credentials (403): what it would tell is not known",
         )
-        for name in (CERT_MANAGER, GARDENER)
+        for name in (CERT_MANAGER, GARDENER, GARDENER_DNS)
     ]
     assert token not in repr(read)
 
@@ -205,10 +209,8 @@ def test_credentials_that_may_not_read_crds_import_on_and_say_so(
 def test_the_published_crds_are_the_ones_read() -> None:
     """The names the import asks for are the ones the pinned releases install (a rename upstream
     would make every import fall back to its default silently)."""
-    names = {
-        doc["metadata"]["name"] for doc in load_crds(third_party_crd_files("cert-manager", "gardener-cert"))
-    }
-    assert {CERT_MANAGER, GARDENER} <= names
+    names = {doc["metadata"]["name"] for doc in load_crds(third_party_crd_files(*FAMILIES.values()))}
+    assert {CERT_MANAGER, GARDENER, GARDENER_DNS} <= names
 
 
 # --- CAP Operator's domains -------------------------------------------------------------------
@@ -278,8 +280,8 @@ def test_domains_keep_the_renders_default_where_gardener_is_installed_or_nothing
     assert domains
     for body, comment in domains:
         assert "btp-gitops.io/certificate-manager" not in body["metadata"].get("annotations", {})
-        if remark is None:
-            assert "certificate manager" not in comment
+        if remark is None:  # (a remark on the DNS manager may be there: test_import_dns_manager)
+            assert "Certificate CRD" not in comment
         else:
             assert remark in comment and "btp-gitops.io/certificate-manager: cert-manager" in comment
 
@@ -296,6 +298,6 @@ def test_a_domain_that_names_its_certificate_manager_keeps_it() -> None:
     domains = _domains(import_cap(objects))
     assert domains and all(
         body["metadata"]["annotations"]["btp-gitops.io/certificate-manager"] == "gardener"
-        and "installed" not in comment
+        and "Certificate CRD" not in comment
         for body, comment in domains
     )

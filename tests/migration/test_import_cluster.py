@@ -39,9 +39,9 @@ from tests.support.crds import load_crds, third_party_crd_files
 from tests.support.dry_run import request
 from tests.support.kubeapi import KubeAPI, install_crds
 
-# The certificate managers' CRDs are installed, both: which of them a cluster has decides what the
-# imported domains say (test_import_certificate_manager), and on this shared server other tests
-# install either family or none.
+# The certificate managers' and Gardener DNS's CRDs are installed, all: which of them a cluster has
+# decides what the imported domains say (test_import_certificate_manager, test_import_dns_manager),
+# and on this shared server other tests install some of the families or none.
 pytestmark = [pytest.mark.kube, pytest.mark.crds]
 
 CONTEXT = "btp-gitops-test"  # the context of the test server's kubeconfig
@@ -52,7 +52,9 @@ FIELD_MANAGER = "btp-gitops-import-tests"
 def api(kube_api: KubeAPI) -> Iterator[k8s.ApiClient]:
     with kube_api.api_client() as client:
         install_crds(client, [yaml.safe_load(text) for _, text in sorted(generate_crd_files().items())])
-        install_crds(client, load_crds(third_party_crd_files("cert-manager", "gardener-cert")))
+        install_crds(
+            client, load_crds(third_party_crd_files("cert-manager", "gardener-cert", "gardener-dns"))
+        )
         yield client
 
 

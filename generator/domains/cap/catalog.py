@@ -23,10 +23,12 @@ from btp_gitops.generator.domains.cap.model import (
     CERTIFICATE_MANAGER_ANNOTATION,
     CLUSTER_DOMAIN,
     DEFAULT_INGRESS_NAMESPACE,
+    DNS_MANAGER_ANNOTATION,
     DOMAIN,
     INGRESS_NAMESPACE_ANNOTATION,
     Application,
     CertificateManager,
+    DnsManager,
     DnsMode,
     Domain,
     TlsMode,
@@ -111,6 +113,7 @@ def _implied_domain(app: Application, kind: str, name: str, host: str, dns_targe
         source=app.source,
         field="spec.domains",
         implied=True,
+        dns_manager=annotations.get(DNS_MANAGER_ANNOTATION) or DnsManager.GARDENER,
     )
 
 

@@ -58,6 +58,8 @@ def template_record(domain: Domain, index: int, sub_domain: str) -> DnsRecord:
 
 def dns_records(domain: Domain, subdomains: Iterable[str]) -> list[DnsRecord]:
     """Every record the domain needs, sorted; `subdomains` are those served on it."""
+    if not domain.makes_dns_entries:
+        return []
     served = sorted(set(subdomains))
     target = domain.dns_target
     if domain.dns_mode == DnsMode.WILDCARD:

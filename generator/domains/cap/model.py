@@ -33,6 +33,7 @@ CAP_APPLICATION_VERSION_FINALIZER = "sme.sap.com/capapplicationversion"
 # Our own annotations on the source objects, for what CAP Operator read from its installation.
 CREDENTIALS_ANNOTATION = "btp-gitops.io/credentials"
 CERTIFICATE_MANAGER_ANNOTATION = "btp-gitops.io/certificate-manager"
+DNS_MANAGER_ANNOTATION = "btp-gitops.io/dns-manager"
 INGRESS_NAMESPACE_ANNOTATION = "btp-gitops.io/ingress-namespace"
 # The namespace CAP Operator ran in: it named a ClusterDomain's TLS Secret after it.
 CAP_OPERATOR_NAMESPACE_ANNOTATION = "btp-gitops.io/cap-operator-namespace"
@@ -78,6 +79,14 @@ class CredentialsMode(StrEnum):
 class CertificateManager(StrEnum):
     GARDENER = "gardener"
     CERT_MANAGER = "cert-manager"
+
+
+class DnsManager(StrEnum):
+    """Who writes a domain's DNS records: Gardener's DNS controller from DNSEntries, or nothing
+    the render makes (CAP Operator's `DNS_MANAGER=kubernetes`, where `dnsMode` is ignored)."""
+
+    GARDENER = "gardener"
+    KUBERNETES = "kubernetes"
 
 
 class TlsMode(StrEnum):
@@ -475,6 +484,13 @@ class Domain:
     field: str
     implied: bool = False
     common_name: str = ""  # annotation sme.sap.com/cert-manager-common-name
+    dns_manager: str = DnsManager.GARDENER  # annotation btp-gitops.io/dns-manager
+
+    @property
+    def makes_dns_entries(self) -> bool:
+        """Whether the domain's `dnsMode` gives DNSEntries: only with Gardener's DNS controller, as
+        CAP Operator creates none under any other DNS manager."""
+        return self.dns_manager == DnsManager.GARDENER
 
     @property
     def is_cluster_domain(self) -> bool:
@@ -515,6 +531,7 @@ class Domain:
             source=source,
             field="spec",
             common_name=_annotation(source, COMMON_NAME_ANNOTATION),
+            dns_manager=_annotation(source, DNS_MANAGER_ANNOTATION) or DnsManager.GARDENER,
         )
 
 

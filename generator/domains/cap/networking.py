@@ -19,7 +19,9 @@
                    through when every value is PEM certificates and nothing else.
     NetworkPolicy  per namespace of the applications on the domain (network_policies).
     DNSEntry       dns.gardener.cloud/v1alpha1, class `garden`, one per record of the DNS mode
-                   (domains.cap.dns), next to the Gateway.
+                   (domains.cap.dns), next to the Gateway; none when the annotation
+                   `btp-gitops.io/dns-manager` is `kubernetes` (CAP Operator's DNS_MANAGER
+                   where Gardener's DNS API is not served: it ignores dnsMode then).
 
 The ingress namespace is `istio-system` unless the annotation `btp-gitops.io/ingress-namespace`
 names another: CAP Operator found it by looking up the ingress pods, which a render cannot.
@@ -45,7 +47,13 @@ from btp_gitops.generator.domains.cap.identity import (
     gateway_namespace,
     sha1_hex,
 )
-from btp_gitops.generator.domains.cap.model import CertificateManager, Domain, TlsMode
+from btp_gitops.generator.domains.cap.model import (
+    DNS_MANAGER_ANNOTATION,
+    CertificateManager,
+    DnsMode,
+    Domain,
+    TlsMode,
+)
 from btp_gitops.generator.domains.cap.network_policies import domain_network_policies
 
 GATEWAY_TLS_MODES = {
@@ -177,6 +185,19 @@ def domain_objects(domain: Domain, subdomains: Iterable[str], namespaces: Iterab
 def domain_notes(domain: Domain) -> list[Note]:
     where = f"{domain.source.file}: document {domain.source.document} ({domain.source.ref})"
     notes = []
+    if not domain.makes_dns_entries:
+        if domain.dns_mode != DnsMode.NONE:
+            notes.append(
+                Note(
+                    Level.INFO,
+                    "DnsModeIgnored",
+                    # An implied domain has no dnsMode: its dnsTarget asks for the entries.
+                    f"{where}: {domain.field_path('dnsTarget' if domain.implied else 'dnsMode')}",
+                    f"no DNS entries for {domain.host}: {DNS_MANAGER_ANNOTATION} is "
+                    f"{domain.dns_manager}, under which CAP Operator ignores dnsMode too",
+                )
+            )
+        return notes
     if domain.implied and not domain.is_cluster_domain and not domain.dns_target:
         notes.append(
             Note(

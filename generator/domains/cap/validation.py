@@ -24,10 +24,12 @@ from btp_gitops.generator.domains.cap.model import (
     CERTIFICATE_MANAGER_ANNOTATION,
     COMMON_NAME_ANNOTATION,
     CREDENTIALS_ANNOTATION,
+    DNS_MANAGER_ANNOTATION,
     INGRESS_NAMESPACE_ANNOTATION,
     Application,
     CertificateManager,
     CredentialsMode,
+    DnsManager,
     DnsMode,
     Domain,
     Version,
@@ -218,7 +220,14 @@ def domain_problems(domain: Domain) -> list[Problem]:
 
 def _dns_problems(domain: Domain) -> list[Problem]:
     problems = []
-    if domain.dns_mode != DnsMode.NONE and not domain.dns_target and not domain.implied:
+    if domain.dns_manager not in set(DnsManager):
+        choices = ", ".join(repr(str(m)) for m in DnsManager)
+        guess = did_you_mean(domain.dns_manager, list(DnsManager))
+        where = _annotation_path(DNS_MANAGER_ANNOTATION)
+        problems.append(problem_at(domain.source, where, f"must be one of {choices}{guess}"))
+    # Without Gardener's DNS controller no record is made, so nothing needs the target.
+    needs_target = domain.makes_dns_entries and domain.dns_mode != DnsMode.NONE
+    if needs_target and not domain.dns_target and not domain.implied:
         problems.append(
             problem_at(
                 domain.source,

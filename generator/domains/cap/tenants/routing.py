@@ -262,6 +262,8 @@ def tenant_virtual_service(
 
 def tenant_dns_records(domain: Domain, sub_domain: str) -> list[DnsRecord]:
     """The records of one subdomain on a domain; records without a subdomain are the domain's."""
+    if not domain.makes_dns_entries:
+        return []
     if domain.dns_mode == DnsMode.SUBDOMAIN:
         return [DnsRecord(f"{sub_domain}.{domain.host}", domain.dns_target)]
     if domain.dns_mode != DnsMode.CUSTOM:
