@@ -138,6 +138,21 @@ def test_template_expands_the_cap_objects_as_render_does(
     assert first == yaml_snapshot
 
 
+@pytest.mark.parametrize("helm", ["helm3", "helm4"])
+def test_a_chart_for_a_cluster_without_gardener_dns_gets_no_dns_entries(
+    helm: str, helm_home: HelmHome
+) -> None:
+    """The chart's value puts `btp-gitops.io/dns-manager: kubernetes` on its Domain: post-rendered,
+    the Domain and the tenant make no DNSEntry (CAP Operator's DNS_MANAGER=kubernetes), and
+    everything else is what the default renders."""
+    kubernetes = ("--set", "domain.dnsManager=kubernetes")
+    default = template(helm, helm_home, CAP_CHART, *post_renderer_args(helm, "--domain=cap"))
+    without = template(helm, helm_home, CAP_CHART, *kubernetes, *post_renderer_args(helm, "--domain=cap"))
+    assert kinds(default).count("DNSEntry") == 1  # the Wildcard domain's
+    assert "DNSEntry" not in kinds(without)
+    assert sorted(k for k in kinds(default) if k != "DNSEntry") == sorted(kinds(without))
+
+
 @pytest.fixture(scope="module")
 def cluster_with_crds(kube_api: KubeAPI) -> KubeAPI:
     """Helm 3 looks up every object's kind before a dry run: CAP Operator's and the third-party
