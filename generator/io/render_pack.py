@@ -69,6 +69,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -76,6 +77,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from btp_gitops.generator.core.layout import TENANTS_DIR
 from btp_gitops.generator.core.names import path_message
@@ -288,7 +291,7 @@ def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
             or not same_mac(_mac(secret, header, body), header.get("mac"))
         ):
             return None
-        index = json.loads(bytes(body[: header["index"]]))
+        index = json.loads(bytes(body[: header["index"]]), parse_float=_finite, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         return None
     blob = body[header["index"] :]
@@ -309,6 +312,18 @@ def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
     if not subdomains(named) or not names_hold(contents) or not blob_ids_hold(contents):
         return None
     return _File(header, records, removed)
+
+
+def _finite(text: str) -> float:
+    """A number of the index: never NaN or infinite (`_index_json` could not write one back)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is out of a double's range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON a pack holds")
 
 
 def _record(item: Any, blob: memoryview, stamp: int) -> PackedRecord | None:
@@ -468,13 +483,9 @@ def _encode(
                 record.blob,
             ]
         )
-    try:
-        text = json.dumps(
-            {"records": index, "removed": removed}, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        )
-    except (TypeError, ValueError, RecursionError):
+    encoded = _index_json({"records": index, "removed": removed})
+    if encoded is None:
         return None
-    encoded = text.encode("utf-8", "surrogatepass")
     blob = b"".join(texts_of_apps)
     length = len(encoded) + len(blob)
     header = {
@@ -492,6 +503,26 @@ def _encode(
     # 20,000 apps (some 80 MB) twice more.
     parts = [json.dumps(header).encode() + b"\n", encoded, blob]
     return parts if sum(map(len, parts)) <= MAX_PACK_BYTES else None
+
+
+def _index_json(index: dict[str, Any]) -> bytes | None:
+    """The index as compact UTF-8 JSON, or None when it cannot be written.
+
+    orjson writes it six times faster than `json` (the index of 20,000 tenants is 28 MB: a quarter
+    of a second of every render that fills the cache), and it reads back the same. What orjson
+    refuses, `json` writes as before: a lone surrogate (a source file's, kept with surrogatepass),
+    an integer past 64 bits, nesting past orjson's depth. NaN and infinities, which orjson would
+    write as null, are in no index: a fresh record's body is one `exact_json` took (it refuses
+    them), a packed one was read refusing them (`_finite`, `_no_constant`)."""
+    try:
+        return orjson.dumps(index)
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        text = json.dumps(index, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _differs(old: PackedRecord | None, new: PackedRecord) -> bool:

@@ -31,6 +31,7 @@ from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, FLUX, TargetOpti
 from tests.conftest import CLI, EXAMPLES
 from tests.render.test_render_cache import ENGINE, SCHEMAS, outcome, records, tenant, write
 from tests.support.forged_cache import (
+    seal_pack,
     secret,
     split_pack,
     write_pack,
@@ -462,9 +463,28 @@ def _other_file(pack: Path, _: Path) -> None:
     _repacked(pack, change)
 
 
+def _number(literal: bytes) -> Any:
+    """A damage: the first record's body given a number written as `literal` (JSON that Python's
+    reader takes as NaN or an infinity), signed: no pack btp-gitops writes holds one."""
+
+    def damage(pack: Path, _: Path) -> None:
+        fields, index, blob = split_pack(pack)
+        index["records"][0][4]["spec"]["replicas"] = "@number@"
+        encoded = json.dumps(index).encode().replace(b'"@number@"', literal)
+        body = encoded + blob
+        fields = {**fields, "index": len(encoded), "length": len(body)}
+        seal_pack(fields, body, sign=True)
+        pack.write_bytes(json.dumps(fields).encode() + b"\n" + body)
+
+    return damage
+
+
 @pytest.mark.parametrize(
     "damage",
     [
+        _number(b"NaN"),
+        _number(b"-Infinity"),
+        _number(b"1e400"),
         _truncate,
         _flip,
         _flip_index,
@@ -754,3 +774,24 @@ def test_a_changed_deprovision_mark_on_a_packed_record_is_checked(source: Path, 
     write(source, record)
     _, result = same_as_uncached(source, directory)
     assert "cap-tenant.bookshop.customer-003" not in {app.app for app in reused(result)}
+
+
+def test_a_record_the_fast_json_writer_refuses_is_packed_all_the_same(source: Path, tmp_path: Path) -> None:
+    """A tenant record in a file whose name is not UTF-8 (a byte 0xff: Python shows it as a lone
+    surrogate, which orjson refuses to write) is packed by the standard writer, as every record
+    was before, and the next render takes it and every other record from the pack, with the same
+    output."""
+    record = tenant(90, "bookshop-1-1-0")
+    written = write(source, record)
+    odd = os.path.join(os.fsencode(written.parent), b"customer-090-\xff.yaml")
+    os.rename(written, odd)
+    age(source)
+    directory = tmp_path / "cache"
+    first, _ = same_as_uncached(source, directory)
+    assert first.packs_written == 1
+    (pack,) = packs(directory)
+    shown = [item[0] for item in split_pack(pack)[1]["records"]]
+    assert any(name.endswith("customer-090-\udcff.yaml") for name in shown)
+    after, result = same_as_uncached(source, directory)
+    assert after.hits == records(source)
+    assert "cap-tenant.bookshop.customer-090" in {app.app for app in reused(result)}
