@@ -84,7 +84,8 @@ def test_the_base_install_imports_dumps_and_names_the_extra_for_a_cluster(
     application = EXAMPLES / "cap-app" / "capapplication.yaml"
     (dumps / "cap.yaml").write_text(application.read_text())
     # A Domain of a cluster where only cert-manager's Certificate CRD is installed: the installed
-    # product tells the certificate manager from it (migration.cluster_managers).
+    # product tells the certificate manager from it, and that Gardener DNS is not installed
+    # (migration.cluster_managers).
     domain = next(d for d in yaml.safe_load_all((EXAMPLES / "cap-app" / "domains.yaml").read_text()) if d)
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -98,4 +99,7 @@ def test_the_base_install_imports_dumps_and_names_the_extra_for_a_cluster(
     (imported,) = [
         d for d in yaml.safe_load_all((tmp_path / "sources/cap/bookshop/domains.yaml").read_text()) if d
     ]
-    assert imported["metadata"]["annotations"] == {"btp-gitops.io/certificate-manager": "cert-manager"}
+    assert imported["metadata"]["annotations"] == {
+        "btp-gitops.io/certificate-manager": "cert-manager",
+        "btp-gitops.io/dns-manager": "kubernetes",
+    }
