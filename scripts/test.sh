@@ -112,6 +112,7 @@ types() {
 #   PyJWT 2.9 (2.15.1): bearer tokens (test_bearer_auth.py).
 #   prometheus-client 0.12 (0.26): the controller's metrics (test_runtime.py) and the subscription
 #     server's /metrics, read as text (test_routes.py::test_metrics).
+#   orjson 3.9.15 (3.13.0): the render pack's index, written and read back (test_render_pack.py).
 #   pytest 8.0, syrupy 5, hypothesis 6.100: all of the above (with snapshots and fuzzers, in parallel)
 #     and the plugins of tests/support (test_tiers.py, test_parallel.py).
 # Not here: ruff, mypy and the type stubs (lint tools; the lint phases run the pins);
@@ -148,6 +149,7 @@ FLOOR_TESTS=(
   tests/controller/subscription/test_bearer_auth.py
   tests/controller/test_runtime.py
   tests/controller/subscription/test_routes.py::test_metrics
+  tests/render/test_render_pack.py
 )
 
 floor_tests() {
