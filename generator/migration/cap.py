@@ -404,19 +404,21 @@ def _choose_dns_manager(
     if not isinstance(annotations, dict) or DNS_MANAGER_ANNOTATION in annotations or managers.gardener_dns:
         return
     mode = spec.get("dnsMode") if isinstance(spec, dict) else None
-    if managers.dns_known:
+    if managers.kubernetes_dns:
         metadata["annotations"] = dict(
             sorted({**annotations, DNS_MANAGER_ANNOTATION: KUBERNETES_DNS}.items())
         )
         ignored = f" (its dnsMode {mode} made none)" if mode not in (None, DNS_MODE_NONE) else ""
         notes.remarks.append(
-            f"{DNS_MANAGER_ANNOTATION}: {KUBERNETES_DNS}, as CAP Operator ran: Gardener's DNSEntry CRD "
-            "is not installed (a certificate manager's CRD was read), so its chart set DNS_MANAGER to "
-            f"kubernetes and it made no DNS entries{ignored}; the render makes none either"
+            f"{DNS_MANAGER_ANNOTATION}: {KUBERNETES_DNS}, as CAP Operator ran: of the CRDs read, "
+            "cert-manager's is installed and neither Gardener's Certificate nor its DNSEntry CRD is (no "
+            "Gardener cluster), "
+            f"so its chart set DNS_MANAGER to kubernetes and it made no DNS entries{ignored}; the render "
+            "makes none either"
         )
     elif mode not in (None, DNS_MODE_NONE):
         notes.remarks.append(
-            "no CRD telling the DNS manager was among the objects read: the render makes this domain's "
+            "Gardener's DNSEntry CRD was not among the objects read: the render makes this domain's "
             f"DNS entries for dnsMode {mode} with Gardener DNS (its default, and CAP Operator's where the "
             "cluster serves dns.gardener.cloud). Where CAP Operator ran with DNS_MANAGER=kubernetes, "
             f"annotate {DNS_MANAGER_ANNOTATION}: {KUBERNETES_DNS}, or the render adds DNSEntries the "

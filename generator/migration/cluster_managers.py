@@ -8,9 +8,9 @@ certificates itself, and a render has cert-manager or Gardener cert-management i
 (`spec.certificates.mode`). CAP Operator's chart chose its certificate manager and its DNS manager
 from the APIs the cluster serves (CERT_MANAGER, DNS_MANAGER), and with DNS_MANAGER=kubernetes it
 creates no DNS entries at all. A CRD among the objects read is installed; one not among them is
-not known to be: not installed, not readable with the credentials, or not in the dumps. Only
-when another of the three was read (so CRDs could be read) is a CRD not read taken as not
-installed (`dns_known`).
+not known to be: not installed, not readable with the credentials, or not in the dumps. Gardener
+DNS is taken as not installed only on a cluster whose certificates cert-manager issues and
+Gardener does not (`kubernetes_dns`).
 """
 
 from __future__ import annotations
@@ -37,10 +37,13 @@ class InstalledManagers:
     gardener_dns: bool = False  # Gardener's DNS controller
 
     @property
-    def dns_known(self) -> bool:
-        """Whether the DNS manager is known: Gardener's DNS CRD was read, or it was not while a
-        certificate manager's CRD was (the CRDs were readable, or dumped, and it is not installed)."""
-        return self.gardener_dns or self.cert_manager or self.gardener
+    def kubernetes_dns(self) -> bool:
+        """Whether CAP Operator's chart set DNS_MANAGER=kubernetes, as far as the CRDs read tell:
+        Gardener's DNSEntry CRD not read, cert-manager's read and Gardener's Certificate CRD not (a
+        cluster that is no Gardener one). Not when Gardener's Certificate CRD was read: dumps of a
+        Gardener cluster made without the DNSEntry CRD (as the import's docs said to before it read
+        one) must not lose the DNS entries CAP Operator made there."""
+        return self.cert_manager and not self.gardener and not self.gardener_dns
 
 
 def _is_manager_crd(live: LiveObject) -> bool:

@@ -4,9 +4,10 @@ under `kubernetes` CAP Operator makes no DNS entry for any dnsMode. The import r
 DNSEntry CRD by name (beside the two Certificate CRDs, test_import_certificate_manager):
 
 - read: the render's default, Gardener DNS, nothing added;
-- not read while a Certificate CRD was (so CRDs were read, and this one is not installed):
+- not read, cert-manager's Certificate CRD read and Gardener's not (no Gardener cluster):
   `btp-gitops.io/dns-manager: kubernetes`, and the render makes no DNSEntry;
-- no CRD read at all: the default, and a comment on each domain with a dnsMode saying how to
+- not read otherwise (Gardener's Certificate CRD read: a Gardener cluster dumped without it; or no
+  CRD read at all): the default, and a comment on each domain with a dnsMode saying how to
   choose otherwise.
 
 The CRDs in the dumps are the ones the projects publish (`scripts/fetch-crds.sh`, the pinned
@@ -60,16 +61,28 @@ def _domains(objects: list[LiveObject]) -> list[tuple[dict[str, Any], str]]:
     return found
 
 
-@pytest.mark.parametrize(
-    "installed",
-    [(CERT_MANAGER,), (GARDENER,), (CERT_MANAGER, GARDENER)],
-    ids=["cert-manager", "gardener-certificates", "both-certificate-managers"],
-)
-def test_without_gardener_dns_installed_the_domains_make_no_dns_entries(installed: tuple[str, ...]) -> None:
-    for body, comment in _domains(_objects(*(installed_crd(name) for name in installed))):
+def test_a_cluster_where_cert_manager_issues_the_certificates_makes_no_dns_entries() -> None:
+    for body, comment in _domains(_objects(installed_crd(CERT_MANAGER))):
         assert body["metadata"]["annotations"][ANNOTATION] == "kubernetes"
         assert "set DNS_MANAGER to kubernetes" in comment
         assert f"its dnsMode {body['spec']['dnsMode']} made none" in comment
+
+
+@pytest.mark.parametrize(
+    "installed",
+    [(), (GARDENER,), (CERT_MANAGER, GARDENER)],
+    ids=["nothing-read", "gardener-certificates", "both-certificate-managers"],
+)
+def test_without_the_dns_crd_a_gardener_cluster_or_nothing_known_keeps_the_default(
+    installed: tuple[str, ...],
+) -> None:
+    """Gardener's Certificate CRD read and its DNSEntry CRD not: a Gardener cluster dumped without
+    the DNSEntry CRD (as the docs said before the import read it) keeps its DNS entries; the
+    comment says how to choose otherwise. Likewise when no CRD was read at all."""
+    for body, comment in _domains(_objects(*(installed_crd(name) for name in installed))):
+        assert ANNOTATION not in body["metadata"].get("annotations", {})
+        assert "Gardener's DNSEntry CRD was not among the objects read" in comment
+        assert f"annotate {ANNOTATION}: kubernetes" in comment
 
 
 @pytest.mark.crds
@@ -95,13 +108,6 @@ def test_imported_domains_of_a_cluster_without_gardener_dns_render_no_dns_entrie
     kinds = {o["kind"] for o in rendered}
     assert "DNSEntry" not in kinds
     assert {"Gateway", "Certificate", "Deployment"} <= kinds  # the rest of the domains and the application
-
-
-def test_nothing_known_keeps_the_default_and_says_how_to_choose() -> None:
-    for body, comment in _domains(_objects()):
-        assert ANNOTATION not in body["metadata"].get("annotations", {})
-        assert "no CRD telling the DNS manager was among the objects read" in comment
-        assert f"annotate {ANNOTATION}: kubernetes" in comment
 
 
 def test_a_domain_without_a_dns_mode_gets_no_remark_when_nothing_is_known() -> None:
