@@ -40,6 +40,7 @@ from btp_gitops.generator.migration.immutable import (
     secret_data,
 )
 from btp_gitops.generator.migration.model import LiveObject
+from btp_gitops.generator.migration.owner_references import KeptDependents, orphan_advice
 
 # etcd keeps at most 1.5 MiB per object by default: a larger answer is no object it stored.
 MAX_LIVE_OBJECT_BYTES = 3 * 1024 * 1024
@@ -368,6 +369,14 @@ def plan_cutover(
     pairs = _pair_renamed(created, candidates)
     writers = secret_writers(rendered)
     apps = _Apps(rendered)
+    dependents = KeptDependents(
+        [*(found.body for found in live.values()), *(found.body for found in owned)],
+        kept=lambda key: (
+            key in rendered_keys
+            or ((key.group, key.kind) == ("", "Secret") and (key.namespace, key.name) in writers)
+        ),
+        stays=lambda key: key in rendered_keys,
+    )
     replaced_by: dict[ObjectKey, RenderedObject] = {}
     for index, item in enumerate(created):
         old = pairs.get(index)
@@ -382,7 +391,9 @@ def plan_cutover(
         replaced_by[_key(old.body)] = item
         entries.append(_renamed(item, old))
     entries.extend(
-        _left_behind(found, replaced_by.get(_key(found.body)), apps, rendered_keys, writers)
+        _left_behind(
+            found, replaced_by.get(_key(found.body)), apps, rendered_keys, writers, dependents=dependents
+        )
         for found in candidates
     )
     order = {outcome: index for index, outcome in enumerate(OUTCOME_ORDER)}
@@ -463,6 +474,8 @@ def _left_behind(
     apps: _Apps,
     rendered_keys: set[ObjectKey],
     writers: Mapping[tuple[str, str], RenderedObject],
+    *,
+    dependents: KeptDependents,
 ) -> PlanEntry:
     body = found.body
     key = _key(body)
@@ -476,6 +489,9 @@ def _left_behind(
         action = _taken_over_action(writer)
     else:
         action = _unreplaced_action(body, rendered_keys)
+    kept = dependents.of(body)
+    if kept:
+        action += f"; {orphan_advice(kept)}"
     finalizers = get_path(body, "metadata", "finalizers")
     if isinstance(finalizers, list) and finalizers:
         names = ", ".join(sorted(map(str, finalizers)))

@@ -246,6 +246,68 @@ def test_the_plan_says_what_a_server_side_apply_does(
     assert "cutover-secret-value" not in text.stdout
 
 
+def test_a_certificate_whose_tls_secret_names_it_owner_is_deleted_orphaning_the_secret(
+    api: k8s.ApiClient, kube_api: KubeAPI, run_cli: RunCli, cutover_namespace: str, tmp_path: Path
+) -> None:
+    """CAP Operator's cert-manager Certificate (generateName'd) and the TLS Secret cert-manager
+    wrote with `--enable-certificate-owner-ref`, as the API server stores them: the plan tells
+    to delete the old Certificate once the render's is ready, with `--cascade=orphan`, because
+    the render's Certificate takes that Secret over and the garbage collector follows the
+    reference (no controller-manager runs here; the reference is read back from the server)."""
+    sources = moved_sources(tmp_path / "sources", cutover_namespace)
+    domains = sources / "domains.yaml"
+    documents = [d for d in yaml.safe_load_all(domains.read_text()) if d]
+    (own,) = [d for d in documents if d["kind"] == "Domain" and d["metadata"]["name"] == "bookshop"]
+    own["metadata"]["annotations"] = {"btp-gitops.io/certificate-manager": "cert-manager"}
+    domains.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    files = rendered_objects(render(sources, tmp_path / "repo"))
+    served = ServedResources(api)
+    install_crds_the_output_uses(api, served, files)
+    for namespace in sorted(namespaces_used(files, served)):
+        create_namespace(api, namespace)
+    (rendered,) = [
+        f
+        for f in files
+        if (f.api_version, f.kind) == ("cert-manager.io/v1", "Certificate") and cutover_namespace in f.name
+    ]
+    old = copy.deepcopy(rendered.body)
+    old["metadata"]["generateName"] = f"{cutover_namespace}-"
+    del old["metadata"]["name"]
+    old = create(api, served, old)
+    secret_name = rendered.body["spec"]["secretName"]
+    ingress = str(rendered.namespace)
+    core = k8s.CoreV1Api(api)
+    reference = k8s.V1OwnerReference(
+        api_version="cert-manager.io/v1",
+        kind="Certificate",
+        name=old["metadata"]["name"],
+        uid=old["metadata"]["uid"],
+        controller=True,
+        block_owner_deletion=True,
+    )
+    core.create_namespaced_secret(
+        ingress,
+        k8s.V1Secret(
+            metadata=k8s.V1ObjectMeta(name=secret_name, owner_references=[reference]),
+            type="kubernetes.io/tls",
+            string_data={"tls.crt": "cutover-secret-value", "tls.key": "cutover-secret-value"},
+        ),
+    )
+    try:
+        plan = plan_through_the_cli(run_cli, kube_api, sources)
+    finally:
+        core.delete_namespaced_secret(secret_name, ingress)
+        request(api, "DELETE", f"{collection_path(served, old)}/{old['metadata']['name']}")
+    by_object = {entry["object"]: entry for entry in plan["objects"]}
+    left = by_object[f"Certificate {ingress}/{old['metadata']['name']}"]
+    assert left["outcome"] == "left-behind"
+    assert left["action"].startswith(f"replaced by {rendered.name}: delete it once {rendered.name} is ready")
+    assert f"Secret {ingress}/{secret_name}, which the cutover keeps, names it as owner" in left["action"]
+    assert "`kubectl delete --cascade=orphan`" in left["action"]
+    assert by_object[f"Certificate {ingress}/{rendered.name}"]["replaces"] == left["object"]
+    assert "cutover-secret-value" not in json.dumps(plan)
+
+
 # --- BTP Manager's and Lifecycle Manager's objects -----------------------------------------------------
 
 
