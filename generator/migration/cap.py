@@ -375,9 +375,7 @@ def _domain(live: LiveObject, managers: InstalledManagers) -> ImportedDocument:
         # CAP Operator's chart sets CERT_MANAGER to gardener wherever the cluster serves Gardener's
         # cert.gardener.cloud API, else to cert-manager: the render's default is the former.
         if managers.cert_manager and not managers.gardener:
-            metadata["annotations"] = dict(
-                sorted({**annotations, CERTIFICATE_MANAGER_ANNOTATION: CERT_MANAGER}.items())
-            )
+            _annotate(metadata, annotations, CERTIFICATE_MANAGER_ANNOTATION, CERT_MANAGER)
             notes.remarks.append(
                 f"{CERTIFICATE_MANAGER_ANNOTATION}: {CERT_MANAGER}, as CAP Operator issued it: "
                 "cert-manager's Certificate CRD is installed and Gardener's is not (CAP Operator's "
@@ -394,6 +392,11 @@ def _domain(live: LiveObject, managers: InstalledManagers) -> ImportedDocument:
     return ImportedDocument(body, notes.lines(live.origin))
 
 
+def _annotate(metadata: dict[str, Any], annotations: dict[str, Any], key: str, value: str) -> None:
+    """`metadata` with the annotation `key` added to `annotations` (its own), in name order."""
+    metadata["annotations"] = dict(sorted({**annotations, key: value}.items()))
+
+
 def _choose_dns_manager(
     metadata: dict[str, Any], spec: Any, managers: InstalledManagers, notes: _Notes
 ) -> None:
@@ -405,9 +408,7 @@ def _choose_dns_manager(
         return
     mode = spec.get("dnsMode") if isinstance(spec, dict) else None
     if managers.kubernetes_dns:
-        metadata["annotations"] = dict(
-            sorted({**annotations, DNS_MANAGER_ANNOTATION: KUBERNETES_DNS}.items())
-        )
+        _annotate(metadata, annotations, DNS_MANAGER_ANNOTATION, KUBERNETES_DNS)
         ignored = f" (its dnsMode {mode} made none)" if mode not in (None, DNS_MODE_NONE) else ""
         notes.remarks.append(
             f"{DNS_MANAGER_ANNOTATION}: {KUBERNETES_DNS}, as CAP Operator ran: of the CRDs read, "
