@@ -5,7 +5,7 @@ Kubernetes deletes a dependent once every owner its `ownerReferences` name is go
 delete` cascades in the background by default). A namespaced owner is looked for in the
 dependent's namespace, a cluster-scoped one anywhere, and a reference whose uid is not the
 owner's names another object. Controllers write such references on objects the cutover keeps:
-cert-manager (`--enable-certificate-owner-ref`) and Gardener cert-management (`--cascade-delete`)
+cert-manager (`--enable-certificate-owner-ref`) and Gardener cert-management (option `cascade-delete`)
 on the TLS Secret a Certificate writes, which the render's Certificate of another name then takes
 over under the same name, and an operator on the objects it made. Deleting the operator's old
 object as the plan says would then delete what the render is about to adopt, unless the deletion

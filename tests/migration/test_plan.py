@@ -721,7 +721,7 @@ ORPHAN = "delete it with `kubectl delete --cascade=orphan`"
     [
         # cert-manager with --enable-certificate-owner-ref: a controller reference
         certificate_reference("cert-manager.io/v1", controller=True, blockOwnerDeletion=True),
-        # Gardener cert-management with --cascade-delete: a plain reference, no controller field
+        # Gardener cert-management with its cascade-delete option: a plain reference, no controller field
         certificate_reference("cert.gardener.cloud/v1alpha1"),
     ],
     ids=["cert-manager", "gardener"],
