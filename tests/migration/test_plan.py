@@ -802,3 +802,27 @@ def test_an_adopted_object_an_operator_object_owns_is_named_and_long_lists_are_c
         f"the cutover keeps, name it as owner: {ORPHAN}, or the garbage collector deletes them with it"
     ) in action
     assert [e.outcome for e in result.entries].count(Outcome.ADOPTED) == 5
+
+
+def test_owner_references_of_any_shape_are_read_without_failing_and_only_whole_ones_count() -> None:
+    """A dump may hold anything under ownerReferences: what is not a reference the API server
+    would store names no owner, and a whole one beside it still counts."""
+    api_version = "cert-manager.io/v1"
+    rendered, operators = certificates(api_version)
+    ours = certificate_reference(api_version, controller=True)
+    broken: list[Any] = [
+        "Certificate/shop-9kq2c",
+        {**ours, "name": 7},
+        {k: v for k, v in ours.items() if k != "apiVersion"},
+        {**ours, "kind": ["Certificate"]},
+        None,
+    ]
+    for found in [*broken, broken]:
+        secret = tls_secret()
+        secret["metadata"]["ownerReferences"] = found
+        action = left_action(plan([rendered], [], [operators, secret]), f"Certificate {ISTIO}/shop-9kq2c")
+        assert "--cascade=orphan" not in action, found
+    # A uid that is no string is no uid: the reference still names the Certificate by name.
+    secret = tls_secret({**ours, "uid": 12}, *broken)
+    action = left_action(plan([rendered], [], [operators, secret]), f"Certificate {ISTIO}/shop-9kq2c")
+    assert f"Secret {ISTIO}/shop-tls, which the cutover keeps, names it as owner" in action
