@@ -46,9 +46,13 @@ class ObjectKey(NamedTuple):
         return f"{len(group)}:{group}{len(kind)}:{kind}{len(namespace)}:{namespace}{self.name}"
 
 
-def api_group(obj: KubeObject) -> str:
-    api_version = str(obj.get("apiVersion", ""))
+def group_of(api_version: str) -> str:
+    """The API group of an apiVersion (`apps/v1` -> `apps`; the core group's `v1` -> "")."""
     return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def api_group(obj: KubeObject) -> str:
+    return group_of(str(obj.get("apiVersion", "")))
 
 
 def kind_of(obj: KubeObject) -> str:

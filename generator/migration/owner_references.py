@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from btp_gitops.generator.core.objects import KubeObject, ObjectKey, get_path, object_key
+from btp_gitops.generator.core.objects import KubeObject, ObjectKey, get_path, group_of, object_key
 
 MAX_NAMED = 3  # dependents named in one piece of advice; the rest are counted
 
@@ -49,8 +49,7 @@ def _references(body: KubeObject) -> tuple[_Reference, ...]:
         if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)):
             continue  # the API server refuses such a reference; a dump may hold anything
         uid = ref.get("uid")
-        group = api_version.rpartition("/")[0] if "/" in api_version else ""
-        references.append(_Reference(group, kind, name, uid if isinstance(uid, str) else ""))
+        references.append(_Reference(group_of(api_version), kind, name, uid if isinstance(uid, str) else ""))
     return tuple(references)
 
 

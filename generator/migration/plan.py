@@ -31,7 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from btp_gitops.generator.core.errors import InputError, Problem
-from btp_gitops.generator.core.objects import KubeObject, ObjectKey, get_path, object_key
+from btp_gitops.generator.core.objects import KubeObject, ObjectKey, get_path, group_of, object_key
 from btp_gitops.generator.migration.immutable import (
     consequence,
     covers,
@@ -408,11 +408,7 @@ def _created(item: RenderedObject, unserved: Collection[tuple[str, str]]) -> str
             f"the cluster does not serve {kind} in {api_version} yet: it can be applied once its "
             "CustomResourceDefinition is"
         )
-    return "the Job runs when it is applied" if (api_group_of(api_version), kind) == ("batch", "Job") else ""
-
-
-def api_group_of(api_version: str) -> str:
-    return api_version.rpartition("/")[0] if "/" in api_version else ""
+    return "the Job runs when it is applied" if (group_of(api_version), kind) == ("batch", "Job") else ""
 
 
 def _unique(objects: Sequence[LiveObject]) -> list[LiveObject]:
@@ -539,9 +535,7 @@ def _unreplaced_action(body: KubeObject, rendered_keys: set[ObjectKey]) -> str:
     for ref in _owner_references(body):
         if ref.get("controller") is not True:
             continue
-        owner_group = (
-            str(ref.get("apiVersion", "")).rpartition("/")[0] if "/" in str(ref.get("apiVersion", "")) else ""
-        )
+        owner_group = group_of(str(ref.get("apiVersion", "")))
         owner = f"{ref.get('kind')} {ref.get('name')}"
         owner_key = ObjectKey(
             owner_group, str(ref.get("kind", "")), _key(body).namespace, str(ref.get("name", ""))
