@@ -33,6 +33,7 @@ from tests.controller.tenant_operations.conftest import (
     finish_job,
     open_callback,
     ready_on,
+    reconcile_until_settled,
     tenant_record,
 )
 
@@ -170,7 +171,7 @@ def test_a_subscription_manager_callback_reports_the_application_url(
     kube.patch(CONFIG_MAP, opened["metadata"]["name"], {"data": {"subscriptionType": "SMS"}}, namespace)
     commits = source.commits()
 
-    assert controller.tenant_operations.reconcile(ObjectKey(namespace, "globex")) == DONE
+    assert reconcile_until_settled(controller.tenant_operations, ObjectKey(namespace, "globex")) == DONE
 
     [callback] = saas_peer.callbacks
     assert callback.body == {

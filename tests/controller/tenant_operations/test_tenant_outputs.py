@@ -33,6 +33,7 @@ from tests.controller.tenant_operations.conftest import (
     finish_job,
     open_callback,
     ready_on,
+    reconcile_until_settled,
     tenant_record,
 )
 from tests.support.crds import OUR_CRDS, load_crds
@@ -85,7 +86,7 @@ def _provision(
         kube.create(CAP_TENANT_OUTPUT, output, namespace)
     for job in jobs:
         finish_job(kube, job, "Complete")
-    assert controller.tenant_operations.reconcile(ObjectKey(namespace, "globex")) == DONE
+    assert reconcile_until_settled(controller.tenant_operations, ObjectKey(namespace, "globex")) == DONE
     [callback] = saas_peer.callbacks
     assert callback.body["status"] == "SUCCEEDED"
     return callback.body
@@ -171,7 +172,7 @@ def test_a_deprovisioning_callback_carries_no_tenant_output(
     for job in create_jobs(kube, source.rendered_jobs("globex")):
         finish_job(kube, job, "Complete")
 
-    assert controller.tenant_operations.reconcile(ObjectKey(namespace, "globex")) == DONE
+    assert reconcile_until_settled(controller.tenant_operations, ObjectKey(namespace, "globex")) == DONE
 
     [callback] = saas_peer.callbacks
     assert callback.body == {
@@ -262,7 +263,7 @@ def test_an_output_written_while_the_controller_looks_at_a_running_operation_is_
     controller.tenant_operations.reconcile(key)  # still running: the step's output stays
     for job in jobs:
         finish_job(kube, job, "Complete")
-    assert controller.tenant_operations.reconcile(key) == DONE
+    assert reconcile_until_settled(controller.tenant_operations, key) == DONE
 
     assert [o["metadata"]["name"] for o in kube.list(CAP_TENANT_OUTPUT, namespace)] == ["made-by-step"]
     [callback] = saas_peer.callbacks
