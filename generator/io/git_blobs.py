@@ -32,7 +32,6 @@ it could be forged, and nothing is skipped on its word.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import dataclasses
 import hashlib
@@ -468,15 +467,17 @@ class CommitBlobs(Mapping[str, bytes]):
         return CommitBlobs(self._top, kept, self.object_format, self._where, self._read, trees=trees)
 
     def without_directories(self, directories: Iterable[str]) -> CommitBlobs:
-        """Every file but those below these directories, found by their place in path order (the
-        paths below `d` are those from `d/` up to `d0`, the character after a slash): leaving out
-        20,000 app directories of 80,000 files costs two searches per directory. The trees of
-        those directories, of the ones below them and of the ones above go too."""
-        chosen = sorted(set(directories))
-        kept = _without_spans(self.blobs, chosen)
-        trees = _without_spans(self.trees, chosen)
+        """Every file but those below these directories, and every tree but theirs, those below
+        them and those above them (which no longer hold what Git listed). A file is looked at by
+        its own directory first, one set lookup (a diff leaves out 20,000 app directories of
+        80,000 files), and by the directories above that only when it is not one of them."""
+        chosen = frozenset(directories)
+        kept = {path: oid for path, oid in self.blobs.items() if path.rpartition("/")[0] not in chosen}
+        kept = {path: oid for path, oid in kept.items() if not _below_any(path, chosen)}
+        trees = {path: oid for path, oid in self.trees.items() if path not in chosen}
+        trees = {path: oid for path, oid in trees.items() if not _below_any(path, chosen)}
         for directory in chosen:
-            _drop_trees_from(trees, directory)
+            _drop_trees_from(trees, directory.rpartition("/")[0])
         return CommitBlobs(self._top, kept, self.object_format, self._where, self._read, trees=trees)
 
     def holds(self, path: str, data: bytes) -> bool:
@@ -560,17 +561,14 @@ def _drop_trees_from(trees: dict[str, str], directory: str) -> None:
         directory = directory.rpartition("/")[0]
 
 
-def _without_spans(entries: Mapping[str, str], directories: list[str]) -> dict[str, str]:
-    """`entries` (by path) but those below `directories` (sorted), in path order."""
-    paths = sorted(entries)
-    kept: dict[str, str] = {}
-    position = 0
-    for directory in directories:
-        start = bisect.bisect_left(paths, directory + "/", position)
-        kept.update((path, entries[path]) for path in paths[position:start])
-        position = max(start, bisect.bisect_left(paths, directory + "0", start))
-    kept.update((path, entries[path]) for path in paths[position:])
-    return kept
+def _below_any(path: str, directories: frozenset[str]) -> bool:
+    """Whether `path` lies below one of `directories`, at any depth."""
+    directory = path.rpartition("/")[0]
+    while directory:
+        if directory in directories:
+            return True
+        directory = directory.rpartition("/")[0]
+    return False
 
 
 def commit_blobs(top: Path, tree: str, object_format: str, where: tuple[str, str]) -> CommitBlobs:

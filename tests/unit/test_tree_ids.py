@@ -80,6 +80,9 @@ def test_a_commit_lists_the_tree_of_every_directory(tmp_path: Path) -> None:
         "tenants/g/3a/app-one0/cm.yaml": b"one zero\n",
         "tenants/g/5c/app-two/cm.yaml": b"two\n",
         "flat/cm.yaml": b"flat\n",
+        "flat/01-crds/crd.yaml": b"a stage directory\n",
+        "flat/01-crds/deep/more.yaml": b"deeper still\n",
+        "flat-other/cm.yaml": b"a namesake's prefix\n",
     }
     top = tmp_path / "repo"
     written_tree(tmp_path, files)
@@ -87,7 +90,9 @@ def test_a_commit_lists_the_tree_of_every_directory(tmp_path: Path) -> None:
     head = git(top, "rev-parse", "HEAD^{tree}").strip()
     blobs = commit_blobs(top, head, "sha1", ("", "HEAD"))
     trees = blobs.known_tree_ids()
-    assert set(trees) == {"tenants", "tenants/g", "tenants/g/3a", "tenants/g/5c", "flat"} | {
+    assert set(trees) == {"tenants", "tenants/g", "tenants/g/3a", "tenants/g/5c", "flat", "flat-other"} | {
+        "flat/01-crds",
+        "flat/01-crds/deep",
         "tenants/g/3a/app-one",
         "tenants/g/3a/app-one0",
         "tenants/g/5c/app-two",
@@ -96,16 +101,23 @@ def test_a_commit_lists_the_tree_of_every_directory(tmp_path: Path) -> None:
     assert trees["tenants/g/3a/app-one"] == tree_id([(p.rsplit("/", 1)[1], oid) for p, oid in one.items()])
     assert trees["tenants/g/3a/app-one"] == git(top, "rev-parse", "HEAD:tenants/g/3a/app-one").strip()
 
-    # Leaving app directories out: exactly the files below them go (not `app-one0/`, whose name
-    # begins with the same letters), with their trees and the trees above them.
+    # Leaving app directories out: exactly the files below them go, at any depth (not `app-one0/`
+    # or `flat-other/`, whose names begin with the same letters), with their trees, the trees
+    # below them and the trees above them.
     left = blobs.without_directories(["tenants/g/3a/app-one", "flat"])
     assert list(left) == [
+        "flat-other/cm.yaml",
         "kustomization.yaml",
         "tenants/g/3a/app-one0/cm.yaml",
         "tenants/g/5c/app-two/cm.yaml",
     ]
     assert left["tenants/g/3a/app-one0/cm.yaml"] == b"one zero\n"
-    assert set(left.known_tree_ids()) == {"tenants/g/3a/app-one0", "tenants/g/5c", "tenants/g/5c/app-two"}
+    assert set(left.known_tree_ids()) == {
+        "flat-other",
+        "tenants/g/3a/app-one0",
+        "tenants/g/5c",
+        "tenants/g/5c/app-two",
+    }
     # A file left out the other way (`without`): the directories above it are no longer the trees.
     fewer = blobs.without(["tenants/g/5c/app-two/cm.yaml"])
     assert "tenants/g/5c/app-two" not in fewer.known_tree_ids() and "tenants" not in fewer.known_tree_ids()
