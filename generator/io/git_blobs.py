@@ -41,13 +41,10 @@ import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
-
-from btp_gitops.generator.core.errors import GitError, UsageError
-from btp_gitops.generator.io.output_tree import MAX_TREE_FILE_BYTES, too_large
 
 # Settings that would let Git vouch for a file without comparing it with the index's stat data
 # (a file monitor's word, assume-unchanged by default, a weaker stat check) are turned off for
@@ -68,12 +65,12 @@ _REGULAR_MODES = frozenset({"100644", "100755"})
 _GIT_TIMEOUT = 120.0
 
 
-_HASHES = {"sha1": hashlib.sha1, "sha256": hashlib.sha256}
+HASHES = {"sha1": hashlib.sha1, "sha256": hashlib.sha256}
 
 
 def blob_id(data: bytes, object_format: str = "sha1") -> str:
     """The id Git gives a blob of `data` in a repository of `object_format` (sha1 or sha256)."""
-    digest = _HASHES[object_format](b"blob %d\0" % len(data))
+    digest = HASHES[object_format](b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
 
@@ -160,7 +157,7 @@ def _git_env() -> dict[str, str]:
     return {**os.environ, "GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
 
 
-def _git(directory: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
+def git_output(directory: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
     """The output of one Git command run in `directory`; None when Git is missing or fails.
 
     The output goes to an unnamed temporary file, read in one go when Git is done: through a
@@ -297,7 +294,7 @@ def start_work_tree_blobs(
             return lambda: _still_clean(earlier, *dirty_only.outputs(1))
         queries = _Running(directory, [(_LISTED,), (_DIRTY,)])
         return lambda: _still_vouched(earlier, *queries.outputs(2))
-    where = _git(
+    where = git_output(
         directory, "rev-parse", "--is-inside-work-tree", "--show-object-format", "--git-path", "index"
     )
     lines = where.decode("utf-8", errors="replace").split("\n") if where is not None else []
@@ -432,223 +429,3 @@ def _converted(attributes: bytes | None, paths: Mapping[str, str]) -> set[str]:
         if attribute in _CONVERTING and value != "unset":
             converted.add(path)
     return converted
-
-
-class CommitBlobs(Mapping[str, bytes]):
-    """The files of a directory at a commit, by path: their blob ids listed at once (`git
-    ls-tree`), their bytes read only when asked for, each bounded by its header's size before it
-    is read and checked against its id after (see the module docstring). `trees`: the tree id of
-    each directory below it, as listed (a directory that lost a file here is not among them)."""
-
-    def __init__(
-        self,
-        top: Path,
-        blobs: dict[str, str],
-        object_format: str,
-        where: tuple[str, str],
-        read: dict[str, bytes] | None = None,
-        *,
-        trees: dict[str, str] | None = None,
-    ) -> None:
-        self._top = top
-        self.blobs = blobs  # in path order
-        self.object_format = object_format
-        self._where = where  # (the directory's path in the repository, with a slash; the ref)
-        self._read: dict[str, bytes] = read if read is not None else {}
-        self.trees: dict[str, str] = trees if trees is not None else {}
-
-    def without(self, paths: Iterable[str]) -> CommitBlobs:
-        """Every file but these (sharing what was read); the directories holding one of them are
-        no longer the trees listed."""
-        kept, trees = dict(self.blobs), dict(self.trees)
-        for path in paths:
-            if kept.pop(path, None) is not None:
-                _drop_trees_from(trees, path.rpartition("/")[0])
-        return CommitBlobs(self._top, kept, self.object_format, self._where, self._read, trees=trees)
-
-    def without_directories(self, directories: Iterable[str]) -> CommitBlobs:
-        """Every file but those below these directories, and every tree but theirs, those below
-        them and those above them (which no longer hold what Git listed). A file is looked at by
-        its own directory first, one set lookup (a diff leaves out 20,000 app directories of
-        80,000 files), and by the directories above that only when it is not one of them."""
-        chosen = frozenset(directories)
-        kept = {path: oid for path, oid in self.blobs.items() if path.rpartition("/")[0] not in chosen}
-        kept = {path: oid for path, oid in kept.items() if not _below_any(path, chosen)}
-        trees = {path: oid for path, oid in self.trees.items() if path not in chosen}
-        trees = {path: oid for path, oid in trees.items() if not _below_any(path, chosen)}
-        for directory in chosen:
-            _drop_trees_from(trees, directory.rpartition("/")[0])
-        return CommitBlobs(self._top, kept, self.object_format, self._where, self._read, trees=trees)
-
-    def holds(self, path: str, data: bytes) -> bool:
-        known = self.blobs.get(path)
-        return known is not None and known == blob_id(data, self.object_format)
-
-    def blob_of(self, path: str) -> str | None:
-        """The SHA-1 blob id of the file at `path` (None: not here, or a SHA-256 repository)."""
-        return self.known_blob_ids().get(path)
-
-    def known_blob_ids(self) -> Mapping[str, str]:
-        """`blob_of` for every file, by path."""
-        return self.blobs if self.object_format == "sha1" else {}
-
-    def known_tree_ids(self) -> Mapping[str, str]:
-        """The SHA-1 tree id of every directory below this one, by path (none in a SHA-256
-        repository): a directory whose id is the one `tree_id` gives some files holds exactly
-        those files, with those blob ids."""
-        return self.trees if self.object_format == "sha1" else {}
-
-    def __getitem__(self, path: str) -> bytes:
-        data = self._read.get(path)
-        if data is None:
-            if path not in self.blobs:
-                raise KeyError(path)
-            self.fetch([path])
-            data = self._read[path]
-        return data
-
-    def __contains__(self, path: object) -> bool:
-        return path in self.blobs
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.blobs)
-
-    def __len__(self) -> int:
-        return len(self.blobs)
-
-    def _shown(self, path: str) -> str:
-        prefix, ref = self._where
-        return f"{prefix}{path} at {ref}"
-
-    def fetch(self, paths: Iterable[str]) -> None:
-        """Read the blobs of `paths` not read yet, in two Git calls: sizes first (every one
-        refused over the limit before any is read), then the bytes."""
-        wanted = [path for path in dict.fromkeys(paths) if path not in self._read and path in self.blobs]
-        if not wanted:
-            return
-        oids = "".join(f"{self.blobs[path]}\n" for path in wanted).encode("ascii")
-        headers = _git(self._top, "cat-file", "--batch-check", stdin=oids)
-        sizes = headers.decode("ascii", errors="replace").splitlines() if headers is not None else []
-        if len(sizes) != len(wanted):
-            raise GitError(f"git cat-file cannot read the files of {self._shown('')}")
-        for path, header in zip(wanted, sizes, strict=True):
-            fields = header.split(" ")
-            if len(fields) != 3 or fields[1] != "blob" or not fields[2].isdigit():
-                raise GitError(f"git cat-file cannot read {self._shown(path)}: {header[:80]!r}")
-            if int(fields[2]) > MAX_TREE_FILE_BYTES:
-                raise too_large(self._shown(path), int(fields[2]))
-        stream = _git(self._top, "cat-file", "--batch", stdin=oids)
-        if stream is None:
-            raise GitError(f"git cat-file cannot read the files of {self._shown('')}")
-        offset = 0
-        for path in wanted:
-            end = stream.find(b"\n", offset)
-            found = stream[offset:end].split(b" ")
-            size = int(found[2]) if len(found) == 3 and found[2].isdigit() else -1
-            if size < 0 or size > MAX_TREE_FILE_BYTES:
-                raise too_large(self._shown(path), size if size >= 0 else None)
-            data = stream[end + 1 : end + 1 + size]
-            offset = end + 2 + size
-            if blob_id(data, self.object_format) != self.blobs[path]:
-                raise GitError(f"cannot read {self._shown(path)}: its bytes are not its blob id's")
-            self._read[path] = data
-
-
-def _drop_trees_from(trees: dict[str, str], directory: str) -> None:
-    """Drop the tree of `directory` and of each directory above it, which no longer hold what
-    Git listed (up to the first one dropped before: those above it went with it)."""
-    while directory and trees.pop(directory, None) is not None:
-        directory = directory.rpartition("/")[0]
-
-
-def _below_any(path: str, directories: frozenset[str]) -> bool:
-    """Whether `path` lies below one of `directories`, at any depth."""
-    directory = path.rpartition("/")[0]
-    while directory:
-        if directory in directories:
-            return True
-        directory = directory.rpartition("/")[0]
-    return False
-
-
-def commit_blobs(top: Path, tree: str, object_format: str, where: tuple[str, str]) -> CommitBlobs:
-    """The files of the tree object `tree` of the repository at `top`, by path relative to it
-    (`where`: that tree's path in the repository, with a slash, and the ref, for messages)."""
-    listed = _git(top, "ls-tree", "-r", "-t", "-z", tree)  # -t: the directories' trees too
-    if listed is None:
-        raise GitError(f"git ls-tree cannot list {where[0]} at {where[1]}")
-    entries = os.fsdecode(listed).split("\0")
-    blobs = _listed_of_type(entries, "blob", object_format)
-    paths = list(blobs)
-    if paths != sorted(paths):  # Git lists them in path order as a rule: checked in one pass
-        blobs = {path: blobs[path] for path in sorted(paths)}
-    return CommitBlobs(
-        top, blobs, object_format, where, trees=_listed_of_type(entries, "tree", object_format)
-    )
-
-
-_OID_WIDTH = {"sha1": 40, "sha256": 64}
-
-
-def _listed_of_type(listed: bytes | list[str], kind: str, object_format: str) -> dict[str, str]:
-    """The entries of a `git ls-tree -z` listing whose type is `kind` (blob or tree): path ->
-    object id. Git writes an entry as `<mode> <type> <id>TAB<path>`, the mode six octal digits,
-    so each part is at a fixed offset: read by slicing in one comprehension (a cluster of 20,000
-    tenants lists 80,000 entries); an entry of another shape is not taken. `listed` may be split
-    at its NULs already (a listing read for both types)."""
-    typed = f" {kind} "
-    start = 6 + len(typed)
-    end = start + _OID_WIDTH[object_format]
-    return {
-        entry[end + 1 :]: entry[start:end]
-        for entry in (os.fsdecode(listed).split("\0") if isinstance(listed, bytes) else listed)
-        if entry[6:start] == typed and entry[end : end + 1] == "\t"
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class TreeAtRef:
-    commit: str
-    files: Mapping[str, bytes]  # paths relative to the subtree; empty when the ref has no such subtree
-    found: bool = True  # the ref has the subtree (a directory)
-    # Directories beside the subtree (its parent's), None when the ref has no such parent.
-    siblings: tuple[str, ...] | None = None
-
-
-def read_tree_at(repo_dir: Path | None, ref: str, subtree: str) -> TreeAtRef:
-    """The files under `subtree` as committed at `ref`, read from Git's objects: no checkout, the
-    work tree is not touched. `subtree` is relative to `repo_dir`, which may be a folder inside a
-    larger work tree (or a bare repository); without one, to the current directory's work tree.
-
-    Three `git` commands and `commit_blobs`'s listing, not GitPython: its import alone costs a
-    `diff --against HEAD` in a pull request more than these do."""
-    where = repo_dir or Path.cwd()
-    kind = _git(where, "rev-parse", "--is-bare-repository", "--show-object-format")
-    lines = os.fsdecode(kind).split("\n") if kind is not None else []
-    located = None
-    if len(lines) >= 2 and lines[1] in _HASHES:
-        located = _git(where, "rev-parse", "--absolute-git-dir" if lines[0] == "true" else "--show-toplevel")
-    if located is None:
-        raise UsageError(f"--against {ref}: not a directory, and {where} is not in a Git repository")
-    object_format = lines[1]
-    top = Path(os.fsdecode(located).removesuffix("\n")).resolve()
-    # The ref as a revision only (never an option), peeled to its commit.
-    commit = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-    if commit is None or not ref:
-        raise UsageError(f"--against {ref}: not a directory, and not a commit of the Git repository at {top}")
-    sha = commit.decode("ascii", errors="replace").strip()
-    base = repo_dir.resolve() if repo_dir else top
-    prefix = Path(os.path.relpath(base / subtree, top)).as_posix()
-    if prefix == ".." or prefix.startswith("../"):  # outside the repository: it holds no such tree
-        return TreeAtRef(sha, {}, found=False)
-    parent, _, name = prefix.rpartition("/")
-    listed = _git(top, "ls-tree", "-z", f"{sha}:{parent}")
-    if listed is None:  # no such directory at the ref
-        return TreeAtRef(sha, {}, found=False)
-    trees = _listed_of_type(listed, "tree", object_format)
-    siblings = tuple(sorted(trees))
-    if name not in trees:
-        return TreeAtRef(sha, {}, found=False, siblings=siblings)
-    # The blob ids only: a blob is read when the diff needs its bytes.
-    files = commit_blobs(top, trees[name], object_format, (f"{prefix}/", ref))
-    return TreeAtRef(sha, files, siblings=siblings)

@@ -7,17 +7,20 @@ or of a commit of a Git repository, read from Git's objects without a checkout. 
 the render reads back as its previous state (Kyma's records), exactly as `render` reads the
 repo it writes into, so the diff shows what `render` would write there.
 
-Before anything is rendered, the tree is checked to be what the command line means: the cluster
-directory exists (a misspelt `--cluster`, or a directory or ref that is no rendered repository,
-would otherwise show every object as added), unless `--new-cluster` says it is not rendered yet;
-and it was laid out with the same `--target` and `--emit-wiring` (wiring.layout reads that back
-from the tree), unless `--allow-layout-change` asks to see the change of layout.
+The tree is checked to be what the command line means: before anything is rendered, that the
+cluster directory exists (a misspelt `--cluster`, or a directory or ref that is no rendered
+repository, would otherwise show every object as added), unless `--new-cluster` says it is not
+rendered yet; and that it was laid out with the same `--target` and `--emit-wiring` (wiring.layout
+reads that back from the tree), unless `--allow-layout-change` asks to see the change of layout.
+At a ref, the layout is read after the render: by then the apps the commit holds as the render
+pack gives them are known, and their files are never listed (io.commit_tree), their names
+standing in for them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -34,7 +37,7 @@ from btp_gitops.generator.diff.compare import (
     compared_new_paths,
 )
 from btp_gitops.generator.diff.report import DiffTitle, json_report, markdown_report, text_report
-from btp_gitops.generator.io.git_blobs import CommitBlobs, read_tree_at
+from btp_gitops.generator.io.commit_tree import CommitBlobs, read_tree_at
 from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.repo import (
     DEFAULT_LOCK_TIMEOUT,
@@ -44,7 +47,7 @@ from btp_gitops.generator.io.repo import (
 )
 from btp_gitops.generator.pipeline.previous_tree import DecodedFiles
 from btp_gitops.generator.pipeline.render import KymaOptions, RenderResult, cluster_subtree, render_cluster
-from btp_gitops.generator.pipeline.reused_output import check_claims
+from btp_gitops.generator.pipeline.reused_output import check_claims, held_paths
 from btp_gitops.generator.transforms.guards import assert_no_private_key_in_text
 from btp_gitops.generator.wiring.layout import detect_layout
 from btp_gitops.generator.wiring.objects import DEFAULT_TARGET, TargetOptions
@@ -73,7 +76,7 @@ class ComparedTree:
 
     label: str  # how the report names it
     # Relative to clusters/<cluster>/, the ownership manifest left out; at a ref, each blob is
-    # read when needed (io.git_blobs.CommitBlobs).
+    # read when needed (io.commit_tree.CommitBlobs).
     files: Mapping[str, bytes]
     found: bool  # clusters/<cluster> is a directory there
     clusters: tuple[str, ...] | None  # the directories in clusters/; None: there is no clusters/
@@ -122,21 +125,21 @@ def tree_to_compare(request: DiffRequest) -> ComparedTree:
             at.siblings,
         )
     manifest = files.get(MANIFEST_FILE)
-    # A few hundred manifests among 80,000 files: found by their ending first (a method call in
-    # C per path, not a function call), then by the rule.
-    manifests = {path for path in files if path.endswith(MANIFEST_FILE) and is_manifest(path)}
-    compared: Mapping[str, bytes] = (
-        files.without(manifests)  # blob ids only: bytes read when needed
-        if isinstance(files, CommitBlobs)
-        else {path: data for path, data in files.items() if path not in manifests}
-    )
+    compared: Mapping[str, bytes]
+    if isinstance(files, CommitBlobs):  # blob ids only, the app directories' listed when needed
+        compared = files.without_named(MANIFEST_FILE)
+    else:
+        # A few hundred manifests among 80,000 files: found by their ending first (a method call
+        # in C per path, not a function call), then by the rule.
+        manifests = {path for path in files if path.endswith(MANIFEST_FILE) and is_manifest(path)}
+        compared = {path: data for path, data in files.items() if path not in manifests}
     text = manifest.decode("utf-8", errors="replace") if manifest is not None else None
     return ComparedTree(label, compared, found, clusters, manifest is not None, text)
 
 
 def check_tree(request: DiffRequest, tree: ComparedTree) -> None:
     """Refuse a comparison that would show the wrong thing: with a cluster directory that is not
-    there or not rendered, or one laid out for another target (see the module docstring)."""
+    there or not rendered (see the module docstring; the layout: `check_layout`)."""
     where = f"clusters/{request.cluster} at {tree.label}"
     if not tree.found:
         if request.new_cluster:
@@ -156,7 +159,13 @@ def check_tree(request: DiffRequest, tree: ComparedTree) -> None:
             f"{where} was not written by `btp-gitops render` (it has no {MANIFEST_FILE}): not a "
             "rendered cluster directory (--new-cluster compares with it all the same)"
         )
-    layout = detect_layout(tree.files)
+
+
+def check_layout(request: DiffRequest, tree: ComparedTree, files: Mapping[str, bytes]) -> None:
+    """Refuse a comparison with a cluster directory laid out for another target or wiring, read
+    from `files` (the tree's, or what stands for them: `_HeldEvidence`)."""
+    where = f"clusters/{request.cluster} at {tree.label}"
+    layout = detect_layout(files)
     wanted = request.target
     if (
         layout is not None
@@ -177,6 +186,9 @@ def diff_cluster(
     tree = tree_to_compare(request)
     check_tree(request, tree)
     label, old = tree.label, tree.files
+    at_ref = isinstance(old, CommitBlobs)
+    if not at_ref:
+        check_layout(request, tree, old)
     previous = DecodedFiles(old)  # decoded when read; compared by blob id at a ref
     result = render_cluster(
         request.sources,
@@ -187,14 +199,21 @@ def diff_cluster(
         previous=previous,
         target=request.target,
         allow_paths=request.allow_paths,
-        shard_tenants=shards_tenants(tree.manifest, old.keys(), request.migrate_layout),
+        shard_tenants=shards_tenants(
+            tree.manifest,
+            old.outline() if isinstance(old, CommitBlobs) else old.keys(),
+            request.migrate_layout,
+        ),
         cache=request.cache,
         progress=progress,
         leave_out_held=True,
     )
-    if result.held and isinstance(old, CommitBlobs):
-        # The apps the commit holds as the pack gives them (by tree id) are on neither side: the
-        # render left them out, and so does the comparison (reused_output.held_directories).
+    if isinstance(old, CommitBlobs):
+        # At a ref, the layout is read once the render has set aside the apps the commit holds
+        # as the pack gives them (by tree id): their files are never listed, and their names
+        # stand in for them (`_HeldEvidence`). Those apps are on neither side: the render left
+        # them out, and so does the comparison (reused_output.held_directories).
+        check_layout(request, tree, _HeldEvidence(old, held_paths(result.apps, result.held)))
         old = old.without_directories(result.held)
     new = {**result.files, **result.records}
     # Only the apps in which a file differs are compared: the others' files are the same bytes on
@@ -220,6 +239,25 @@ def diff_cluster(
     diff = compare_changed_apps(old, new, narrowed, f"{cluster_subtree(request.cluster)}/", shown)
     problems = tuple(problem.render() for problem in result.module_problems)
     return DiffResult(DiffTitle(request.cluster, label, problems), diff, result)
+
+
+class _HeldEvidence(Mapping[str, bytes]):
+    """The compared tree's files as the layout is read from them: those listed, and one path per
+    directory of each app set aside (its files are the pack's, by their tree id), which are no
+    file to read (wiring.layout reads only `.wiring/`'s, and no app set aside is there)."""
+
+    def __init__(self, listed: CommitBlobs, held: list[str]) -> None:
+        self._listed = listed
+        self._paths = [*listed, *held]
+
+    def __getitem__(self, path: str) -> bytes:
+        return self._listed[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
 
 
 def diff_report(result: DiffResult, output: str, max_length: int) -> str:

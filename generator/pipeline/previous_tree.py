@@ -10,7 +10,7 @@ file's bytes: in a Git work tree the files Git vouches for are not even read (io
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -23,7 +23,7 @@ from btp_gitops.generator.io.repo import ScannedTree
 
 class KnownBytes(Protocol):
     """Files whose bytes may be known without reading them (io.output_tree.TreeFiles,
-    io.git_blobs.CommitBlobs)."""
+    io.commit_tree.CommitBlobs)."""
 
     def holds(self, path: str, data: bytes) -> bool: ...
 
@@ -35,9 +35,15 @@ class KnownBlobs(Protocol):
 
 
 class KnownTrees(Protocol):
-    """Directories whose Git tree ids are known without reading them (io.git_blobs.CommitBlobs)."""
+    """Directories whose Git tree ids are known without reading them (io.commit_tree.CommitBlobs)."""
 
     def known_tree_ids(self) -> Mapping[str, str]: ...
+
+
+class SetAside(Protocol):
+    """Files of which some directories may be left out before they are listed (the same)."""
+
+    def set_aside(self, directories: Iterable[str]) -> None: ...
 
 
 class DecodedFiles(Mapping[str, str]):
@@ -99,6 +105,17 @@ class DecodedFiles(Mapping[str, str]):
             trees: KnownTrees = data
             return trees.known_tree_ids()
         return {}
+
+    def set_aside(self, directories: frozenset[str]) -> None:
+        """Directories whose files no path will ask for: where the files are a commit's not
+        listed yet, they never are (io.commit_tree.CommitBlobs.set_aside)."""
+        data = self._data
+        if self._paths is None and hasattr(data, "set_aside"):
+            aside: SetAside = data
+            aside.set_aside(directories)
+
+    def __bool__(self) -> bool:
+        return bool(self._data) if self._paths is None else bool(self._paths)
 
     def __iter__(self) -> Iterator[str]:
         if self._paths is None:

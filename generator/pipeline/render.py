@@ -473,6 +473,8 @@ def _render_cluster(
     checks.raise_if_any()
     layout_notes = [] if shard_tenants else keep_flat(apps)
     held = held_directories(apps, _held_trees(previous)) if leave_out_held else frozenset()
+    if held and isinstance(previous, DecodedFiles):
+        previous.set_aside(held)  # at a ref, their files need never be listed (io.commit_tree)
     per_app = lay_out_apps(apps, target.target, progress, held)
     layout = lay_out_cluster(apps, per_app, _unchanged(previous), _held_blobs(previous))
     laid_out = carry_over(layout.files, kyma_plan.untouched_apps, previous or {})

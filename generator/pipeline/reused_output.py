@@ -37,6 +37,7 @@ from btp_gitops.generator.core.errors import CredentialInOutput, InvalidSpec, Pr
 from btp_gitops.generator.core.keys import private_key_in
 from btp_gitops.generator.core.layout import app_directory, app_of_directory
 from btp_gitops.generator.core.objects import Manifest
+from btp_gitops.generator.core.ownership import MANIFEST_FILE
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
 from btp_gitops.generator.io.git_blobs import blob_id
@@ -163,7 +164,9 @@ def held_directories(apps: Sequence[AppRender], trees: Mapping[str, str]) -> fro
     the render would show, and `diff` neither lays the app out nor compares it. Only an app that
     is the one of its name on both sides: an app with another directory in the compared tree
     (flat and sharded, or in two groups) or a namesake in this render is compared file by file,
-    as objects may move between its directories."""
+    as objects may move between its directories. Nor an app with a file named like an ownership
+    manifest: the compared tree's are left out (pipeline.diff), so its directory is no longer the
+    tree listed."""
     if not trees:
         return frozenset()
     compared = Counter(app_of_directory(directory) for directory in trees)
@@ -173,9 +176,28 @@ def held_directories(apps: Sequence[AppRender], trees: Mapping[str, str]) -> fro
         if isinstance(app, ReusedApp) and rendered[app.app] == 1 and compared[app.app] == 1:
             directory = app_directory(app.app, app.group)
             claimed = trees.get(directory)
-            if claimed is not None and claimed == app.packed.content.tree_id():
+            content = app.packed.content
+            if (
+                claimed is not None
+                and MANIFEST_FILE not in content.names_text
+                and claimed == content.tree_id()
+            ):
                 held.add(directory)
     return frozenset(held)
+
+
+def held_paths(apps: Sequence[AppRender], held: frozenset[str]) -> list[str]:
+    """A path in each directory the `held` apps' files are in (an app with stage directories has
+    several): where they are, for what reads only that (wiring.layout), without their 80,000
+    file paths."""
+    paths = []
+    for app in apps:
+        if isinstance(app, ReusedApp) and (directory := app_directory(app.app, app.group)) in held:
+            text = app.packed.content.names_text
+            names = text.split("\0") if "/" in text else [text.partition("\0")[0]]
+            one_each = {name.rpartition("/")[0]: name for name in names if name}
+            paths += [f"{directory}/{name}" for name in one_each.values()]
+    return paths
 
 
 def check_claims(texts: Mapping[str, str], claims: Mapping[str, str], paths: Iterable[str]) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from btp_gitops.generator.io import git_blobs
-from btp_gitops.generator.io.git_blobs import _clean_entries, blob_id, commit_blobs, work_tree_blobs
+from btp_gitops.generator.io.commit_tree import commit_blobs
+from btp_gitops.generator.io.git_blobs import _clean_entries, blob_id, work_tree_blobs
 
 IDENTITY = ("-c", "user.name=t", "-c", "user.email=t@localhost")
 
@@ -169,10 +170,8 @@ def test_git_never_reads_the_callers_standard_input(tmp_path: Path) -> None:
     """Behind `helm --post-renderer` this process's standard input is Helm's stream: a Git
     command run without input of its own must not see a byte of it."""
     path = fake_git(tmp_path, "cat")  # prints what it is given
-    code = "import sys; from pathlib import Path; from btp_gitops.generator.io.git_blobs import _git; "
-    code += (
-        "sys.stdout.write(repr(_git(Path('.'), 'status')) + '|' + repr(_git(Path('.'), 'x', stdin=b'own')))"
-    )
+    code = "import sys; from pathlib import Path; from btp_gitops.generator.io.git_blobs import git_output; "
+    code += "sys.stdout.write(repr(git_output(Path('.'), 'status')) + '|' + repr(git_output(Path('.'), 'x', stdin=b'own')))"
     done = subprocess.run(
         [sys.executable, "-c", code],
         input=b"kind: Secret\nstringData: {token: from-helm}\n",
@@ -188,5 +187,5 @@ def test_a_git_that_hangs_is_stopped_at_the_deadline(tmp_path: Path, monkeypatch
     monkeypatch.setenv("PATH", fake_git(tmp_path, "exec sleep 60"))
     monkeypatch.setattr(git_blobs, "_GIT_TIMEOUT", 0.5)
     started = time.monotonic()
-    assert git_blobs._git(tmp_path, "status") is None
+    assert git_blobs.git_output(tmp_path, "status") is None
     assert time.monotonic() - started < 30

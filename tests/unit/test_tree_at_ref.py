@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from btp_gitops.generator.core.errors import UsageError
-from btp_gitops.generator.io.git_blobs import CommitBlobs, TreeAtRef, blob_id, read_tree_at
+from btp_gitops.generator.io.commit_tree import CommitBlobs, TreeAtRef, read_tree_at
+from btp_gitops.generator.io.git_blobs import blob_id
 from tests.unit.test_git_blobs import git
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from btp_gitops.generator.io.git_blobs import blob_id, commit_blobs, tree_id
+from btp_gitops.generator.io.commit_tree import commit_blobs
+from btp_gitops.generator.io.git_blobs import blob_id, tree_id
 from tests.unit.test_git_blobs import git
 
 # Names whose order in a tree is not plain string order: Git orders a directory as if its name
