@@ -90,14 +90,20 @@ class CommitBlobs(Mapping[str, bytes]):
         ownership manifests); the directories holding one are no longer the trees listed."""
         kept, trees = dict(self._blobs), dict(self.trees)
         _leave_out_named(kept, trees, name)
+        return self._derived(kept, trees, dict(self._deferred), name)
+
+    def _derived(
+        self, blobs: dict[str, str], trees: dict[str, str], deferred: dict[str, str], name: str | None
+    ) -> CommitBlobs:
+        """Another view of the same directory, sharing what was read."""
         return CommitBlobs(
             self._top,
-            kept,
+            blobs,
             self.object_format,
             self._where,
             self._read,
             trees=trees,
-            deferred=dict(self._deferred),
+            deferred=deferred,
             left_out_name=name,
             root=self._root,
         )
@@ -109,16 +115,7 @@ class CommitBlobs(Mapping[str, bytes]):
         for path in paths:
             if kept.pop(path, None) is not None:
                 _drop_trees_from(trees, path.rpartition("/")[0])
-        return CommitBlobs(
-            self._top,
-            kept,
-            self.object_format,
-            self._where,
-            self._read,
-            trees=trees,
-            left_out_name=self._left_out_name,
-            root=self._root,
-        )
+        return self._derived(kept, trees, {}, self._left_out_name)
 
     def without_directories(self, directories: Iterable[str]) -> CommitBlobs:
         """Every file but those below these directories, and every tree but theirs, those below
@@ -133,16 +130,7 @@ class CommitBlobs(Mapping[str, bytes]):
         trees = {path: oid for path, oid in trees.items() if not _below_any(path, chosen)}
         for directory in chosen:
             _drop_trees_from(trees, directory.rpartition("/")[0])
-        return CommitBlobs(
-            self._top,
-            kept,
-            self.object_format,
-            self._where,
-            self._read,
-            trees=trees,
-            left_out_name=self._left_out_name,
-            root=self._root,
-        )
+        return self._derived(kept, trees, {}, self._left_out_name)
 
     def holds(self, path: str, data: bytes) -> bool:
         known = self.blobs.get(path)
