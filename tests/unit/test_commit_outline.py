@@ -182,3 +182,18 @@ def test_a_tree_object_cut_short_is_refused(tmp_path: Path) -> None:
     with pytest.raises(GitError, match="is no tree Git writes"):
         read_tree_at(repo, commit, "clusters/demo")
     assert subprocess.run(["git", "-C", str(repo), "fsck"], capture_output=True, check=False).returncode != 0
+
+
+def test_a_directory_entry_naming_no_tree_is_refused(tmp_path: Path) -> None:
+    """A tree made by hand whose directory entry (mode 40000) names a blob: Git's answer for that
+    id is no tree, and the outline stops with a GitError naming the directory, not a listing."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    blob = hash_object(repo, "blob", b"kind: ConfigMap\n")
+    demo = hash_object(repo, "tree", b"40000 tenants\0" + bytes.fromhex(blob))
+    clusters = hash_object(repo, "tree", b"40000 demo\0" + bytes.fromhex(demo))
+    top = hash_object(repo, "tree", b"40000 clusters\0" + bytes.fromhex(clusters))
+    commit = git(repo, "commit-tree", top, "-m", "by hand").strip()
+    with pytest.raises(GitError, match="cannot read the directory tenants of clusters/demo/ at"):
+        read_tree_at(repo, commit, "clusters/demo")
