@@ -72,7 +72,7 @@ def test_provisioning_is_recorded_then_called_back(
 
     for job in jobs:
         finish_job(kube, job, "Complete")
-    assert controller.tenant_operations.reconcile(subscribed) == DONE
+    assert reconcile_until_settled(controller.tenant_operations, subscribed) == DONE
 
     record = source.record("globex")
     assert record is not None
@@ -116,7 +116,7 @@ def test_a_failed_step_is_recorded_and_reported_failed(
 ) -> None:
     [job] = create_jobs(kube, source.rendered_jobs("globex"))
     finish_job(kube, job, "Failed")
-    controller.tenant_operations.reconcile(subscribed)
+    assert reconcile_until_settled(controller.tenant_operations, subscribed) == DONE
 
     record = source.record("globex")
     assert record is not None and record["status"] == {"state": "ProvisioningError"}

@@ -198,7 +198,7 @@ def test_a_failed_provisioning_reports_no_tenant_output(
     [job] = create_jobs(kube, source.rendered_jobs("globex"))
     finish_job(kube, job, "Failed")
 
-    controller.tenant_operations.reconcile(ObjectKey(namespace, "globex"))
+    assert reconcile_until_settled(controller.tenant_operations, ObjectKey(namespace, "globex")) == DONE
 
     [callback] = saas_peer.callbacks
     assert callback.body["status"] == "FAILED"
