@@ -218,10 +218,12 @@ def main() -> int:
             f"load average {averages}):"
         )
         for name, runs in results.items():
-            trees, blobs, wall, cpu = (statistics.median(run[i] for run in runs) for i in range(4))
+            tree_bytes, blob_bytes, commit_wall, commit_cpu = (
+                statistics.median(run[i] for run in runs) for i in range(4)
+            )
             label = f"{name}{' (baseline)' if name == 'flat' else ''}:"
-            sizes = f"tree bytes {trees:>10,.0f}  blob bytes {blobs:>10,.0f}"
-            print(f"  {label:<18} {sizes}  commit wall {wall:6.2f} s  CPU {cpu:6.2f} s")
+            sizes = f"tree bytes {tree_bytes:>10,.0f}  blob bytes {blob_bytes:>10,.0f}"
+            print(f"  {label:<18} {sizes}  commit wall {commit_wall:6.2f} s  CPU {commit_cpu:6.2f} s")
         ratio = statistics.median(r[0] for r in results["flat"]) / statistics.median(
             r[0] for r in results["sharded"]
         )

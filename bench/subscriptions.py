@@ -54,18 +54,15 @@ the 202 at most 1 s. Every scenario: all N recorded, each exactly once.
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import cProfile
 import functools
 import http.client
 import io
 import json
-import math
 import os
 import pstats
 import queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -74,274 +71,44 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import yaml
+from bench.subscription_report import (
+    GOAL_P99_SECONDS,
+    GOAL_SECONDS,
+    BaselineResult,
+    Report,
+    print_summary,
+    print_text,
+)
+from bench.subscription_setup import (
+    APP,
+    GLOBAL_ACCOUNT,
+    NAMESPACE_NAME,
+    ROOT,
+    Environment,
+    RemoteRecords,
+    Tenant,
+    child_pids_named,
+    cluster_objects,
+    cpu_snapshot,
+    git,
+    log,
+    make_tenants,
+    percentile,
+    remote_records,
+    saas_body,
+    seed_remote,
+    set_up,
+    wait_ready,
+)
+from btp_gitops.controller.kube import KubeClient
+from btp_gitops.controller.records import Subscription, subscribe_tenant
 
-from btp_gitops.controller.kube import CONFIG_MAP, NAMESPACE, SECRET, KubeClient
-from btp_gitops.controller.records import Subscription, consumer_tenant_name, subscribe_tenant
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "cap-app"
-APP_DIR = "apps/bookshop"  # where the example goes in the remote; new records go to <it>/tenants/
-TENANTS_DIR = f"{APP_DIR}/tenants"
-APP = "bookshop"  # the example's CAPApplication, in namespace bookshop
-NAMESPACE_NAME = "bookshop"
-PROVIDER_SUBACCOUNT = "0d3e5f6a-1b2c-4d5e-8f90-a1b2c3d4e5f6"  # examples/cap-app/capapplication.yaml
-GLOBAL_ACCOUNT = "2dddd48d-b45f-45a5-b861-a80872a0c8a8"
-XSAPPNAME = "bookshop!t42"
-SUBSCRIPTION_DOMAIN = "shop.example.com"
-GOAL_SECONDS = 12.0  # simultaneous clients: every 202 and the last push
-GOAL_P99_SECONDS = 1.0  # fewer clients than requests: p99 to the 202
 CLIENT_TIMEOUT = 180.0  # longer than the server's record_timeout (120 s): its answer, not ours
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_CONFIG_COUNT": "2",
-    "GIT_CONFIG_KEY_0": "core.hooksPath",
-    "GIT_CONFIG_VALUE_0": "/dev/null",
-    "GIT_CONFIG_KEY_1": "commit.gpgSign",
-    "GIT_CONFIG_VALUE_1": "false",
-}
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-# --- tenants and requests ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Tenant:
-    tenant_id: str
-    sub_domain: str
-    subscription_guid: str
-
-    @property
-    def record_name(self) -> str:
-        return consumer_tenant_name(APP, self.tenant_id)
-
-
-def make_tenants(count: int, label: str) -> list[Tenant]:
-    """`count` tenants with distinct ids, subdomains and record names (a record name keeps 8 hex of
-    sha1(tenant id): the rare colliding id is skipped, the server would refuse it as taken)."""
-    tenants: list[Tenant] = []
-    names: set[str] = set()
-    index = 0
-    while len(tenants) < count:
-        tenant_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"btp-gitops-bench/{label}/{index}"))
-        tenant = Tenant(tenant_id, f"{label}-{index:05d}", str(uuid.uuid5(uuid.NAMESPACE_OID, tenant_id)))
-        index += 1
-        if tenant.record_name not in names:
-            names.add(tenant.record_name)
-            tenants.append(tenant)
-    return tenants
-
-
-def saas_body(tenant: Tenant) -> bytes:
-    """What the SaaS registry sends on subscribe (asynchronous, as the binding's appUrls configure)."""
-    return json.dumps(
-        {
-            "subscriptionAppName": APP,
-            "subscriptionAppId": f"{XSAPPNAME}",
-            "subscribedTenantId": tenant.tenant_id,
-            "subscribedSubdomain": tenant.sub_domain,
-            "subscriptionGUID": tenant.subscription_guid,
-            "globalAccountGUID": GLOBAL_ACCOUNT,
-            "providerSubaccountId": PROVIDER_SUBACCOUNT,
-            "subscribedSubaccountId": str(uuid.uuid5(uuid.NAMESPACE_DNS, tenant.tenant_id)),
-            "subscribedZoneId": tenant.tenant_id,
-            "subscribedLicenseType": "PRODUCTIVE",
-            "subscribedCrmId": "",
-            "userId": "admin@example.com",
-            "eventType": "CREATE",
-            "subscriptionParams": {},
-            "additionalInformation": {"subaccountRegion": "eu10"},
-            "dependantServiceInstanceAppIds": None,
-        },
-        separators=(",", ":"),
-    ).encode()
-
-
-# --- Git ---------------------------------------------------------------------------------------------
-
-
-def git(directory: Path, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
-        ["git", *args],
-        cwd=directory,
-        env={**os.environ, **GIT_ENV},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed in {directory}: {done.stderr.strip()}")
-    return done.stdout
-
-
-def seed_remote(directory: Path) -> tuple[Path, str]:
-    """A bare remote whose main branch holds examples/cap-app under APP_DIR; (remote, seed commit)."""
-    directory.mkdir(parents=True)
-    remote = directory / "remote.git"
-    git(directory, "init", "--quiet", "--bare", "--initial-branch=main", str(remote))
-    seed = directory / "seed"
-    git(directory, "clone", "--quiet", str(remote), str(seed))
-    shutil.copytree(EXAMPLE, seed / APP_DIR)
-    git(seed, "add", "--all")
-    git(seed, "commit", "--quiet", "-m", "Seed: examples/cap-app")
-    git(seed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
-    shutil.rmtree(seed)
-    return remote, git(remote, "rev-parse", "refs/heads/main").strip()
-
-
-@dataclass(slots=True)
-class RemoteRecords:
-    commits: int  # added on main since the seed
-    new_files: int  # tenant record files not in the seed
-    lost: int  # expected tenant ids without a record
-    duplicated: int  # expected tenant ids with more than one record
-    unexpected: int  # records of tenant ids nobody subscribed
-
-    @property
-    def complete(self) -> bool:
-        return not (self.lost or self.duplicated or self.unexpected)
-
-
-def remote_records(remote: Path, seed: str, expected: list[Tenant]) -> RemoteRecords:
-    """The remote's main branch against the expected tenants, file by file."""
-    commits = int(git(remote, "rev-list", "--count", f"{seed}..refs/heads/main"))
-    listed = set(git(remote, "ls-tree", "-r", "--name-only", "refs/heads/main", "--", TENANTS_DIR).split())
-    seeded = set(git(remote, "ls-tree", "-r", "--name-only", seed, "--", TENANTS_DIR).split())
-    new = sorted(listed - seeded)
-    ids: Counter[str] = Counter()
-    if new:
-        batch = git(remote, "cat-file", "--batch", stdin="".join(f"refs/heads/main:{p}\n" for p in new))
-        for text in _batch_contents(batch):
-            for document in yaml.safe_load_all(text):
-                if isinstance(document, dict) and document.get("kind") == "CAPTenant":
-                    ids[str((document.get("spec") or {}).get("tenantId"))] += 1
-    wanted = {t.tenant_id for t in expected}
-    return RemoteRecords(
-        commits=commits,
-        new_files=len(new),
-        lost=sum(1 for t in wanted if ids[t] == 0),
-        duplicated=sum(1 for t in wanted if ids[t] > 1),
-        unexpected=sum(count for t, count in ids.items() if t not in wanted),
-    )
-
-
-def _batch_contents(output: str) -> Iterator[str]:
-    """The blobs of `git cat-file --batch` output (header line, content, newline per object)."""
-    data = output.encode()
-    position = 0
-    while position < len(data):
-        header_end = data.index(b"\n", position)
-        size = int(data[position:header_end].split()[2])
-        yield data[header_end + 1 : header_end + 1 + size].decode()
-        position = header_end + 1 + size + 1
-
-
-# --- the cluster -------------------------------------------------------------------------------------
-
-
-def string_secret(name: str, data: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": NAMESPACE_NAME},
-        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
-    }
-
-
-def create_bindings(kube: KubeClient) -> None:
-    """The namespace and the two binding Secrets a SaaS registry subscribe reads, in the shapes the
-    SAP BTP service operator writes (xsuaa: a `credentials` JSON key; saas-registry: SAP binding
-    format with `.metadata`). The registry's URLs are never called during a subscribe."""
-    kube.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE_NAME}})
-    xsuaa = {
-        "xsappname": XSAPPNAME,
-        "uaadomain": "localhost",
-        "clientid": f"sb-{XSAPPNAME}",
-        "clientsecret": uuid.uuid4().hex,
-        "url": "https://provider.localhost",
-    }
-    registry = {
-        "clientid": "sb-bookshop!b7",
-        "clientsecret": uuid.uuid4().hex,
-        "url": "https://provider.localhost",
-        "saas_registry_url": "https://saas-manager.localhost",
-        "uaadomain": "localhost",
-        "appUrls": json.dumps({"callbackTimeoutMillis": 300000, "onSubscriptionAsync": True}),
-    }
-    metadata = {
-        "credentialProperties": [{"name": k, "format": "text"} for k in registry],
-        "metaDataProperties": [{"name": "instance_name", "format": "text"}],
-    }
-    for secret in (
-        string_secret(f"{APP}-uaa-binding", {"credentials": json.dumps(xsuaa)}),
-        string_secret(
-            f"{APP}-registry-binding",
-            {**registry, "instance_name": f"{APP}-registry", ".metadata": json.dumps(metadata)},
-        ),
-    ):
-        kube.create(SECRET, secret, NAMESPACE_NAME)
-
-
-def cluster_objects(kube: KubeClient) -> tuple[int, int]:
-    """(subscription-context Secrets, pending-callback ConfigMaps) the server wrote."""
-    secrets = kube.list(SECRET, NAMESPACE_NAME, "app.kubernetes.io/managed-by=btp-gitops")
-    callbacks = kube.list(CONFIG_MAP, NAMESPACE_NAME, "btp-gitops.io/pending-callback=true")
-    return len(secrets), len(callbacks)
-
-
-# --- CPU accounting ----------------------------------------------------------------------------------
-
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2 :].split()  # after "pid (comm) "
-
-
-def process_cpu(pid: int) -> float:
-    """CPU seconds of `pid` and of its children it waited for (the server's git commands)."""
-    fields = _stat_fields(pid)
-    return sum(int(v) for v in fields[11:15]) / _TICKS if fields else 0.0
-
-
-def child_pids_named(*names: str) -> dict[str, int]:
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = _stat_fields(int(entry.name))
-        try:
-            comm = (entry / "comm").read_text().strip()
-        except OSError:
-            continue
-        if fields and int(fields[1]) == os.getpid() and comm in names:
-            found[comm] = int(entry.name)
-    return found
-
-
-def cpu_snapshot(server_pid: int, others: Mapping[str, int]) -> dict[str, float]:
-    times = os.times()
-    snapshot = {"server": process_cpu(server_pid), "clients": times.user + times.system}
-    snapshot.update({name: process_cpu(pid) for name, pid in others.items()})
-    return snapshot
 
 
 # --- the server, in its own process ------------------------------------------------------------------
@@ -586,23 +353,6 @@ def _tail(path: Path, lines: int = 30) -> str:
         return f"<cannot read {path}: {error}>"
 
 
-def wait_ready(port: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        try:
-            connection.request("GET", "/readyz")
-            if connection.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        finally:
-            connection.close()
-        if time.monotonic() > deadline:
-            raise RuntimeError("the subscription server did not become ready")
-        time.sleep(0.1)
-
-
 # --- the clients -------------------------------------------------------------------------------------
 
 
@@ -685,25 +435,7 @@ def run_clients(port: int, requests: list[Prepared], clients: int) -> list[Outco
     return [o for o in outcomes if o is not None]
 
 
-def percentile(sorted_values: list[float], fraction: float) -> float:
-    """Nearest rank: the smallest value with at least `fraction` of the values at or below it."""
-    rank = max(1, math.ceil(fraction * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
 # --- the baseline: plain Git, a commit and a push per record -----------------------------------------
-
-
-@dataclass(slots=True)
-class BaselineResult:
-    tenants: int
-    seconds: float
-    per_record: float
-    first_quarter: float  # mean seconds per record over the first quarter of the sample
-    last_quarter: float
-    commits: int
-    complete: bool
-    cpu_seconds: float = 0.0  # this process and its Git commands, over the sample
 
 
 def _own_and_children_cpu() -> float:
@@ -752,73 +484,6 @@ def run_baseline(directory: Path, tenants: list[Tenant]) -> BaselineResult:
 
 
 # --- the run -----------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Report:
-    requests: int
-    clients: int
-    batch_window: float
-    max_batch: int
-    requests_per_second: float
-    p50_ms: float
-    p90_ms: float
-    p99_ms: float
-    max_ms: float
-    answers: dict[str, int]
-    non_202: int
-    commits: int
-    all_pushed_seconds: float | None  # None: the remote never held every record
-    last_answer_seconds: float
-    new_files: int
-    lost: int
-    duplicated: int
-    unexpected: int
-    context_secrets: int
-    pending_callbacks: int
-    cpu_seconds: dict[str, float]
-    baseline: BaselineResult
-    baseline_extrapolated_seconds: float
-    throughput_ratio: float
-    time_ratio: float | None
-    goal_met: bool
-    goal_misses: list[str] = field(default_factory=list)
-    profile: dict[str, Any] | None = None
-    connection_errors: int = 0  # requests without an HTTP answer (reset, refused, timed out)
-    load_before: str = ""  # /proc/loadavg's first three fields
-    load_after: str = ""
-
-
-@dataclass(slots=True)
-class Environment:
-    """What the run needs besides the server: the cluster, the token issuer, the CA of its certificate."""
-
-    kube: KubeClient
-    kubeconfig: Path
-    sign: Callable[[], str]
-    jwks_ca_file: Path
-
-
-def set_up(work: Path, stack: contextlib.ExitStack) -> Environment:
-    from tests.controller.subscription.peers import (  # noqa: PLC0415 (test support, bench only)
-        Issuer,
-        TokenFactory,
-        make_pki,
-        rsa_key,
-        running_issuer,
-    )
-    from tests.support.kubeapi import start_kube_api  # noqa: PLC0415
-
-    started = time.perf_counter()
-    api, stop_api = start_kube_api(work / "kube-api")
-    stack.callback(stop_api)
-    kube = KubeClient(api.api_client())
-    stack.callback(kube.close)
-    create_bindings(kube)
-    log(f"setup: kube-apiserver + etcd with binding Secrets in {time.perf_counter() - started:.1f} s")
-    pki = make_pki(work)
-    issuer = stack.enter_context(running_issuer(Issuer({"key-1": rsa_key()}), pki.server_context(work)))
-    return Environment(kube, api.kubeconfig, TokenFactory(issuer, XSAPPNAME), pki.ca_file)
 
 
 @dataclass(slots=True)
@@ -995,181 +660,6 @@ def wait_all_recorded(
         records = remote_records(remote, seed, tenants)
         complete = records.complete and records.new_files == len(tenants)
     return (max(last_answer, time.perf_counter() - first) if complete else None), records
-
-
-# --- output ------------------------------------------------------------------------------------------
-
-
-def print_text(report: Report) -> None:
-    r, b = report, report.baseline
-    n = r.requests
-    pushed = (
-        f"{r.all_pushed_seconds:.1f} s" if r.all_pushed_seconds is not None else "never (records missing)"
-    )
-    answers = ", ".join(f"{status}: {count}" for status, count in r.answers.items())
-    cpu = r.cpu_seconds
-    cpu_line = ", ".join(
-        f"{name} {cpu[name]:.1f}" for name in ("server", "kube-apiserver", "etcd", "clients") if name in cpu
-    )
-    rows = [
-        ("requests/s (all requests / time to the last answer)", f"{r.requests_per_second:.1f}"),
-        (
-            "latency to the 202, ms: p50 / p90 / p99 / max",
-            f"{r.p50_ms:.0f} / {r.p90_ms:.0f} / {r.p99_ms:.0f} / {r.max_ms:.0f}",
-        ),
-        ("answers", answers),
-        ("non-202 answers", str(r.non_202)),
-        (
-            "commits on the remote for the run",
-            f"{r.commits} ({n / max(r.commits, 1):.1f} records per commit)",
-        ),
-        ("time from the first request until all pushed", pushed),
-        (
-            "records on the remote (final tree)",
-            f"{r.new_files} new files for {n} tenants: {r.lost} lost, {r.duplicated} duplicated, "
-            f"{r.unexpected} unexpected",
-        ),
-        (
-            "cluster objects written",
-            f"{r.context_secrets} subscription-context Secrets, {r.pending_callbacks} pending callbacks",
-        ),
-        (f"CPU seconds during the run ({cpu['wall']:.1f} s wall, 2 cores)", cpu_line),
-        ("connection errors (reset, refused, timed out)", str(r.connection_errors)),
-        ("load average before / after the run", f"{r.load_before} / {r.load_after}"),
-    ]
-    print(
-        f"subscriptions: {n} SaaS registry subscribe requests (PUT /provision/tenants/{{id}}) "
-        f"from {r.clients} concurrent keep-alive clients, loopback HTTP"
-    )
-    print(
-        f"server: own process, real kube-apiserver + etcd, bare Git remote on disk; "
-        f"batch_window {r.batch_window:g} s, max_batch {r.max_batch}"
-    )
-    _table(rows)
-    print(
-        f"baseline: plain git, one commit + push per record, sequential, fresh clone; "
-        f"measured on {b.tenants} tenants, extrapolated linearly to {n}"
-    )
-    _table(
-        [
-            (
-                "per record (whole sample / first quarter / last quarter)",
-                f"{b.per_record * 1000:.0f} / {b.first_quarter * 1000:.0f} / {b.last_quarter * 1000:.0f} ms",
-            ),
-            ("records/s", f"{b.tenants / b.seconds:.1f}"),
-            ("CPU seconds per record (git + this process)", f"{b.cpu_seconds / b.tenants * 1000:.0f} ms"),
-            (f"time for {n} (extrapolated)", f"{report.baseline_extrapolated_seconds:.1f} s"),
-            ("sample recorded completely", f"{'yes' if b.complete else 'NO'} ({b.commits} commits)"),
-        ]
-    )
-    time_part = (
-        f"time for {n}: {r.all_pushed_seconds:.1f} s vs {report.baseline_extrapolated_seconds:.1f} s "
-        f"extrapolated ({r.time_ratio:.1f}x less)"
-        if r.all_pushed_seconds is not None and r.time_ratio is not None
-        else f"time for {n}: n/a (not all recorded)"
-    )
-    print(f"  ratio: server throughput {r.throughput_ratio:.1f}x the baseline's; {time_part}")
-    goal = "meets" if r.goal_met else f"MISSES ({', '.join(r.goal_misses)})"
-    print(f"goal ({goal_text(r)}): {goal}")
-    if r.profile is not None:
-        print_profile(r.profile, cpu["wall"])
-
-
-def goal_text(report: Report) -> str:
-    n = report.requests
-    if report.clients >= report.requests:
-        return (
-            f"issue #18: {n} simultaneous clients, all {n} recorded, none lost or duplicated, "
-            f"no connection error, every 202 and the last push within {GOAL_SECONDS:.0f} s"
-        )
-    return (
-        f"issue #18: all {n} recorded, none lost or duplicated, "
-        f"p99 to the 202 at most {GOAL_P99_SECONDS:.0f} s"
-    )
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
-def print_summary(reports: list[Report]) -> None:
-    """Per scenario: the median of its runs (and every run's value), beside the baseline's."""
-    for clients in dict.fromkeys(r.clients for r in reports):
-        runs = [r for r in reports if r.clients == clients]
-        n = runs[0].requests
-
-        def column(values: list[float], unit: str = "", digits: int = 1) -> str:
-            each = " / ".join(f"{v:.{digits}f}" for v in values)
-            return f"{median(values):.{digits}f}{unit} (runs: {each})"
-
-        pushed = [r.all_pushed_seconds if r.all_pushed_seconds is not None else math.inf for r in runs]
-        baseline_wall = [r.baseline_extrapolated_seconds for r in runs]
-        baseline_cpu = [r.baseline.cpu_seconds / r.baseline.tenants * n for r in runs]
-        server_cpu = [
-            sum(v for k, v in r.cpu_seconds.items() if k in ("server", "kube-apiserver", "etcd"))
-            for r in runs
-        ]
-        simultaneous = clients >= n
-        print()
-        print(f"summary: {n} subscriptions from {clients} clients, median of {len(runs)} runs")
-        _table(
-            [
-                (
-                    "time to the last push (server) / baseline, s"
-                    + (f" (target <= {GOAL_SECONDS:.0f} s)" if simultaneous else ""),
-                    f"{column(pushed)} / {column(baseline_wall)}",
-                ),
-                (
-                    "CPU s, server + kube-apiserver + etcd / baseline (extrapolated)",
-                    f"{column(server_cpu)} / {column(baseline_cpu)}",
-                ),
-                ("requests/s", column([r.requests_per_second for r in runs])),
-                (
-                    "p50 / p99 to the 202, ms"
-                    + ("" if simultaneous else f" (target: p99 <= {GOAL_P99_SECONDS * 1000:.0f} ms)"),
-                    f"{column([r.p50_ms for r in runs], digits=0)} / "
-                    f"{column([r.p99_ms for r in runs], digits=0)}",
-                ),
-                ("connection errors", column([float(r.connection_errors) for r in runs], digits=0)),
-                ("non-202 answers", column([float(r.non_202) for r in runs], digits=0)),
-                ("lost / duplicated", " ; ".join(f"{r.lost} / {r.duplicated}" for r in runs)),
-                ("commits per run", " / ".join(str(r.commits) for r in runs)),
-                (
-                    "load average before -> after each run",
-                    " ; ".join(f"{r.load_before} -> {r.load_after}" for r in runs),
-                ),
-            ]
-        )
-        met = sum(r.goal_met for r in runs)
-        misses = sorted({m for r in runs for m in r.goal_misses})
-        print(
-            f"  goal ({goal_text(runs[0])}): met in {met} of {len(runs)} runs"
-            + (f"; missed: {', '.join(misses)}" if misses else "")
-        )
-
-
-def print_profile(profile: Mapping[str, Any], wall: float) -> None:
-    print("profile (server process: wall time inside each part, summed over its threads)")
-    timings: dict[str, list[float]] = profile["timings"]
-    rows = sorted(timings.items(), key=lambda item: (not item[0].startswith("request"), -item[1][1]))
-    print(f"  {'part':<74} {'calls':>7} {'total s':>9} {'mean ms':>9}")
-    for label, (count, seconds) in rows:
-        print(f"  {label:<74} {int(count):>7} {seconds:>9.1f} {seconds * 1000 / max(count, 1):>9.1f}")
-    sizes = profile["batch_sizes"]
-    if sizes:
-        ordered = sorted(sizes)
-        print(
-            f"  batches: {len(sizes)}, changes per batch min {ordered[0]} / median "
-            f"{ordered[len(ordered) // 2]} / max {ordered[-1]}; run wall {wall:.1f} s"
-        )
-
-
-def _table(rows: list[tuple[str, str]]) -> None:
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"  {label:<{width}}  {value}")
 
 
 # --- main --------------------------------------------------------------------------------------------

@@ -87,6 +87,7 @@ lint() {
 types() {
   .venv/bin/mypy
   .venv/bin/mypy --strict scripts/*.py  # the maintainer scripts, outside the package
+  .venv/bin/mypy --strict bench  # the benchmarks
 }
 
 # Floor tier: every direct dependency at its declared floor (constraints-floor.txt), run through the

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from bench.subscription_contention import print_text
+from bench.contention_results import print_text
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]

@@ -13,7 +13,6 @@ provisioning Job, a recorded deprovisioning makes the tenant disappear. Nothing 
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,13 +21,10 @@ from typing import Any
 import git
 import pytest
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
 
 from btp_gitops.controller.errors import PermanentError, UnreadableSource
 from btp_gitops.controller.gitstore import CommitOutcome, RepoSettings, SourceRepo, TreeChange
 from btp_gitops.controller.records import (
-    ApplicationRecord,
     DocumentRef,
     OperationOutcome,
     SourceIndex,
@@ -36,7 +32,6 @@ from btp_gitops.controller.records import (
     Subscription,
     consumer_tenant_name,
     record_operation_outcome,
-    record_path,
     remove_document,
     remove_tenant_record,
     remove_version,
@@ -674,29 +669,6 @@ def test_a_file_its_separators_do_not_cut_into_documents_is_refused_not_rewritte
     with pytest.raises(UnreadableSource, match=r"tenants/acme.yaml: .*not separated by plain '---' lines"):
         change(tree)
     assert record.read_text() == text
-
-
-# --- names -----------------------------------------------------------------------------------------
-
-DNS_1123_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-
-
-def test_consumer_tenant_names_are_derived_from_the_tenant_id_alone() -> None:
-    assert consumer_tenant_name("bookshop", NEW_ID) == f"bookshop-consumer-{sha1_hex(NEW_ID)[:8]}"
-    assert consumer_tenant_name("bookshop", NEW_ID) != consumer_tenant_name("bookshop", ACME_ID)
-    app = ApplicationRecord(NAMESPACE, APP, APP, "sub", Path("apps/shop/app.yaml"), (), {}, "p", "pid")
-    assert record_path(app, "t") == Path("apps/shop/tenants/t.yaml")
-
-
-@given(
-    application=st.from_regex(r"\A[a-z0-9]([-a-z0-9.]{0,120}[a-z0-9])?\Z"),
-    tenant_id=st.text(min_size=1, max_size=80),
-)
-def test_consumer_tenant_names_are_short_valid_names(application: str, tenant_id: str) -> None:
-    name = consumer_tenant_name(application, tenant_id)
-    assert DNS_1123_NAME.match(name), name
-    assert len(name) <= 63
-    assert name == consumer_tenant_name(application, tenant_id)
 
 
 # --- what the render makes of the records ----------------------------------------------------------
