@@ -6,10 +6,21 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.io.git_blobs import blob_id
-from btp_gitops.generator.io.packed_app import AppFiles, PackDamaged, PackedApp, origins_text
+from btp_gitops.generator.io.packed_app import (
+    AppFiles,
+    PackDamaged,
+    PackedApp,
+    _joined_file_names,
+    _joined_subdomains,
+    blob_ids_hold,
+    origins_text,
+    subdomains,
+)
 
 FILES = {
     "captenant-acme.yaml": "kind: CAPTenant\nname: é\n",  # not ASCII: spans are in bytes, texts in characters
@@ -178,3 +189,66 @@ def test_files_at_odds_with_the_keys_or_origins_fail_naming_the_app(
 )
 def test_origins_are_kept_once_when_every_object_shares_one(origins: list[str], kept: str | None) -> None:
     assert origins_text(origins) == kept
+
+
+# --- the checks of a pack's names and ids, in one pass over all 20,000 apps' ------------------------
+
+# The forms, spelt out independently of the checks: names joined by NULs with one after the last.
+SUBDOMAIN_LABELS = re.compile(r"(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\0)*")
+FLAT_FILE_NAMES = re.compile(r"(?:[a-z0-9][-a-z0-9._]*\0)*")
+# Names of the characters a form allows, short, so that its edges (a hyphen or dot first or last,
+# two dots, an empty name) come up often; and text with characters it does not allow.
+SUBDOMAIN_LIKE = st.text(alphabet="a9-.", max_size=5)
+FILE_NAME_LIKE = st.text(alphabet="a9-._", max_size=5)
+NEAR = st.text(alphabet="ab9-._\0/Aé ", max_size=12)
+
+
+SUBDOMAIN_EDGES = [
+    ["a-"],
+    ["a", "-b"],
+    ["a."],
+    ["a", ".b"],
+    ["a..b"],
+    ["a.-b"],
+    ["a-.b"],
+    ["a", ""],
+    ["a-b.c9"],
+]
+FILE_NAME_EDGES = [["a", "_b"], ["a", ".b"], ["a", "-b"], ["_a"], ["", "a"], ["a/b"], ["a_b.-c"]]
+
+
+@given(st.lists(SUBDOMAIN_LIKE | NEAR, max_size=6))
+@pytest.mark.parametrize("edge", SUBDOMAIN_EDGES)
+def test_joined_subdomains_are_told_as_the_grammar_tells_them(edge: list[str], names: list[str]) -> None:
+    for listed in (edge, names, [*names, *edge]):
+        joined = "\0".join([*listed, ""])
+        assert _joined_subdomains(joined) == (SUBDOMAIN_LABELS.fullmatch(joined) is not None), listed
+
+
+@given(NEAR | st.text(alphabet="a9-._\0", max_size=12))
+def test_a_joined_form_cut_anywhere_is_still_told_as_the_grammar_tells_it(text: str) -> None:
+    assert _joined_subdomains(text) == (SUBDOMAIN_LABELS.fullmatch(text) is not None)
+    assert _joined_file_names(text) == (FLAT_FILE_NAMES.fullmatch(text) is not None)
+
+
+@given(st.lists(FILE_NAME_LIKE | NEAR, max_size=6))
+@pytest.mark.parametrize("edge", FILE_NAME_EDGES)
+def test_joined_file_names_are_told_as_the_grammar_tells_them(edge: list[str], names: list[str]) -> None:
+    for listed in (edge, names, [*names, *edge]):
+        joined = "\0".join([*listed, ""])
+        assert _joined_file_names(joined) == (FLAT_FILE_NAMES.fullmatch(joined) is not None), listed
+
+
+@given(st.text(alphabet="0123456789abcdefABCDEFg \n\0é", max_size=90))
+def test_blob_ids_hold_only_lowercase_hexadecimal_digits(ids: str) -> None:
+    app = AppFiles("", "", ids, b"", (0, 0))
+    assert blob_ids_hold([app]) == (re.fullmatch("[0-9a-f]*", ids) is not None)
+
+
+def test_the_names_a_render_writes_take_the_one_pass() -> None:
+    """What a pack of tenant apps holds passes without falling back to name-by-name checks."""
+    apps = [f"cap-tenant.bookshop.customer-{index:05d}" for index in range(3)] + ["bookshop.bookshop"]
+    assert _joined_subdomains("\0".join([*apps, ""]))
+    files = ["captenant-customer-00001.yaml", "dnsentry-shops-external-45106e1874.yaml", "kustomization.yaml"]
+    assert _joined_file_names("\0".join([*files, ""]))
+    assert subdomains(apps) and not subdomains(["-bad"]) and not subdomains(["a..b"])
