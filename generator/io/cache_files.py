@@ -74,6 +74,42 @@ def read_whole_at(dir_fd: int, name: str, limit: int, *, touch_after: float | No
     return data if len(data) == status.st_size else None
 
 
+def open_regular_at(dir_fd: int, name: str, limit: int) -> tuple[int, int] | None:
+    """The file `name` under `dir_fd` open for reading, with its size, for a caller that reads
+    parts of it (`read_part`) and closes it; None when it is absent, a link, not a regular file
+    or larger than `limit`. The descriptor reads this file even if another is renamed over it."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
+        os.close(fd)
+        return None
+    return fd, status.st_size
+
+
+def read_part(fd: int, offset: int, count: int) -> bytes | None:
+    """`count` bytes of the file open as `fd` from `offset`; None when fewer are there (a file cut
+    short since it was opened) or it cannot be read."""
+    parts = []
+    done = 0
+    try:
+        while done < count:
+            part = os.pread(fd, count - done, offset + done)
+            if not part:
+                return None
+            parts.append(part)
+            done += len(part)
+    except OSError:
+        return None
+    return b"".join(parts)  # one part: that very object, not a copy
+
+
 def _write_all(fd: int, data: bytes | list[bytes]) -> None:
     for part in [data] if isinstance(data, bytes) else data:
         view = memoryview(part)

@@ -28,8 +28,11 @@ one, since its MAC holds.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import posixpath
 import re
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +46,7 @@ from btp_gitops.generator.core.object_shape import shape_problems
 from btp_gitops.generator.core.objects import object_key
 from btp_gitops.generator.core.yaml_limits import AliasBudget
 from btp_gitops.generator.core.yamlio import load_trusted_document
+from btp_gitops.generator.io.cache_files import read_part
 from btp_gitops.generator.io.git_blobs import blob_id, flat_tree_id, tree_id
 
 BLOB_ID_WIDTH = 40  # a SHA-1 Git blob id in hexadecimal
@@ -127,6 +131,61 @@ class PackDamaged(InputError):
     Exit 3, naming the pack's app; never a traceback."""
 
 
+class PackChanged(InputError):
+    """A pack whose texts are not the ones its signed header names: changed after it was written
+    (the index is signed; the texts only through their digest in it). A render finds it out before
+    it uses a text, and renders again without the pack (pipeline.render); this reaches a user only
+    from something reading a text later. Exit 3, never a traceback."""
+
+
+class PackBlob:
+    """The texts of a pack's apps (io.render_pack), read from the pack file when one is first
+    needed and then checked whole against the SHA-256 its signed header names: a warm `diff`
+    leaves out every app the compared commit holds as the pack gives it, and reads none of them.
+    The descriptor keeps the file that was opened, whatever is renamed over it meanwhile."""
+
+    __slots__ = ("__weakref__", "_closer", "_data", "_digest", "_fd", "_length", "_offset", "where")
+
+    def __init__(self, fd: int, offset: int, length: int, digest: str, where: str) -> None:
+        """`fd`: the pack file, open; closed once the texts are read, or with this object."""
+        self._fd, self._offset, self._length, self._digest = fd, offset, length, digest
+        self.where = where
+        self._data: memoryview | None = None
+        self._closer = weakref.finalize(self, os.close, fd)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, span: slice) -> memoryview:
+        return self.whole()[span]
+
+    def whole(self) -> memoryview:
+        """The texts, read and checked on the first call; PackChanged when they are not the ones
+        the header names (then and on every later call)."""
+        if self._data is None:
+            data = read_part(self._fd, self._offset, self._length) if self._closer.alive else None
+            self._closer()
+            if data is None or hashlib.sha256(data).hexdigest() != self._digest:
+                raise PackChanged(
+                    f"the render pack {self.where} holds other texts than its header names (it changed "
+                    "after it was written); remove the cache directory's packs/ or render with --no-cache"
+                )
+            self._data = memoryview(data)
+        return self._data
+
+    def close(self) -> None:
+        """Close the file now, if it is still open (the texts, once read, stay)."""
+        self._closer()
+
+    def holds(self) -> bool:
+        """Whether the texts are the ones the header names (read now, if they were not yet)."""
+        try:
+            self.whole()
+        except PackChanged:
+            return False
+        return True
+
+
 class _Lie(ValueError):
     """What an app's files turned out to be, decoded (made a PackDamaged naming the app)."""
 
@@ -180,7 +239,12 @@ class AppFiles:
     )
 
     def __init__(
-        self, keys_text: str, names_text: str, ids_text: str, blob: bytes | memoryview, span: tuple[int, int]
+        self,
+        keys_text: str,
+        names_text: str,
+        ids_text: str,
+        blob: bytes | memoryview | PackBlob,
+        span: tuple[int, int],
     ) -> None:
         self.keys_text = keys_text
         self.names_text = names_text

@@ -268,6 +268,9 @@ class RenderCache:
         self.records = 0  # tenant records in the sources
         self.pack_found = ""  # "own", "pointer" (io.render_pack.find_pack) or "" (none)
         self.pack_saved = ""  # what became of the pack (io.render_pack.save_pack), "" if not asked
+        # The pack's texts turned out not to be the ones it was signed with: the render started
+        # again without it (pipeline.render.render_cluster).
+        self.pack_aside = False
 
     def summary(self) -> str:
         """What this render took from the cache, for `--verbose`: a user can tell whether a CI
@@ -283,9 +286,17 @@ class RenderCache:
             "own": "the pack of this source tree",
             "pointer": "the pack another directory wrote last (found through the pointer)",
         }.get(self.pack_found, "no pack")
+        if self.pack_aside:
+            found = "no pack (set aside: its texts changed after it was written)"
         saved = {UNCHANGED: "left as it was", WRITTEN: "written", NOT_WRITTEN: "could not be written"}
         outcome = f"; pack {saved[self.pack_saved]}" if self.pack_saved in saved else ""
         return f"render cache: {self.hits} of {self.records} tenant record(s) reused, from {found}{outcome}"
+
+    def set_pack_aside(self) -> None:
+        """Render again without the pack: what was counted from it no longer is."""
+        self.pack_aside = True
+        self.hits = self.records = 0
+        self.pack_found = ""
 
     @property
     def secret(self) -> bytes | None:

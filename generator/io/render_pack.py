@@ -36,14 +36,18 @@ O(changed); when the delta would hold more than an eighth of the records, the ba
 same bytes, as after a fresh checkout: CI clones the sources for every run) are written only where
 a delta holds them: more than that, the pack keeps their old identities (they are read and
 compared next time) rather than being written whole on every such run. Each file is a header line
-(format, name, kind, id, stamp, lengths, and an HMAC-SHA256 of the header's other fields and the
-body under the user's cache key, io.cache_key: the key is not in the cache directory, so whoever
-can write a pack there cannot sign one, and a pack whose MAC does not hold is not used), an index
-(JSON: the records, each app compact, io.packed_app: its keys, file names and blob ids as a few
-joined strings and the span of its texts) and a blob (each app's texts, UTF-8, NUL between them,
-): reading a pack decodes the index, not the texts. An app's texts are decoded once, when its
-files are first asked for (every render lays every app out); its objects are read from them only
-when asked for.
+(format, name, kind, id, stamp, lengths, the SHA-256 of the blob, and an HMAC-SHA256 of the
+header's other fields and the index under the user's cache key, io.cache_key: the key is not in
+the cache directory, so whoever can write a pack there cannot sign one, and a pack whose MAC does
+not hold is not used), an index (JSON: the records, each app compact, io.packed_app: its keys, file
+names and blob ids as a few joined strings and the span of its texts) and a blob (each app's
+texts, UTF-8, NUL between them). Reading a pack reads and decodes the index; the blob stays in the
+file (kept open) until a text is first needed, and is then read whole and checked against its
+SHA-256 (io.packed_app.PackBlob): a warm `diff --against REF` whose apps the commit all holds
+reads none of it. A render checks it before it lays out any app from the pack, and when it does
+not hold (the file was changed after it was written) renders again without the pack
+(pipeline.render), as if the pack had been ignored from the start. An app's texts are decoded
+once, when its files are first asked for; its objects are read from them only when asked for.
 
 A pack is named by the scope (code digest, schemas, target) and the source arguments, so two
 source trees sharing a cache directory keep one each; at most `KEEP_PACKS` are kept (the ones
@@ -85,13 +89,17 @@ from btp_gitops.generator.core.names import path_message
 from btp_gitops.generator.io.cache_files import (
     atomic_write_at,
     open_directory,
+    open_regular_at,
     open_subdirectory,
+    read_part,
     read_whole_at,
 )
 from btp_gitops.generator.io.cache_key import new_mac, same_mac
 from btp_gitops.generator.io.packed_app import (
     BLOB_ID_WIDTH,
     AppFiles,
+    PackBlob,
+    PackChanged,
     PackedApp,
     blob_ids_hold,
     names_hold,
@@ -101,8 +109,9 @@ from btp_gitops.generator.io.packed_app import (
 # 3: an HMAC (io.cache_key) instead of a CRC-32; 4: each file's Git blob id; 5: each app's keys,
 # names, ids and texts as a few joined strings and one span (io.packed_app), not lists per file;
 # 6: the objects' origins instead of their compressed JSON (read back from the files instead);
-# 7: each record file's Git blob id
-FORMAT = 7
+# 7: each record file's Git blob id; 8: the MAC covers the header and the index, the blob (the
+# texts) only through its SHA-256 in the header, and is read when a text is first needed
+FORMAT = 8
 MAX_PACK_BYTES = 1 << 30  # a pack larger than this is neither read nor written
 KEEP_PACKS = 16  # packs kept in a cache directory (source trees x scopes)
 DELTA_SHARE = 8  # a delta holds at most 1/DELTA_SHARE of the records (or DELTA_MIN), else a new base
@@ -119,6 +128,8 @@ Identity = tuple[int, int, int, int]  # size, mtime_ns, inode, ctime_ns
 _PACK_NAME = re.compile(r"[0-9a-f]{64}\.pack")
 _POINTER_NAME = re.compile(r"[0-9a-f]{64}\.latest")
 _NAME = re.compile(r"[0-9a-f]{64}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_HEADER_BYTES = 4096  # a header line is at most this long
 
 
 def identity_of(status: os.stat_result) -> Identity:
@@ -182,6 +193,11 @@ class Pack:
     records: dict[str, PackedRecord]  # by the file as shown, the delta applied
     base: dict[str, PackedRecord] = field(default_factory=dict)  # the base's alone
     base_id: str = ""  # the base's header id, which its deltas name
+    blobs: list[PackBlob] = field(default_factory=list)  # the texts of the base, and of the delta
+
+    def texts_hold(self) -> bool:
+        """Whether the texts are the ones the headers name (read now, if they were not yet)."""
+        return all(blob.holds() for blob in self.blobs)
 
     @staticmethod
     def unchanged(record: PackedRecord, identity: Identity) -> bool:
@@ -207,6 +223,7 @@ class _File:
     header: dict[str, Any]
     records: list[PackedRecord]
     removed: list[str]
+    blob: PackBlob
 
 
 def _mac(secret: bytes, header: dict[str, Any], *body: bytes | bytearray | memoryview) -> str:
@@ -221,29 +238,31 @@ def _mac(secret: bytes, header: dict[str, Any], *body: bytes | bytearray | memor
 
 
 def read_pack(directory: Path, name: str, secret: bytes) -> Pack | None:
-    """The pack `name` in the cache directory when it is whole and its own; None otherwise."""
+    """The pack `name` in the cache directory when its header and index are whole and its own;
+    None otherwise. Its texts are read when first needed (`Pack.texts_hold`, io.packed_app.PackBlob)."""
     packs = _directory_fd(directory, create=False)
     if packs is None:
         return None
     try:
-        base_data = read_whole_at(packs, name + _SUFFIX, MAX_PACK_BYTES)
-        base = _decode(name, "base", base_data, secret) if base_data is not None else None
+        base = _read_file(packs, name, "base", secret)
         if base is None:
             return None
-        delta_data = read_whole_at(packs, name + _DELTA, MAX_PACK_BYTES)
+        delta = _read_file(packs, name, "delta", secret)
     finally:
         os.close(packs)
     records = {record.shown: record for record in base.records}
-    pack = Pack(base.header["stamp"], records, dict(records), base.header["id"])
+    pack = Pack(base.header["stamp"], records, dict(records), base.header["id"], [base.blob])
     if len(records) != len(base.records):
         return None
-    delta = _decode(name, "delta", delta_data, secret) if delta_data is not None else None
     if delta is not None and delta.header.get("base") == pack.base_id:
         records = dict(records)
         for shown in delta.removed:
             records.pop(shown, None)
         records.update((record.shown, record) for record in delta.records)
         pack.records = records
+        pack.blobs.append(delta.blob)
+    elif delta is not None:
+        delta.blob.close()
     return pack
 
 
@@ -272,29 +291,71 @@ def _read_pointer(directory: Path, shared: str) -> str | None:
     return text if _NAME.fullmatch(text) else None
 
 
-def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
-    newline = data.find(b"\n", 0, 4096)
-    if newline < 0:
+def _read_file(packs: int, name: str, kind: str, secret: bytes) -> _File | None:
+    """The base or the delta of the pack `name`, its header and index read and checked, its texts
+    left in the file (`PackBlob`, which keeps the file open until they are read); None when it
+    is absent or not whole and its own."""
+    opened = open_regular_at(packs, name + (_SUFFIX if kind == "base" else _DELTA), MAX_PACK_BYTES)
+    if opened is None:
         return None
-    body = memoryview(data)[newline + 1 :]  # no copy of 100 MB: the blob is sliced where used
+    fd, size = opened
     try:
-        header = json.loads(data[:newline])
-        if (
-            not isinstance(header, dict)
-            or header.get("format") != FORMAT
-            or header.get("name") != name
-            or header.get("kind") != kind
-            or type(header.get("stamp")) is not int
-            or type(header.get("index")) is not int
-            or header.get("length") != len(body)
-            or type(header.get("id")) is not str
-            or not same_mac(_mac(secret, header, body), header.get("mac"))
-        ):
-            return None
-        index = _index_of(body[: header["index"]])
+        head = _head(fd, size, name, kind, secret)
+    except BaseException:
+        os.close(fd)
+        raise
+    if head is None:
+        os.close(fd)
+        return None
+    header, index, start = head
+    # From here the blob owns the descriptor: it closes it once (read, or with the blob).
+    texts = start + header["index"]
+    blob = PackBlob(fd, texts, size - texts, header["blob"], name + (_SUFFIX if kind == "base" else _DELTA))
+    decoded = _decode(header, index, blob)
+    if decoded is None:
+        blob.close()
+    return decoded
+
+
+def _head(
+    fd: int, size: int, name: str, kind: str, secret: bytes
+) -> tuple[dict[str, Any], bytes, int] | None:
+    """The header of the pack file open as `fd`, its index (bytes) and where its body starts, when
+    the header is this pack's and its MAC holds for the header and the index."""
+    first = read_part(fd, 0, min(size, _HEADER_BYTES))
+    newline = first.find(b"\n") if first is not None else -1
+    if first is None or newline < 0:
+        return None
+    body = size - newline - 1
+    try:
+        header = json.loads(first[:newline])
     except (ValueError, RecursionError):
         return None
-    blob = body[header["index"] :]
+    if (
+        not isinstance(header, dict)
+        or header.get("format") != FORMAT
+        or header.get("name") != name
+        or header.get("kind") != kind
+        or type(header.get("stamp")) is not int
+        or type(header.get("index")) is not int
+        or not 0 <= header["index"] <= body
+        or header.get("length") != body
+        or type(header.get("id")) is not str
+        or type(header.get("blob")) is not str
+        or not _DIGEST.fullmatch(header["blob"])
+    ):
+        return None
+    index = read_part(fd, newline + 1, header["index"])
+    if index is None or not same_mac(_mac(secret, header, index), header.get("mac")):
+        return None
+    return header, index, newline + 1
+
+
+def _decode(header: dict[str, Any], data: bytes, blob: PackBlob) -> _File | None:
+    try:
+        index = _index_of(data)
+    except (ValueError, RecursionError):
+        return None
     if not isinstance(index, dict):
         return None
     items, removed = index.get("records"), index.get("removed")
@@ -311,14 +372,14 @@ def _decode(name: str, kind: str, data: bytes, secret: bytes) -> _File | None:
     contents = [app.content for app in apps]
     if not subdomains(named) or not names_hold(contents) or not blob_ids_hold(contents):
         return None
-    return _File(header, records, removed)
+    return _File(header, records, removed, blob)
 
 
-def _index_of(encoded: memoryview) -> Any:
-    """The index read back. orjson reads it a fifth faster than `json`, from the pack's buffer
-    without a copy, and refuses what `json` is told to refuse here (NaN, infinities, a number
-    past a double's range); what it refuses besides (see `_index_json`: a lone surrogate, an
-    integer past 64 bits, deep nesting) `json` reads as before."""
+def _index_of(encoded: bytes) -> Any:
+    """The index read back. orjson reads it a fifth faster than `json`, and refuses what `json`
+    is told to refuse here (NaN, infinities, a number past a double's range); what it refuses
+    besides (see `_index_json`: a lone surrogate, an integer past 64 bits, deep nesting) `json`
+    reads as before."""
     try:
         return orjson.loads(encoded)
     except orjson.JSONDecodeError:
@@ -337,7 +398,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is no JSON a pack holds")
 
 
-def _record(item: Any, blob: memoryview, stamp: int) -> PackedRecord | None:
+def _record(item: Any, blob: PackBlob, stamp: int) -> PackedRecord | None:
     """One record of an index, its types checked (inline: 20,000 of them are read per render)."""
     if type(item) is not list or len(item) != 8:
         return None
@@ -366,7 +427,7 @@ def _record(item: Any, blob: memoryview, stamp: int) -> PackedRecord | None:
     return PackedRecord(shown, document, seen, key, body, inputs, packed, stamp, file_blob)
 
 
-def _app(item: Any, blob: memoryview) -> PackedApp | None:
+def _app(item: Any, blob: PackBlob) -> PackedApp | None:
     if type(item) is not list or len(item) != 7:
         return None
     name, group, notes, keys, files, stages, origins = item
@@ -469,7 +530,10 @@ def _encode(
         app = None
         if record.app is not None:
             packed, content = record.app, record.app.content
-            texts = content.texts_bytes()
+            try:
+                texts = content.texts_bytes()
+            except PackChanged:  # the texts of the pack read: not this render's to write on
+                return None
             files = [content.names_text, content.ids_text, size, size + len(texts)]
             texts_of_apps.append(texts)
             size += len(texts)
@@ -509,11 +573,19 @@ def _encode(
         "index": len(encoded),
         "length": length,
     }
-    header["mac"] = _mac(secret, header, encoded, blob)
+    _seal(secret, header, encoded, blob)
     # The parts as they are, written one after the other: joining them would copy a pack of
     # 20,000 apps (some 80 MB) twice more.
     parts = [json.dumps(header).encode() + b"\n", encoded, blob]
     return parts if sum(map(len, parts)) <= MAX_PACK_BYTES else None
+
+
+def _seal(secret: bytes, header: dict[str, Any], index: bytes, blob: bytes) -> None:
+    """Sign a pack file's `header` (in place): the SHA-256 of its blob in it, and a MAC of its
+    other fields and the index. A render reads the index, and the texts only when it needs one
+    (`PackBlob`), so that a `diff` leaving out every app reads 28 MB of 78 for 20,000 apps."""
+    header["blob"] = hashlib.sha256(blob).hexdigest()
+    header["mac"] = _mac(secret, header, index)
 
 
 def _index_json(index: dict[str, Any]) -> bytes | None:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.core.errors import InputError, Problem, SourceSyntaxError, raise_if_problems
+from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.names import metadata_name_problems
 from btp_gitops.generator.core.objects import Manifest, object_key
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
@@ -192,6 +193,17 @@ class CachedSources:
             text = objects_text((m.body, m.origin) for m in app.manifests)
             found = self._json[id(app)] = (app, text)
         return found[1]
+
+    def pack_texts_hold(self, apps: Sequence[AppRender], held: frozenset[str]) -> bool:
+        """Whether the pack's texts are the ones its headers name, asked before the first of them is
+        used: when an app from the pack is laid out (not `held`, which `diff` leaves out). False
+        makes the render start again without the pack (pipeline.render)."""
+        if self.pack is None:
+            return True
+        needed = any(
+            isinstance(app, ReusedApp) and app_directory(app.app, app.group) not in held for app in apps
+        )
+        return not needed or self.pack.texts_hold()
 
     def renders(self, inputs: dict[tuple[str, str], str]) -> TenantRenders:
         """The tenant apps the pack and the entries hold for today's application inputs."""
@@ -414,7 +426,7 @@ def thawed() -> None:
 def _with_pack(paths: Sequence[Path], cache: RenderCache, scope: str) -> CachedSources:
     """Nothing loaded yet, the render pack found for these sources (io.render_pack.find_pack)."""
     names = pack_names(scope, paths, [display_path(path) for path in paths], cache.pack_place)
-    secret = cache.secret
+    secret = None if cache.pack_aside else cache.secret
     name, pack = find_pack(cache.directory, names, secret) if secret is not None else (names.own, None)
     cache.pack_found = "" if pack is None else "own" if name == names.own else "pointer"
     return CachedSources([], [], pack=pack, pack_name=name, pack_names=names, stamp=time.time_ns())

@@ -379,6 +379,10 @@ def carry_over(files: dict[str, str], apps: frozenset[str], previous: Mapping[st
     return dict(sorted({**fresh, **kept}.items()))
 
 
+class _PackTextsChanged(Exception):
+    """The render pack's texts are not the ones its header names (io.packed_app.PackBlob)."""
+
+
 def render_cluster(
     sources: tuple[Path, ...],
     cluster: str,
@@ -420,7 +424,14 @@ def render_cluster(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return render()
+        try:
+            return render()
+        except _PackTextsChanged:
+            # Before anything of the pack was laid out, shown or written: as if it had been
+            # ignored when read (io.render_pack), the render starts again without it.
+            assert cache is not None
+            cache.set_pack_aside()
+            return render()
     finally:
         if cache is not None:
             cache.close()
@@ -473,6 +484,8 @@ def _render_cluster(
     checks.raise_if_any()
     layout_notes = [] if shard_tenants else keep_flat(apps)
     held = held_directories(apps, _held_trees(previous)) if leave_out_held else frozenset()
+    if cached is not None and not cached.pack_texts_hold(apps, held):
+        raise _PackTextsChanged
     if held and isinstance(previous, DecodedFiles):
         previous.set_aside(held)  # at a ref, their files need never be listed (io.commit_tree)
     per_app = lay_out_apps(apps, target.target, progress, held)

@@ -105,3 +105,55 @@ def test_held_apps_are_left_out_and_the_report_is_the_one_without_cache(
     assert any("hooli" in app and kind == "added" for app, kind in changed)
     if how != "as rendered":  # the change by hand is shown: the app was compared
         assert any(app.endswith(".globex") for app, _ in changed), changed
+
+
+def _change_the_texts(cache: Path) -> None:
+    """One bit of the pack's blob (its apps' texts) flipped: the signed header and index hold, the
+    blob's SHA-256 in the header no longer does. Whoever can write the cache directory can do it."""
+    (pack,) = (cache / "packs").glob("*.pack")
+    header, body = pack.read_bytes().split(b"\n", 1)
+    index = json.loads(header)["index"]
+    data = bytearray(body)
+    data[index + (len(data) - index) // 2] ^= 0x01
+    pack.write_bytes(header + b"\n" + bytes(data))
+
+
+@pytest.mark.parametrize("how", ["as rendered", "a file edited"])
+def test_a_pack_whose_texts_changed_is_set_aside_once_a_text_is_needed(
+    run_cli: RunCli, tmp_path: Path, how: str
+) -> None:
+    sources = tmp_path / "sources"
+    shutil.copytree(EXAMPLES / "cap-app", sources / "cap-app")
+    srcs = (sources / "cap-app", EXAMPLES / "kyma-modules")
+    common = ("--cluster", CLUSTER)
+    cache, repo, clone = tmp_path / "cache", tmp_path / "repo", tmp_path / "clone"
+    done = run_cli("render", *srcs, "--out", repo, *common, "--cache-dir", cache, "--commit", "-q", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    held = by_hand(clone, how)
+    _change_the_texts(cache)
+
+    against = ("--against", "HEAD", "--repo", clone, "-o", "json")
+    warm = run_cli("diff", *srcs, *against, *common, "--cache-dir", cache, "-v", cwd=ROOT)
+    cold = run_cli("diff", *srcs, *against, *common, "--no-cache", cwd=ROOT)
+    assert (warm.returncode, cold.returncode) == (0, 0), warm.stderr + cold.stderr
+    assert json.loads(warm.stdout)["changes"] == json.loads(cold.stdout)["changes"]
+    if how == "as rendered":
+        # Every app from the pack is left out: the diff reads none of its texts.
+        assert held_count(warm.stderr) == held and "set aside" not in warm.stderr
+    else:
+        # The edited app is laid out from the pack: its texts are checked first, do not hold, and
+        # the diff starts again without the pack.
+        assert held_count(warm.stderr) == 0 and "set aside: its texts changed" in warm.stderr, warm.stderr
+
+    # A render needs every text: it sets the pack aside, writes what it would without a cache,
+    # and a new pack, which the next diff uses again.
+    out, plain = tmp_path / "out", tmp_path / "plain"
+    rendered = run_cli("render", *srcs, "--out", out, *common, "--cache-dir", cache, "-v", cwd=ROOT)
+    uncached = run_cli("render", *srcs, "--out", plain, *common, "--no-cache", cwd=ROOT)
+    assert (rendered.returncode, uncached.returncode) == (0, 0), rendered.stderr + uncached.stderr
+    assert read_tree(out) == read_tree(plain)
+    assert ("set aside: its texts changed" in rendered.stderr) == (how == "as rendered"), rendered.stderr
+    again = run_cli("diff", *srcs, *against, *common, "--cache-dir", cache, "-v", cwd=ROOT)
+    assert again.returncode == 0 and "set aside" not in again.stderr, again.stderr
+    assert json.loads(again.stdout)["changes"] == json.loads(cold.stdout)["changes"]
