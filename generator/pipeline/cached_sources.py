@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from btp_gitops.generator.core.errors import InputError, Problem, SourceSyntaxError, raise_if_problems
-from btp_gitops.generator.core.layout import app_directory
 from btp_gitops.generator.core.names import metadata_name_problems
 from btp_gitops.generator.core.objects import Manifest, object_key
 from btp_gitops.generator.core.progress import NO_PROGRESS, Progress, counted
@@ -200,9 +199,8 @@ class CachedSources:
         makes the render start again without the pack (pipeline.render)."""
         if self.pack is None:
             return True
-        needed = any(
-            isinstance(app, ReusedApp) and app_directory(app.app, app.group) not in held for app in apps
-        )
+        # `held` is the directories of some of the apps from the pack, one each.
+        needed = sum(isinstance(app, ReusedApp) for app in apps) > len(held)
         return not needed or self.pack.texts_hold()
 
     def renders(self, inputs: dict[tuple[str, str], str]) -> TenantRenders:
