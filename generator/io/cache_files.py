@@ -56,14 +56,11 @@ def read_whole_at(dir_fd: int, name: str, limit: int, *, touch_after: float | No
     bytes; None when it is absent, a link, not a regular file, larger, or changed size while read.
     With `touch_after` (seconds), a file last modified longer ago than that gets the current time
     (a cache entry used now is not the least recently used)."""
-    try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
-    except OSError:
+    opened = open_regular_at(dir_fd, name, limit)
+    if opened is None:
         return None
+    fd, status = opened
     try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
-            return None
         data = os.read(fd, status.st_size + 1)  # one more byte: a file that grew is not whole
         if touch_after is not None and time.time() - status.st_mtime > touch_after:
             os.utime(fd)
@@ -74,10 +71,10 @@ def read_whole_at(dir_fd: int, name: str, limit: int, *, touch_after: float | No
     return data if len(data) == status.st_size else None
 
 
-def open_regular_at(dir_fd: int, name: str, limit: int) -> tuple[int, int] | None:
-    """The file `name` under `dir_fd` open for reading, with its size, for a caller that reads
-    parts of it (`read_part`) and closes it; None when it is absent, a link, not a regular file
-    or larger than `limit`. The descriptor reads this file even if another is renamed over it."""
+def open_regular_at(dir_fd: int, name: str, limit: int) -> tuple[int, os.stat_result] | None:
+    """The file `name` under `dir_fd` open for reading, with its status, for a caller that reads
+    it and closes it; None when it is absent, a link, not a regular file or larger than `limit`.
+    The descriptor reads this file even if another is renamed over it meanwhile."""
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
     except OSError:
@@ -90,7 +87,7 @@ def open_regular_at(dir_fd: int, name: str, limit: int) -> tuple[int, int] | Non
     if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
         os.close(fd)
         return None
-    return fd, status.st_size
+    return fd, status
 
 
 def read_part(fd: int, offset: int, count: int) -> bytes | None:

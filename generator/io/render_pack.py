@@ -298,7 +298,7 @@ def _read_file(packs: int, name: str, kind: str, secret: bytes) -> _File | None:
     opened = open_regular_at(packs, name + (_SUFFIX if kind == "base" else _DELTA), MAX_PACK_BYTES)
     if opened is None:
         return None
-    fd, size = opened
+    fd, size = opened[0], opened[1].st_size
     try:
         head = _head(fd, size, name, kind, secret)
     except BaseException:
