@@ -23,6 +23,8 @@ import http.server
 import json
 import os
 import shutil
+import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -228,6 +230,10 @@ class SaasPeer:
     on_callback: Callable[[], Any] = lambda: None
     on_refusal: Callable[[], None] = lambda: None  # runs before a PUT is refused on purpose
     issued: list[str] = field(default_factory=list)
+    # What the server saw of each connection before any handler ran: accepted (descriptor, client
+    # port), or an error of its own. A failing test shows them in the peer's repr: a reset the
+    # controller saw tells whether the connection ever reached this peer (CI saw three, unexplained).
+    connections: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def wait_for_callbacks(self, count: int, timeout: float = 30.0) -> list[ReceivedCallback]:
@@ -290,10 +296,30 @@ def _peer_handler(peer: SaasPeer) -> type[http.server.BaseHTTPRequestHandler]:
     return Handler
 
 
+class _PeerServer(http.server.ThreadingHTTPServer):
+    """The peer's server, noting each connection it accepts and each error it meets (`connections`)."""
+
+    def __init__(self, peer: SaasPeer) -> None:
+        self.peer = peer
+        super().__init__(("127.0.0.1", 0), _peer_handler(peer))
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        with self.peer.lock:
+            self.peer.connections.append(f"accepted fd {connection.fileno()} from port {address[1]}")
+        return connection, address
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        with self.peer.lock:
+            self.peer.connections.append(f"error from port {client_address[1]}: {error!r}")
+        super().handle_error(request, client_address)  # the traceback, to the test's output
+
+
 @pytest.fixture
 def saas_peer() -> Iterator[SaasPeer]:
     peer = SaasPeer()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _peer_handler(peer))
+    server = _PeerServer(peer)
     server.daemon_threads = True
     peer.url = f"http://127.0.0.1:{server.server_address[1]}"
     listener = _identity(server.socket.fileno())
