@@ -170,9 +170,11 @@ def shard_of(app: str) -> str:
     return hashlib.sha256(app.encode()).hexdigest()[:SHARD_DIGITS]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def app_directory(app: str, group: str | None = None) -> str:
     """The app's directory relative to the cluster directory: `<app>`, or for an app of a group
-    `tenants/<group>/<shard>/<app>`."""
+    `tenants/<group>/<shard>/<app>` (kept: the layout, the wiring and the held apps of a warm
+    render each ask for every app's)."""
     if group is None:
         return app
     return f"{TENANTS_DIR}/{group}/{shard_of(app)}/{app}"

@@ -41,7 +41,7 @@ from btp_gitops.generator.core.ownership import MANIFEST_FILE
 from btp_gitops.generator.core.report import AppRender
 from btp_gitops.generator.core.yamlio import SourceSyntaxProblem, load_source_documents
 from btp_gitops.generator.io.git_blobs import blob_id
-from btp_gitops.generator.io.packed_app import PackDamaged, PackedApp
+from btp_gitops.generator.io.packed_app import AppFiles, PackDamaged, PackedApp
 from btp_gitops.generator.pipeline.cached_sources import ReusedApp
 from btp_gitops.generator.transforms.guards import REFUSAL, assert_no_credentials
 from btp_gitops.generator.transforms.secret_text import could_spell_secret
@@ -169,21 +169,18 @@ def held_directories(apps: Sequence[AppRender], trees: Mapping[str, str]) -> fro
     tree listed."""
     if not trees:
         return frozenset()
-    compared = Counter(app_of_directory(directory) for directory in trees)
-    rendered = Counter(app.app for app in apps)
-    held = set()
+    compared = Counter(map(app_of_directory, trees))
+    rendered = Counter([app.app for app in apps])
+    candidates = []  # (directory, the compared tree's id for it, the pack's files)
     for app in apps:
         if isinstance(app, ReusedApp) and rendered[app.app] == 1 and compared[app.app] == 1:
             directory = app_directory(app.app, app.group)
             claimed = trees.get(directory)
             content = app.packed.content
-            if (
-                claimed is not None
-                and MANIFEST_FILE not in content.names_text
-                and claimed == content.tree_id()
-            ):
-                held.add(directory)
-    return frozenset(held)
+            if claimed is not None and MANIFEST_FILE not in content.names_text:
+                candidates.append((directory, claimed, content))
+    AppFiles.find_tree_ids([content for _, _, content in candidates])
+    return frozenset([directory for directory, tree, content in candidates if content.tree_id() == tree])
 
 
 def held_paths(apps: Sequence[AppRender], held: frozenset[str]) -> list[str]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from btp_gitops.generator.io.commit_tree import commit_blobs
-from btp_gitops.generator.io.git_blobs import blob_id, tree_id
+from btp_gitops.generator.io.git_blobs import blob_id, flat_tree_id, flat_tree_ids, tree_id
 from tests.unit.test_git_blobs import git
 
 # Names whose order in a tree is not plain string order: Git orders a directory as if its name
@@ -129,3 +131,72 @@ def test_ids_that_do_not_split_into_forty_digits_have_no_tree() -> None:
     """Two ids of 39 and 41 digits are 80 digits together, but not two blob ids."""
     assert tree_id([("a.yaml", "0" * 39), ("b.yaml", "1" * 41)]) is None
     assert tree_id([("a.yaml", "0" * 40), ("b.yaml", "1" * 40)]) is not None
+
+
+def _joined(listed: list[tuple[str, str]]) -> tuple[str, str]:
+    """A directory as the render pack keeps it: names joined by NULs, ids joined."""
+    return "\0".join(name for name, _ in listed), "".join(oid for _, oid in listed)
+
+
+def test_the_tree_ids_of_many_directories_are_the_ones_git_writes(tmp_path: Path) -> None:
+    """`flat_tree_ids` answers for each directory what Git writes for it, in the order given."""
+    apps = {
+        "one": {"kustomization.yaml": b"list\n", "a-b.yaml": b"1\n", "a.yaml": b"2\n", "a0": b"3\n"},
+        "two": {"z.yaml": b"last first\n", "b.yaml": b"b\n"},  # not in order: sorted as Git sorts
+        "three": {"only.yaml": b"only\n"},
+    }
+    listings = [_joined([(name, blob_id(data)) for name, data in files.items()]) for files in apps.values()]
+    found = flat_tree_ids(listings)
+    for (name, files), tree in zip(apps.items(), found, strict=True):
+        (tmp_path / name).mkdir()
+        assert tree == written_tree(tmp_path / name, files)
+    assert flat_tree_ids([]) == []
+    assert flat_tree_ids([("", "")]) == [flat_tree_id([], "")]  # an empty directory: Git's empty tree
+
+
+# Each a directory `flat_tree_id` finds no tree for, put between two well-formed ones: the batch
+# must say None for it and still the right id for its neighbours (the ids of one must never be
+# taken for another's, as ids that do not split into forty digits per name would be).
+MALFORMED = [
+    [("a.yaml", "0" * 40), ("a.yaml", "1" * 40)],  # a name twice
+    [("a.yaml", "0" * 41)],  # more digits than one id
+    [("a.yaml", "0" * 40), ("b.yaml", "1" * 39)],
+    [("a.yaml", "zz" * 20)],
+    [("a.yaml", "00 " * 13 + "0")],
+    [(".", "0" * 40)],
+    [("..", "0" * 40)],
+    [("d/a.yaml", "0" * 40)],
+    [("a.yaml", "0" * 40), ("", "1" * 40)],  # an empty name (two NULs)
+]
+
+
+@pytest.mark.parametrize("listed", MALFORMED)
+def test_a_directory_without_a_tree_leaves_its_neighbours_theirs(listed: list[tuple[str, str]]) -> None:
+    good = [("kustomization.yaml", blob_id(b"k\n")), ("cm.yaml", blob_id(b"c\n"))]
+    other = [("x.yaml", blob_id(b"x\n"))]
+    listings = [_joined(good), _joined(listed), _joined(other)]
+    expected = [flat_tree_id(text.split("\0") if text else [], ids) for text, ids in listings]
+    assert expected[0] is not None and expected[2] is not None
+    assert expected[1] is None or "/" in listings[1][0]
+    assert flat_tree_ids(listings) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.text(alphabet="ab.-_0/", min_size=0, max_size=4),
+                st.sampled_from(["0" * 40, "a" * 40, "0" * 39, "A1" * 20, "g" * 40]),
+            ),
+            max_size=4,
+        ),
+        max_size=5,
+    )
+)
+def test_many_directories_at_once_are_each_alone(directories: list[list[tuple[str, str]]]) -> None:
+    """Whatever the names and ids (a NUL cannot be in a name: it joins them), the batch gives for
+    each directory what `flat_tree_id` gives it alone."""
+    listings = [_joined(listed) for listed in directories]
+    alone = [flat_tree_id(text.split("\0") if text else [], ids) for text, ids in listings]
+    assert flat_tree_ids(listings) == alone
