@@ -595,9 +595,9 @@ def cluster_stream(result: RenderResult) -> str:
 
     The per-app kustomization.yaml files are left out: on stdout, Argo CD wants only objects.
     """
-    return "".join(
-        f"---\n{text}" for path, text in result.files.items() if not path.endswith("/kustomization.yaml")
-    )
+    texts = [text for path, text in result.files.items() if not path.endswith("/kustomization.yaml")]
+    # One join, with the separator: no copy of each text with its `---` (50 MB at 20,000 tenants).
+    return "---\n" + "---\n".join(texts) if texts else ""
 
 
 MAX_DESCRIBED_CHANGES = 500
