@@ -125,6 +125,11 @@ def flat_tree_id(names: list[str], ids: str) -> str | None:
     ]
     entries.sort()  # by name: each entry is the same mode, then its name and a NUL (in no name)
     body = b"".join(entries)
+    return _tree_object_id(body)
+
+
+def _tree_object_id(body: bytes) -> str:
+    """The SHA-1 id of a tree object whose entries, sorted and joined, are `body`."""
     return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
 
 
@@ -164,7 +169,7 @@ def flat_tree_ids(listings: Sequence[tuple[str, str]]) -> list[str | None]:
             found.append(None)  # a name twice
         else:
             body = b"".join(sorted(entries[start:end]))  # by name, as flat_tree_id orders them
-            found.append(hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest())
+            found.append(_tree_object_id(body))
         start = end
     return found
 
@@ -188,7 +193,7 @@ def _tree_of(node: _TreeNode) -> str | None:
             entries.append((encoded, _FILE_MODE + encoded + b"\0" + raw))
     entries.sort()
     body = b"".join(entry for _, entry in entries)
-    return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
+    return _tree_object_id(body)
 
 
 def _git_env() -> dict[str, str]:
