@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from btp_gitops.generator.io import git_blobs
 from btp_gitops.generator.io.commit_tree import commit_blobs
 from btp_gitops.generator.io.git_blobs import blob_id, flat_tree_id, flat_tree_ids, tree_id
 from tests.unit.test_git_blobs import git
@@ -200,3 +201,31 @@ def test_many_directories_at_once_are_each_alone(directories: list[list[tuple[st
     listings = [_joined(listed) for listed in directories]
     alone = [flat_tree_id(text.split("\0") if text else [], ids) for text, ids in listings]
     assert flat_tree_ids(listings) == alone
+
+
+def test_directories_in_gits_order_are_hashed_without_sorting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pack lists each app's names in Git's order: then no directory is sorted, even where one
+    directory's last name comes after the next one's first (as `z.yaml` before `a.yaml` here), and
+    the ids are still the ones Git writes. Sorting is kept for a directory that needs it."""
+    apps = {
+        "one": {"a.yaml": b"1\n", "kustomization.yaml": b"list\n", "z.yaml": b"3\n"},
+        "two": {"a.yaml": b"other\n", "b.yaml": b"b\n"},
+        "three": {},
+        "four": {"only.yaml": b"only\n"},
+    }
+    listings = [_joined([(name, blob_id(data)) for name, data in files.items()]) for files in apps.values()]
+    expected = []
+    for name, files in apps.items():
+        (tmp_path / name).mkdir()
+        expected.append(written_tree(tmp_path / name, files))
+
+    def no_sorting(*args: object) -> list[str | None]:
+        raise AssertionError("directories in Git's order were sorted one by one")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(git_blobs, "_sorted_flat_trees", no_sorting)
+        assert flat_tree_ids(listings) == expected
+    out_of_order = [listings[0], _joined([("b.yaml", blob_id(b"b\n")), ("a.yaml", blob_id(b"other\n"))])]
+    assert flat_tree_ids(out_of_order) == expected[:2]
