@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -379,6 +380,40 @@ def test_entries_of_other_code_or_another_target_are_not_used(
     assert other != render_cache.code_digest()
     monkeypatch.setattr(render_cache, "code_digest", lambda: other)
     assert assert_same_as_uncached(source, directory).hits == 0
+
+
+def test_the_libraries_in_the_code_digest_are_the_installed_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest names the YAML and schema libraries' versions as their metadata says, read from
+    the metadata directory's name beside the module, without importlib.metadata (which reads every
+    installed distribution's); a distribution with no such directory is asked of it all the same."""
+    for distribution, module in (("PyYAML", "yaml"), ("jsonschema", "jsonschema")):
+        assert render_cache.library_version(distribution, module) == metadata.version(distribution)
+    assert render_cache.library_version("not-installed-here", "not_installed_here") == "none"
+
+    (tmp_path / "dotted_lib").mkdir()
+    (tmp_path / "dotted_lib" / "__init__.py").write_text("")
+    (tmp_path / "Dotted.Lib-1.2.dist-info").mkdir()  # as an older pip names it
+    (tmp_path / "dotted_lib_extra-9.9.dist-info").mkdir()  # another distribution, a longer name
+    (tmp_path / "egg_lib.py").write_text("")
+    (tmp_path / "egg_lib.egg-info").mkdir()  # no .dist-info: importlib.metadata reads this one
+    (tmp_path / "egg_lib.egg-info" / "PKG-INFO").write_text(
+        "Metadata-Version: 2.1\nName: egg-lib\nVersion: 3.1\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert render_cache.library_version("dotted-lib", "dotted_lib") == "1.2"
+    assert render_cache.library_version("egg-lib", "egg_lib") == "3.1"
+
+    # The product's own process: the digest leaves importlib.metadata unloaded.
+    script = (
+        "import sys\n"
+        "from btp_gitops.generator.io.render_cache import code_digest\n"
+        "code_digest()\n"
+        "print('importlib.metadata' in sys.modules)\n"
+    )
+    found = subprocess.run([CLI.parent / "python", "-c", script], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "False"
 
 
 def test_render_and_diff_through_the_cli_with_and_without_the_cache(
