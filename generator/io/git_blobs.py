@@ -162,7 +162,6 @@ def flat_tree_ids(listings: Sequence[tuple[str, str]]) -> list[str | None]:
     ):
         # Not every one a flat directory of well-formed ids: each is answered on its own.
         return [flat_tree_id(text.split("\0") if text else [], ids) for text, ids in listings]
-    ids = [raw[at : at + 20] for at in range(0, len(raw), 20)]  # as many as the names: counted above
     # Each directory's names in Git's order already (as the pack lists them): then the entries of
     # all of them are one string, each directory's tree body a slice of it. The last name of a
     # directory is followed by the next directory's first, which may come before it.
@@ -172,7 +171,10 @@ def flat_tree_ids(listings: Sequence[tuple[str, str]]) -> list[str | None]:
         if 0 < end < len(names):
             ascending[end - 1] = True
     if not all(ascending):
-        return _sorted_flat_trees(names, ids, counts)
+        # Some directory out of order or naming a file twice (not a pack btp-gitops writes):
+        # each is sorted, or refused, on its own.
+        return [flat_tree_id(text.split("\0") if text else [], ids) for text, ids in listings]
+    ids = [raw[at : at + 20] for at in range(0, len(raw), 20)]  # as many as the names: counted above
     fields = zip(itertools.repeat(_FILE_MODE), names, itertools.repeat(b"\0"), ids)
     entries = b"".join(itertools.chain.from_iterable(fields))
     # Where each entry ends in `entries`: its mode, name, NUL and 20 bytes of id.
@@ -187,23 +189,6 @@ def flat_tree_ids(listings: Sequence[tuple[str, str]]) -> list[str | None]:
 
 
 _ENTRY_BYTES = len(_FILE_MODE) + 1 + 20  # an entry of a flat tree, its name aside
-
-
-def _sorted_flat_trees(names: list[bytes], ids: list[bytes], counts: list[int]) -> list[str | None]:
-    """`flat_tree_ids` of directories whose names are not all in Git's order already: each sorted,
-    and None for one that lists a name twice."""
-    found: list[str | None] = []
-    start = 0
-    for count in counts:
-        end = start + count
-        entries = sorted(zip(names[start:end], ids[start:end], strict=True))
-        if len({name for name, _ in entries}) != count:
-            found.append(None)  # a name twice
-        else:
-            body = b"".join(_FILE_MODE + name + b"\0" + oid for name, oid in entries)
-            found.append(_tree_object_id(body))
-        start = end
-    return found
 
 
 def _tree_of(node: _TreeNode) -> str | None:

@@ -208,7 +208,7 @@ def test_directories_in_gits_order_are_hashed_without_sorting(
 ) -> None:
     """The pack lists each app's names in Git's order: then no directory is sorted, even where one
     directory's last name comes after the next one's first (as `z.yaml` before `a.yaml` here), and
-    the ids are still the ones Git writes. Sorting is kept for a directory that needs it."""
+    the ids are still the ones Git writes. A directory that needs sorting is answered on its own."""
     apps = {
         "one": {"a.yaml": b"1\n", "kustomization.yaml": b"list\n", "z.yaml": b"3\n"},
         "two": {"a.yaml": b"other\n", "b.yaml": b"b\n"},
@@ -221,11 +221,11 @@ def test_directories_in_gits_order_are_hashed_without_sorting(
         (tmp_path / name).mkdir()
         expected.append(written_tree(tmp_path / name, files))
 
-    def no_sorting(*args: object) -> list[str | None]:
-        raise AssertionError("directories in Git's order were sorted one by one")
+    def no_sorting(*args: object) -> str | None:
+        raise AssertionError("directories in Git's order were answered one by one")
 
     with monkeypatch.context() as patched:
-        patched.setattr(git_blobs, "_sorted_flat_trees", no_sorting)
+        patched.setattr(git_blobs, "flat_tree_id", no_sorting)
         assert flat_tree_ids(listings) == expected
     out_of_order = [listings[0], _joined([("b.yaml", blob_id(b"b\n")), ("a.yaml", blob_id(b"other\n"))])]
     assert flat_tree_ids(out_of_order) == expected[:2]
