@@ -159,21 +159,12 @@ def flat_tree_ids(listings: Sequence[tuple[str, str]]) -> list[str | None]:
         or len(raw) != 20 * len(names)  # fromhex passes over whitespace
         or b"/" in encoded
         or not _NOT_NAMES_BYTES.isdisjoint(names)
+        or not _each_in_gits_order(names, counts)
     ):
-        # Not every one a flat directory of well-formed ids: each is answered on its own.
+        # Not every one a flat directory of well-formed ids in Git's order (not a pack btp-gitops
+        # writes): each is sorted, or refused, on its own.
         return [flat_tree_id(text.split("\0") if text else [], ids) for text, ids in listings]
-    # Each directory's names in Git's order already (as the pack lists them): then the entries of
-    # all of them are one string, each directory's tree body a slice of it. The last name of a
-    # directory is followed by the next directory's first, which may come before it.
-    ascending = list(map(operator.lt, names, itertools.islice(names, 1, None)))
     ends = list(itertools.accumulate(counts))
-    for end in ends:
-        if 0 < end < len(names):
-            ascending[end - 1] = True
-    if not all(ascending):
-        # Some directory out of order or naming a file twice (not a pack btp-gitops writes):
-        # each is sorted, or refused, on its own.
-        return [flat_tree_id(text.split("\0") if text else [], ids) for text, ids in listings]
     ids = [raw[at : at + 20] for at in range(0, len(raw), 20)]  # as many as the names: counted above
     fields = zip(itertools.repeat(_FILE_MODE), names, itertools.repeat(b"\0"), ids)
     entries = b"".join(itertools.chain.from_iterable(fields))
@@ -189,6 +180,17 @@ def flat_tree_ids(listings: Sequence[tuple[str, str]]) -> list[str | None]:
 
 
 _ENTRY_BYTES = len(_FILE_MODE) + 1 + 20  # an entry of a flat tree, its name aside
+
+
+def _each_in_gits_order(names: list[bytes], counts: list[int]) -> bool:
+    """Whether the names of each directory, `counts[i]` of them in turn, ascend strictly (Git's
+    order, no name twice); a directory's last name is followed by the next one's first, which
+    may come before it."""
+    ascending = list(map(operator.lt, names, itertools.islice(names, 1, None)))
+    for end in itertools.accumulate(counts):
+        if 0 < end < len(names):
+            ascending[end - 1] = True
+    return all(ascending)
 
 
 def _tree_of(node: _TreeNode) -> str | None:
