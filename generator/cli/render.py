@@ -118,6 +118,12 @@ def run_render(args: argparse.Namespace) -> int:
         progress.finish()
     keep_until_exit(result, request)
     print_cache_use(request.cache, args)
+    if args.verbose and result.held:
+        print(
+            f"render: {len(result.held)} app(s) in {request.out}/clusters/{result.cluster} hold the files "
+            "the render pack gives them (Git vouches for each blob id): left as they are",
+            file=sys.stderr,
+        )
     print_skipped(result.skipped, sys.stderr, args.quiet)
     if structured(args):
         print_result(result.report(), args.output, sys.stdout)

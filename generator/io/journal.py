@@ -36,12 +36,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import itertools
 import json
 import os
 import re
 import stat
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,13 +127,19 @@ def _manifests_last(path: str) -> tuple[bool, str]:
     return (is_manifest(path), path)
 
 
-def plan_changes(changes: TreeChanges, directories: tuple[str, ...], new: Mapping[str, bytes]) -> WritePlan:
-    """The plan making a tree of `directories` and `changes.previous`'s files hold `new`.
+def plan_changes(
+    changes: TreeChanges,
+    directories: tuple[str, ...],
+    new: Mapping[str, bytes],
+    kept: Collection[str] = (),
+) -> WritePlan:
+    """The plan making a tree of `directories` and `changes.previous`'s files hold `new`, and the
+    files `kept` as they are (their directories are not pruned either).
 
     Manifests are removed after the files they list: a replay after a kill among the removals
     still finds every file it has left to remove owned."""
     needed: set[str] = set()  # every directory holding a new file, and their parents
-    for parent in {path.rpartition("/")[0] for path in new}:
+    for parent in {path.rpartition("/")[0] for path in itertools.chain(new, kept)}:
         directory = parent
         while directory and directory not in needed:  # its parents are in when it is
             needed.add(directory)
@@ -506,9 +513,11 @@ def write_in_place(
     changes: TreeChanges,
     new: Mapping[str, bytes],
     fs: LocalFilesystem,
+    kept: Collection[str] = (),
 ) -> None:
-    """Change the tree `parent/name` (read as `scanned`) by `changes` through a journal."""
-    plan = plan_changes(changes, scanned.directories, new)
+    """Change the tree `parent/name` (read as `scanned`) by `changes` through a journal, leaving
+    the files `kept` as they are."""
+    plan = plan_changes(changes, scanned.directories, new, kept)
     tree = _Tree(parent, name, fs)  # refuses a link before anything is staged
     try:
         journal = _write_journal(parent, name, plan, new, fs)

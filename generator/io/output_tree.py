@@ -18,6 +18,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -521,7 +522,10 @@ def read_tree(root: Path) -> dict[str, bytes]:
 
 
 def diff_trees(
-    old: Mapping[str, bytes], new: Mapping[str, bytes], claims: Mapping[str, str] | None = None
+    old: Mapping[str, bytes],
+    new: Mapping[str, bytes],
+    claims: Mapping[str, str] | None = None,
+    kept: AbstractSet[str] = frozenset(),
 ) -> TreeChanges:
     """What makes `old` into `new`. A file of `old` Git vouches for (`TreeFiles`) is not read when
     its blob id is the new bytes'; any other is compared byte for byte, and the previous bytes of
@@ -529,9 +533,12 @@ def diff_trees(
 
     `claims`: the SHA-1 blob ids of some of the new files, as the caller knows them without
     hashing (the render pack's): such a file is the same as one Git vouches for when the ids are
-    equal. A claim is checked where it matters, on the bytes about to be written (`write_subtree`)."""
+    equal. A claim is checked where it matters, on the bytes about to be written (`write_subtree`).
+
+    `kept`: files of `old` that stay as they are, though not in `new` (neither compared nor removed)."""
     new_paths = set(new)
     old_paths = old.path_set() if isinstance(old, TreeFiles) else set(old)
+    old_paths.difference_update(kept)
     added = tuple(sorted(new_paths - old_paths))
     removed = tuple(sorted(old_paths - new_paths))
     common = new_paths & old_paths

@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from btp_gitops.generator.core.errors import OutputLocked, OutputNotWritable, Problem, UnsafeOutput
 from btp_gitops.generator.core.ownership import MANIFEST_FILE, owned_files
@@ -46,6 +47,7 @@ from btp_gitops.generator.io.output_tree import (
     LocalFilesystem,
     ScannedTree,
     TreeChanges,
+    TreeFiles,
     current_umask,
     diff_trees,
     read_tree,
@@ -60,6 +62,7 @@ from btp_gitops.generator.io.output_tree import (
 # moved into modules of their own.
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
+    "KeptFiles",
     "LocalFilesystem",
     "ScannedTree",
     "TreeChanges",
@@ -240,6 +243,16 @@ def _checked_claims(
         )
 
 
+class KeptFiles(Protocol):
+    """Files a writer leaves as they are (`write_subtree`), and the text of each, should one have
+    changed since the tree was scanned."""
+
+    @property
+    def paths(self) -> frozenset[str]: ...
+
+    def text(self, path: str) -> str: ...
+
+
 def write_subtree(
     root: Path,
     subtree: str,
@@ -249,6 +262,7 @@ def write_subtree(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     scanned: ScannedTree | None = None,
     claims: Mapping[str, str] | None = None,
+    kept: KeptFiles | None = None,
 ) -> TreeChanges:
     """Make `root/subtree` contain exactly `files` (relative path -> text), changing only the
     files whose bytes differ (see the module docstring for how a kill or an error is survived).
@@ -261,7 +275,12 @@ def write_subtree(
 
     `claims`: SHA-1 blob ids of some of `files` the caller knows without hashing (the render
     pack's): a file Git vouches for with the same id is left as it is, and every claimed file that
-    is written is hashed first and must be its claim (see `diff_trees`)."""
+    is written is hashed first and must be its claim (see `diff_trees`).
+
+    `kept`: files the caller leaves out of `files` because `scanned` showed them, by Git's word,
+    holding what they should (pipeline.reused_output.held_in_work_tree): they are neither compared
+    nor removed. One Git no longer vouches for when the tree is scanned again here (changed since)
+    is written after all, with the text `kept` gives for it."""
     fs = fs or LocalFilesystem()
     target = root / subtree
     unsafe = unplain_paths(files)
@@ -274,14 +293,28 @@ def write_subtree(
             raise OutputNotWritable(f"cannot write {target}: it exists and is not a directory")
         scanned = rescanned(target, scanned)
         refuse_links(target, scanned.others)
-        changes = diff_trees(scanned.files, encoded, claims)
+        left: frozenset[str] = frozenset()
+        if kept is not None and kept.paths:
+            left = kept.paths.difference(files)  # a path the caller writes after all is compared
+            vouched = scanned.files.vouched if isinstance(scanned.files, TreeFiles) else frozenset()
+            stale = left.difference(vouched)
+            if stale:
+                files = {**files, **{path: kept.text(path) for path in sorted(stale)}}
+                encoded, left = EncodedTexts(files), left.difference(stale)
+        changes = diff_trees(scanned.files, encoded, claims, left)
         refuse_removing_foreign(target, scanned.files, changes.removed)
         if claims:
             _checked_claims(target, (*changes.added, *changes.changed), encoded, claims)
         if target.is_dir():
             if not changes.empty:
                 write_in_place(
-                    parent=parent, name=target.name, scanned=scanned, changes=changes, new=encoded, fs=fs
+                    parent=parent,
+                    name=target.name,
+                    scanned=scanned,
+                    changes=changes,
+                    new=encoded,
+                    fs=fs,
+                    kept=left,
                 )
             return changes
         staging = stage_directory(parent, target.name)

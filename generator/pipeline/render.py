@@ -23,13 +23,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import yaml
 
 from btp_gitops.generator.charts.renderer import ChartRenderer
 from btp_gitops.generator.core.collected_problems import CollectedProblems
@@ -60,7 +58,6 @@ from btp_gitops.generator.core.report import AppRender, Level, Note, report_dict
 from btp_gitops.generator.core.source_contents import KnownKinds, Skipped, SourceSorting
 from btp_gitops.generator.core.sources import SourceDocument, SourceSet
 from btp_gitops.generator.core.validation import SchemaRegistry
-from btp_gitops.generator.core.yamlio import load_trusted_document
 from btp_gitops.generator.domains.btp_operator import render_btp_operator
 from btp_gitops.generator.domains.cap import (
     always_make,
@@ -98,12 +95,15 @@ from btp_gitops.generator.pipeline.cached_sources import (
     load_cached_sources,
     thawed,
 )
+from btp_gitops.generator.pipeline.commit_message import commit_message
 from btp_gitops.generator.pipeline.previous_tree import DecodedFiles, owned_previous
 from btp_gitops.generator.pipeline.reused_output import (
     HeldBlobs,
+    HeldFiles,
     Unchanged,
     check_reused_output,
     held_directories,
+    held_in_work_tree,
     lay_out_cluster,
 )
 from btp_gitops.generator.pipeline.source_checks import checked_sources
@@ -115,7 +115,6 @@ from btp_gitops.generator.transforms.ordering import flux_stages
 from btp_gitops.generator.wiring.objects import ARGOCD, DEFAULT_TARGET, FLUX, TargetOptions
 
 if TYPE_CHECKING:
-    from btp_gitops.generator.io.git import SourceRevision
     from btp_gitops.generator.pipeline.validate import ValidateOptions
 
 
@@ -162,9 +161,10 @@ class RenderResult:
     module_problems: list[Problem] = field(default_factory=list)  # Kyma modules not resolved (apps kept)
     skipped: list[Skipped] = field(default_factory=list)  # what under the source paths is no source
     blob_ids: dict[str, str] = field(default_factory=dict)  # the pack's (reused_output.ClusterLayout.claims)
-    # With `leave_out_held`: the app directories the previous tree holds as the pack gives them,
-    # whose files are not in `files` (reused_output.held_directories).
+    # With `leave_out_held` or `keep_held`: the app directories the previous tree holds as the pack
+    # gives them, whose files are not in `files` (reused_output.held_directories, held_in_work_tree).
     held: frozenset[str] = frozenset()
+    held_files: HeldFiles = field(default_factory=HeldFiles)  # with `keep_held`: theirs, not in `files`
 
     def report(self) -> dict[str, Any]:
         data = report_dict(self.cluster, self.apps, self.notes)
@@ -397,6 +397,7 @@ def render_cluster(
     shard_tenants: bool = True,  # ownership.shards_tenants: False keeps a flat repository flat
     cache: RenderCache | None = None,
     leave_out_held: bool = False,  # diff: RenderResult.held's apps are not laid out
+    keep_held: bool = False,  # render --out: nor are they, and the writer leaves their files as they are
 ) -> RenderResult:
     """Everything up to, not including, writing: pure apart from reading the sources and charts,
     and, with a `cache`, reading tenant records rendered before and keeping the new ones
@@ -415,6 +416,7 @@ def render_cluster(
         cache=cache,
         shard_tenants=shard_tenants,
         leave_out_held=leave_out_held,
+        keep_held=keep_held,
     )
     # A render makes few reference cycles, and most of what it makes lives until it returns: the
     # cycle collector, run again and again over 20,000 tenants' objects, would find nothing to
@@ -454,6 +456,7 @@ def _render_cluster(
     cache: RenderCache | None,
     shard_tenants: bool,
     leave_out_held: bool,
+    keep_held: bool,
 ) -> RenderResult:
     where = cluster_subtree(cluster)
     roots = source_roots(sources, kyma, allow_paths)
@@ -484,6 +487,8 @@ def _render_cluster(
     checks.raise_if_any()
     layout_notes = [] if shard_tenants else keep_flat(apps)
     held = held_directories(apps, _held_trees(previous)) if leave_out_held else frozenset()
+    kept = held_in_work_tree(apps, _held_blobs(previous) or {}) if keep_held else HeldFiles()
+    held = held.union(app_directory(app.app, app.group) for app in kept.apps)
     if cached is not None and not cached.pack_texts_hold(apps, held):
         raise _PackTextsChanged
     if held and isinstance(previous, DecodedFiles):
@@ -525,6 +530,7 @@ def _render_cluster(
         skipped=sorting.sorted_skipped(),
         blob_ids=layout.claims_in(files, wiring if laid_out is layout.files else None),
         held=held,
+        held_files=kept,
     )
 
 
@@ -600,54 +606,6 @@ def cluster_stream(result: RenderResult) -> str:
     return "---\n" + "---\n".join(texts) if texts else ""
 
 
-MAX_DESCRIBED_CHANGES = 500
-
-
-def describe_changes(changes: TreeChanges, files: dict[str, str]) -> list[str]:
-    """`+ app: Kind ns/name` lines for the commit message."""
-
-    def ref(path: str, text: str | bytes) -> str:
-        app = app_path(path).app if "/" in path else path
-        if path.endswith("kustomization.yaml"):
-            return f"{app}: kustomization"
-        if "/" not in path:  # a record beside the apps (.kyma-modules.json), not an object
-            return path
-        try:
-            body = load_trusted_document(
-                text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
-            )
-        except (yaml.YAMLError, RecursionError):
-            body = None  # a file that is not YAML (a person put it there): named by its path
-        described = (
-            describe(body) if isinstance(body, dict) and isinstance(body.get("metadata"), dict) else path
-        )
-        return f"{app}: {described}"
-
-    listed: list[tuple[str, str, str | bytes]] = [("+", p, files[p]) for p in changes.added]
-    listed += [("~", p, files[p]) for p in changes.changed]
-    listed += [("-", p, changes.previous[p]) for p in changes.removed]
-    # A commit message is one command-line argument (at most 128 KiB) and a few hundred lines are
-    # all a reader takes in; the rest is counted, and not parsed.
-    lines = [f"{sign} {ref(path, text)}" for sign, path, text in listed[:MAX_DESCRIBED_CHANGES]]
-    if len(listed) > MAX_DESCRIBED_CHANGES:
-        lines.append(f"... and {len(listed) - MAX_DESCRIBED_CHANGES} more")
-    return lines
-
-
-def commit_message(
-    cluster: str, changes: TreeChanges, files: dict[str, str], revisions: list[SourceRevision]
-) -> str:
-    summary = (
-        f"Render cluster {cluster}: {len(changes.added)} added, {len(changes.changed)} changed, "
-        f"{len(changes.removed)} removed"
-    )
-    body = "\n".join(describe_changes(changes, files))
-    trailers = [
-        f"Source-Commit: {r.commit}{' (with uncommitted changes)' if r.dirty else ''}" for r in revisions
-    ]
-    return "\n\n".join(part for part in (summary, body, "\n".join(trailers)) if part) + "\n"
-
-
 def validate_render(root: Path, files: dict[str, str], options: ValidateOptions) -> list[Note]:
     """Raise ManifestInvalid if the cluster would refuse a rendered object; kinds without a schema
     become warnings when allowed."""
@@ -696,7 +654,7 @@ def layout_move_note(moved: list[str], target: TargetOptions) -> list[Note]:
     ]
 
 
-def refuse_emptying(where: Path, previous: Mapping[str, str], written: Mapping[str, str]) -> None:
+def refuse_emptying(where: Path, previous: Mapping[str, str], written: Collection[str]) -> None:
     removal = removal_refusal(previous, written)
     if removal is not None:
         raise RenderWouldEmpty(
@@ -754,6 +712,7 @@ def render_into_repo(
             allow_paths=request.allow_paths,
             shard_tenants=sharded,
             cache=request.cache,
+            keep_held=request.validate is None,  # --validate reads every file
         )
         result.raise_if_strict(request.strict)
         result.notes += layout_move_note(moved_into_groups(previous, result.apps), request.target)
@@ -761,9 +720,11 @@ def render_into_repo(
             progress.update("validating output", 0)
             result.notes += validate_render(where, result.files, request.validate)
         written = {**result.files, **result.records}
+        kept = result.held_files
+        present = kept.paths.union(written) if kept.paths else written
         if not request.allow_empty:
-            refuse_emptying(where, previous, written)
-        written.update(manifest_files(written, sharded=sharded))
+            refuse_emptying(where, previous, present)
+        written.update(manifest_files(present, sharded=sharded))
         progress.update("writing the repo", 0)
         # The tree read above, under the lock still held: the writer reads again only what
         # changed since (a person's edit while this rendered, a link planted), see scan_tree.
@@ -775,6 +736,11 @@ def render_into_repo(
             lock_timeout=request.lock_timeout,
             scanned=tree,
             claims=result.blob_ids,
+            kept=kept,
+        )
+        # A kept file changed since the scan was written after all: its text, for the message.
+        written.update(
+            {path: kept.text(path) for path in (*changes.added, *changes.changed) if path not in written}
         )
         result.changes = without_manifest(changes)
         if request.commit:

@@ -29,6 +29,7 @@ the files it hands the layout pass the same guard as a fresh app's, checked on t
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -181,6 +182,58 @@ def held_directories(apps: Sequence[AppRender], trees: Mapping[str, str]) -> fro
                 candidates.append((directory, claimed, content))
     AppFiles.find_tree_ids([content for _, _, content in candidates])
     return frozenset([directory for directory, tree, content in candidates if content.tree_id() == tree])
+
+
+@dataclass(frozen=True, slots=True)
+class HeldFiles:
+    """The files of the app directories `render --out` leaves as the work tree holds them
+    (`held_in_work_tree`): their paths (for the ownership manifests, the removal guard and the
+    writer, which neither compares nor removes them) and, for one that changes under the writer
+    after the scan (a person's edit), its text as the pack gives it, which is then written."""
+
+    paths: frozenset[str] = frozenset()
+    apps: tuple[PackedApp, ...] = ()
+
+    def text(self, path: str) -> str:
+        """The pack's text of the held file at `path`, its bytes checked against the blob id the
+        pack gives it (they are about to be written)."""
+        for packed in self.apps:
+            directory = app_directory(packed.app, packed.group) + "/"
+            if path.startswith(directory):
+                name = path.removeprefix(directory)
+                oid = dict(zip(packed.files, packed.content.ids(), strict=True))[name]
+                return packed.verified_text(path, packed.files[name], oid)
+        raise KeyError(path)
+
+
+def held_in_work_tree(apps: Sequence[AppRender], blobs: HeldBlobs) -> HeldFiles:
+    """The files of the apps reused from the render pack whose directory the work tree already
+    holds as the pack gives them: Git vouches (`blobs`, its index and a clean `diff-files`) that
+    each file the pack names there is on disk with the blob id the pack gives it, so `render
+    --out` has nothing to write there and neither decodes nor lays out their texts. A file beside
+    them is no concern of this: it is in the scanned tree, not in the render, and the writer
+    removes it as ever. Nor an app with a file named like an ownership manifest (the writer makes
+    those from the paths)."""
+    if not blobs:
+        return HeldFiles()
+    get, nothing = blobs.get, itertools.repeat("")
+    held: list[PackedApp] = []
+    paths: list[str] = []
+    for app in apps:
+        if not isinstance(app, ReusedApp):
+            continue
+        content = app.packed.content
+        names = content.names_text
+        if not names or MANIFEST_FILE in names:
+            continue
+        directory = app_directory(app.app, app.group) + "/"
+        app_paths = [directory + name for name in names.split("\0")]
+        # Each id Git gives is 40 digits, as each of the pack's is (io.render_pack checks them
+        # with its index): the two joined are equal exactly when every file's are.
+        if "".join(map(get, app_paths, nothing)) == content.ids_text:
+            held.append(app.packed)
+            paths += app_paths
+    return HeldFiles(frozenset(paths), tuple(held))
 
 
 def held_paths(apps: Sequence[AppRender], held: frozenset[str]) -> list[str]:
