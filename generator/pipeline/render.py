@@ -488,7 +488,7 @@ def _render_cluster(
     layout_notes = [] if shard_tenants else keep_flat(apps)
     held = held_directories(apps, _held_trees(previous)) if leave_out_held else frozenset()
     kept = held_in_work_tree(apps, _held_blobs(previous) or {}) if keep_held else HeldFiles()
-    held = held.union(app_directory(app.app, app.group) for app in kept.apps)
+    held = held.union(kept.apps)
     if cached is not None and not cached.pack_texts_hold(apps, held):
         raise _PackTextsChanged
     if held and isinstance(previous, DecodedFiles):

@@ -192,17 +192,20 @@ class HeldFiles:
     after the scan (a person's edit), its text as the pack gives it, which is then written."""
 
     paths: frozenset[str] = frozenset()
-    apps: tuple[PackedApp, ...] = ()
+    apps: Mapping[str, PackedApp] = field(default_factory=dict)  # by their directory
 
     def text(self, path: str) -> str:
         """The pack's text of the held file at `path`, its bytes checked against the blob id the
-        pack gives it (they are about to be written)."""
-        for packed in self.apps:
-            directory = app_directory(packed.app, packed.group) + "/"
-            if path.startswith(directory):
-                name = path.removeprefix(directory)
+        pack gives it (they are about to be written). Found by the directories above it, not by
+        going over the apps: when Git cannot be asked again, every held file is asked for."""
+        directory = path.rpartition("/")[0]
+        while directory:
+            packed = self.apps.get(directory)
+            if packed is not None:
+                name = path[len(directory) + 1 :]
                 oid = dict(zip(packed.files, packed.content.ids(), strict=True))[name]
                 return packed.verified_text(path, packed.files[name], oid)
+            directory = directory.rpartition("/")[0]
         raise KeyError(path)
 
 
@@ -217,7 +220,7 @@ def held_in_work_tree(apps: Sequence[AppRender], blobs: HeldBlobs) -> HeldFiles:
     if not blobs:
         return HeldFiles()
     get, nothing = blobs.get, itertools.repeat("")
-    held: list[PackedApp] = []
+    held: dict[str, PackedApp] = {}
     paths: list[str] = []
     for app in apps:
         if not isinstance(app, ReusedApp):
@@ -226,14 +229,16 @@ def held_in_work_tree(apps: Sequence[AppRender], blobs: HeldBlobs) -> HeldFiles:
         names = content.names_text
         if not names or MANIFEST_FILE in names:
             continue
-        directory = app_directory(app.app, app.group) + "/"
-        app_paths = [directory + name for name in names.split("\0")]
+        directory = app_directory(app.app, app.group)
+        if directory in held:  # two apps in one directory (not as btp-gitops renders): laid out
+            continue
+        app_paths = [f"{directory}/{name}" for name in names.split("\0")]
         # Each id Git gives is 40 digits, as each of the pack's is (io.render_pack checks them
         # with its index): the two joined are equal exactly when every file's are.
         if "".join(map(get, app_paths, nothing)) == content.ids_text:
-            held.append(app.packed)
+            held[directory] = app.packed
             paths += app_paths
-    return HeldFiles(frozenset(paths), tuple(held))
+    return HeldFiles(frozenset(paths), held)
 
 
 def held_paths(apps: Sequence[AppRender], held: frozenset[str]) -> list[str]:

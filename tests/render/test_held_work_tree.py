@@ -27,11 +27,13 @@ import pytest
 
 from btp_gitops.generator.core.layout import app_path
 from btp_gitops.generator.core.ownership import MANIFEST_FILE
+from btp_gitops.generator.io import repo as repo_module
 from btp_gitops.generator.io.helm import EmbeddedHelm
 from btp_gitops.generator.io.render_cache import RenderCache
 from btp_gitops.generator.io.schemas import load_schema_registry
 from btp_gitops.generator.pipeline import render as render_module
 from btp_gitops.generator.pipeline.render import RenderRequest, RenderResult, render_into_repo
+from btp_gitops.generator.pipeline.reused_output import HeldFiles
 from tests.conftest import EXAMPLES, ROOT, RunCli, read_tree
 
 CLUSTER = "demo"
@@ -184,3 +186,33 @@ def test_held_files_changed_while_the_render_runs_are_written_back_from_the_pack
     edited, removed = touched
     assert edited in warm.changes.changed and removed in warm.changes.added, warm.changes
     assert set(cold.changes.added) < set(warm.changes.added)
+
+
+def test_without_git_s_word_under_the_lock_every_held_file_is_written_from_the_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git cannot be asked again before the write (here: it answers nothing): no held file is
+    vouched for any longer, so each is compared by the pack's text, and the tree is the same."""
+    sources = sources_with_a_new_tenant(tmp_path)
+    cache, repo, warm_clone, cold_clone = (tmp_path / name for name in ("cache", "repo", "warm", "cold"))
+    engine, schemas = EmbeddedHelm(), load_schema_registry()
+    render_into_repo(_request(sources, repo, cache, commit=True), engine, schemas)
+    for clone in (warm_clone, cold_clone):
+        git(tmp_path, "clone", "-q", str(repo), str(clone))
+    add_tenant(sources)
+    asked: list[str] = []
+    original_text = HeldFiles.text
+
+    def counted(self: HeldFiles, path: str) -> str:
+        asked.append(path)
+        return original_text(self, path)
+
+    monkeypatch.setattr(HeldFiles, "text", counted)
+    monkeypatch.setattr(repo_module, "work_tree_blobs", lambda *args, **kwargs: None)
+    warm = render_into_repo(_request(sources, warm_clone, cache), engine, schemas)
+    cold = render_into_repo(_request(sources, cold_clone, None), engine, schemas)
+
+    assert len(warm.held) == RECORDS
+    assert sorted(asked) == sorted(warm.held_files.paths)
+    assert read_tree(warm_clone / "clusters") == read_tree(cold_clone / "clusters")
+    assert (warm.changes.added, warm.changes.changed) == (cold.changes.added, cold.changes.changed)
