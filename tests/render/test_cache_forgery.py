@@ -402,14 +402,19 @@ def _rename_first_file(app: list[Any], blob: bytearray, name: str) -> None:
     ["captenant-acme.yaml\0pod-root-shell.yaml", "captenant-acme.yaml\0../../outside.yaml", "../x.yaml"],
     ids=["nul-joined-names", "nul-joined-escape", "escape"],
 )
+@pytest.mark.parametrize("in_git", [False, True], ids=["plain-directory", "git-work-tree"])
 def test_a_signed_pack_whose_file_name_is_no_plain_path_is_not_used(
-    source: Path, tmp_path: Path, name: str
+    source: Path, tmp_path: Path, name: str, in_git: bool
 ) -> None:
     """A pack's index joins an app's file names with a NUL: a name holding a NUL itself reads as
     two names, more than the app has blob ids, and the pack is refused (the tree written is the
-    one without a cache), as a name that climbs out is."""
+    one without a cache), as a name that climbs out is. In a Git work tree too, where a render
+    leaves the apps whose files Git vouches for as the pack names them (held_in_work_tree)."""
     directory, repo, uncached = tmp_path / "cache", tmp_path / "repo", tmp_path / "uncached"
     assert out_render(source, repo, directory).returncode == ExitCode.OK
+    if in_git:
+        assert out_render(source, repo, directory).returncode == ExitCode.OK  # every app in the pack
+        _committed(repo)
     (pack,) = packs(directory)
     forge_app(pack, lambda app, blob: _rename_first_file(app, blob, name), sign=True)
     run = out_render(source, repo, directory)

@@ -150,16 +150,27 @@ def _request(sources: Path, out: Path, cache: Path | None, *, commit: bool = Fal
     )
 
 
-def test_held_files_changed_while_the_render_runs_are_written_back_from_the_pack(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+ENGINE, SCHEMAS = EmbeddedHelm(), load_schema_registry()
+
+
+def rendered_and_cloned(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    """The example rendered into a repository with a cache and committed, cloned twice (for the
+    render with the cache and the one without), one tenant added to the sources: the sources,
+    the cache and the two clones."""
     sources = sources_with_a_new_tenant(tmp_path)
     cache, repo, warm_clone, cold_clone = (tmp_path / name for name in ("cache", "repo", "warm", "cold"))
-    engine, schemas = EmbeddedHelm(), load_schema_registry()
-    render_into_repo(_request(sources, repo, cache, commit=True), engine, schemas)
+    render_into_repo(_request(sources, repo, cache, commit=True), ENGINE, SCHEMAS)
     for clone in (warm_clone, cold_clone):
         git(tmp_path, "clone", "-q", str(repo), str(clone))
     add_tenant(sources)
+    return sources, cache, warm_clone, cold_clone
+
+
+def test_held_files_changed_while_the_render_runs_are_written_back_from_the_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources, cache, warm_clone, cold_clone = rendered_and_cloned(tmp_path)
+    engine, schemas = ENGINE, SCHEMAS
 
     original = render_module.render_cluster
     touched: list[str] = []
@@ -193,13 +204,8 @@ def test_without_git_s_word_under_the_lock_every_held_file_is_written_from_the_p
 ) -> None:
     """Git cannot be asked again before the write (here: it answers nothing): no held file is
     vouched for any longer, so each is compared by the pack's text, and the tree is the same."""
-    sources = sources_with_a_new_tenant(tmp_path)
-    cache, repo, warm_clone, cold_clone = (tmp_path / name for name in ("cache", "repo", "warm", "cold"))
-    engine, schemas = EmbeddedHelm(), load_schema_registry()
-    render_into_repo(_request(sources, repo, cache, commit=True), engine, schemas)
-    for clone in (warm_clone, cold_clone):
-        git(tmp_path, "clone", "-q", str(repo), str(clone))
-    add_tenant(sources)
+    sources, cache, warm_clone, cold_clone = rendered_and_cloned(tmp_path)
+    engine, schemas = ENGINE, SCHEMAS
     asked: list[str] = []
     original_text = HeldFiles.text
 
